@@ -1,0 +1,141 @@
+"""`kraftlake decode`: what a metadata log holds, as a table, JSON lines or counts."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kraftlake.cli import main
+from kraftlake.codec.batch import Problem, plausible_batch_start
+from kraftlake.codec.errors import KraftCodecError, NotAKafkaLogError
+from kraftlake.codec.logfiles import FileReport, files_of, iter_file
+from kraftlake.codec.records import Record
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, bytes | bytearray):
+        return base64.b64encode(obj).decode("ascii")
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def to_json_line(record: Record) -> str:
+    return json.dumps(record.as_json(), default=_json_default, separators=(",", ":"))
+
+
+def iter_path(path: Path, problems: list[Problem | str]) -> Iterator[Record]:
+    """Records of a CLI path (segment, snapshot, log directory or dump-log text)."""
+    if path.is_file():
+        from kraftlake.codec import dumplog
+
+        if dumplog.looks_like_dump_log(path):
+            with path.open(encoding="utf-8", errors="replace") as lines:
+                for item in dumplog.parse_dump_log(lines, str(path)):
+                    if isinstance(item, Record):
+                        yield item
+                    else:
+                        problems.append(str(item))
+            return
+    for lf in files_of(path):
+        report = FileReport(str(lf.path), lf.kind)
+        for _batch, records in iter_file(lf, report):
+            yield from records
+        if report.batches == 0 and report.problems:
+            with lf.path.open("rb") as f:
+                head = f.read(64)
+            if not plausible_batch_start(head):
+                raise NotAKafkaLogError(f"{lf.path}: not a Kafka metadata log "
+                                        "(no record batch at its start)")
+        problems.extend(report.problems)
+
+
+def _fmt_ts(ms: int) -> str:
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def _summary(data: dict[str, Any] | None, error: str | None) -> str:
+    if data is None:
+        return f"<undecodable: {error}>"
+    text = json.dumps(data, default=_json_default, separators=(",", ":"))
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _print_table(records: Iterator[Record]) -> Counter[str]:
+    """One line per record; runs of NoOpRecords (the quorum heartbeat) fold into one line."""
+    counts: Counter[str] = Counter()
+    run: list[Record] = []
+
+    def flush() -> None:
+        if run:
+            click.echo(f"{run[0].offset:>10}  {_fmt_ts(run[0].timestamp)}  {run[0].epoch:>5}  "
+                       f"… {len(run):,} NoOpRecord up to offset {run[-1].offset}")
+            run.clear()
+
+    for r in records:
+        if not counts:
+            click.echo(f"{'offset':>10}  {'timestamp (UTC)':<23}  {'epoch':>5}  record")
+        counts[r.type] += 1
+        if r.type == "NoOpRecord":
+            run.append(r)
+            continue
+        flush()
+        kind = "ctl " if r.control else ""
+        click.echo(f"{r.offset:>10}  {_fmt_ts(r.timestamp)}  {r.epoch:>5}  {kind}{r.type} "
+                   f"v{r.version} {_summary(r.data, r.error)}")
+    flush()
+    return counts
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--jsonl", "mode", flag_value="jsonl", help="One JSON object per record.")
+@click.option("--count", "mode", flag_value="count", help="Record counts by type.")
+def decode(paths: tuple[Path, ...], mode: str | None) -> None:
+    """Decode metadata-log segments, snapshots, log directories or kafka-dump-log text.
+
+    PATH is a segment (*.log), a snapshot (*.checkpoint), a bootstrap.checkpoint, a
+    __cluster_metadata-0 directory (its segments in offset order) or the text output of
+    kafka-dump-log.sh --cluster-metadata-decoder. Credentials are redacted.
+    """
+    problems: list[Problem | str] = []
+    counts: Counter[str] = Counter()
+    try:
+        for path in paths:
+            records = iter_path(path, problems)
+            if mode == "jsonl":
+                out = sys.stdout
+                for r in records:
+                    counts[r.type] += 1
+                    out.write(to_json_line(r) + "\n")
+            elif mode == "count":
+                for r in records:
+                    counts[r.type] += 1
+            else:
+                counts.update(_print_table(records))
+    except KraftCodecError as exc:
+        raise click.ClickException(str(exc)) from None
+    except BrokenPipeError:  # `kraftlake decode ... | head` is a normal way to look
+        sys.stderr.close()
+        sys.exit(0)
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename}: {exc.strerror}") from None
+    if mode == "count":
+        width = max((len(t) for t in counts), default=4)
+        for name, n in counts.most_common():
+            click.echo(f"{name:<{width}}  {n:>10,}")
+        click.echo(f"{'total':<{width}}  {sum(counts.values()):>10,}")
+    elif mode is None:
+        click.echo(f"\n{sum(counts.values()):,} records: "
+                   + ", ".join(f"{n:,} {t}" for t, n in counts.most_common()))
+    for p in problems:
+        click.echo(f"warning: {p}", err=True)
