@@ -210,10 +210,11 @@ def scan_batches(buf: bytes, source: str = "") -> Iterator[Batch | Problem]:
         remaining = n - pos
         if remaining < HEADER_SIZE:
             if not _is_zero(buf, pos):
+                base = struct.unpack_from(">q", buf, pos)[0] if remaining >= 8 else None
                 yield Problem(source, pos, "truncated",
                               f"file ends inside a batch header ({remaining} of {HEADER_SIZE} "
                               f"bytes); last complete batch ends at byte {pos}",
-                              raw=bytes(buf[pos:]))
+                              base, bytes(buf[pos:]))
             return
         (base_offset, length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts,
          pid, pepoch, bseq, count) = unpack(buf, pos)
