@@ -106,6 +106,14 @@ class Problem:
 # ---------------------------------------------------------------- reading
 
 
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """Zigzag varint with the one-byte case inline (record framing is nearly all one-byte)."""
+    b = data[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    return read_varint(data, pos)
+
+
 def parse_records(data: bytes, count: int) -> list[RawRecord]:
     """Parse `count` records from an (uncompressed) records section; it must fit exactly."""
     records: list[RawRecord] = []
@@ -113,36 +121,35 @@ def parse_records(data: bytes, count: int) -> list[RawRecord]:
     end_all = len(data)
     try:
         for _ in range(count):
-            length, pos = read_varint(data, pos)
+            length, pos = _varint(data, pos)
             if length < 0 or pos + length > end_all:
                 raise CorruptBatchError(f"record length {length} runs past the batch")
             end = pos + length
             attributes = data[pos]
-            pos += 1
-            ts_delta, pos = read_varint(data, pos)
-            off_delta, pos = read_varint(data, pos)
-            klen, pos = read_varint(data, pos)
+            ts_delta, pos = _varint(data, pos + 1)
+            off_delta, pos = _varint(data, pos)
+            klen, pos = _varint(data, pos)
             key = None
             if klen >= 0:
                 key = data[pos:pos + klen]
                 pos += klen
-            vlen, pos = read_varint(data, pos)
+            vlen, pos = _varint(data, pos)
             value = None
             if vlen >= 0:
                 value = data[pos:pos + vlen]
                 pos += vlen
-            nh, pos = read_varint(data, pos)
+            nh, pos = _varint(data, pos)
             headers: list[tuple[str, bytes | None]] = []
             if nh:
                 if nh < 0:
                     raise CorruptBatchError(f"negative header count {nh}")
                 for _h in range(nh):
-                    hk, pos = read_varint(data, pos)
+                    hk, pos = _varint(data, pos)
                     if hk < 0:
                         raise CorruptBatchError("null header key")
                     hkey = data[pos:pos + hk].decode("utf-8", "replace")
                     pos += hk
-                    hv, pos = read_varint(data, pos)
+                    hv, pos = _varint(data, pos)
                     hval = None
                     if hv >= 0:
                         hval = data[pos:pos + hv]
@@ -203,78 +210,75 @@ def scan_batches(buf: bytes, source: str = "") -> Iterator[Batch | Problem]:
     of kind "truncated" that says where the last complete batch ends. A zero-filled tail
     (preallocated segment) ends the scan silently.
     """
-    n = len(buf)
     pos = 0
-    unpack = HEADER.unpack_from
-    while pos < n:
-        remaining = n - pos
-        if remaining < HEADER_SIZE:
-            if not _is_zero(buf, pos):
-                base = struct.unpack_from(">q", buf, pos)[0] if remaining >= 8 else None
-                yield Problem(source, pos, "truncated",
-                              f"file ends inside a batch header ({remaining} of {HEADER_SIZE} "
-                              f"bytes); last complete batch ends at byte {pos}",
-                              base, bytes(buf[pos:]))
+    while True:
+        item, pos = next_item(buf, pos, source)
+        if item is None:
             return
-        (base_offset, length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts,
-         pid, pepoch, bseq, count) = unpack(buf, pos)
-        if length == 0 and _is_zero(buf, pos):
-            return  # zero-filled (preallocated) tail
-        end = pos + LOG_OVERHEAD + length
-        if length < MIN_BATCH_LENGTH or length > MAX_BATCH_LENGTH:
-            nxt = _resync(buf, pos + 1)
-            yield Problem(source, pos, "length", f"impossible batch length {length}",
-                          base_offset, bytes(buf[pos:nxt]))
-            pos = nxt
-            continue
-        if end > n:
-            nxt = _resync(buf, pos + 1)
-            if nxt < n:  # a valid batch follows: the length field itself is damaged
-                yield Problem(source, pos, "length",
-                              f"batch length {length} runs past the end of the file",
-                              base_offset, bytes(buf[pos:nxt]))
-                pos = nxt
-                continue
-            yield Problem(source, pos, "truncated",
-                          f"file ends inside the batch at base offset {base_offset} "
-                          f"({n - pos} of {LOG_OVERHEAD + length} bytes); last complete batch "
-                          f"ends at byte {pos}", base_offset, bytes(buf[pos:]))
-            return
-        if magic != 2:
-            yield Problem(source, pos, "magic", f"magic byte {magic}, expected 2",
-                          base_offset, bytes(buf[pos:end]))
-            pos = end
-            continue
-        computed = crc32c(buf[pos + CRC_START:end])
-        if computed != crc:
-            yield Problem(source, pos, "crc",
-                          f"CRC-32C mismatch (stored {crc:#010x}, computed {computed:#010x})",
-                          base_offset, bytes(buf[pos:end]))
-            pos = end
-            continue
-        data = buf[pos + HEADER_SIZE:end]
-        codec = attributes & ATTR_COMPRESSION
-        cached = _small_sections.get(data) if not codec and count == 1 else None
-        if cached is not None:
-            records = [cached]
-        else:
-            try:
-                if count < 0 or last_delta < 0:
-                    raise CorruptBatchError(
-                        f"negative record count {count} or last offset delta {last_delta}")
-                if codec:
-                    data = compression.decompress(codec, data)
-                records = parse_records(data, count)
-            except CorruptBatchError as exc:
-                yield Problem(source, pos, "records", str(exc), base_offset,
-                              bytes(buf[pos:end]))
-                pos = end
-                continue
-            if not codec and count == 1 and len(data) <= _SMALL_SECTION:
-                _small_sections[data] = records[0]
-        yield Batch(base_offset, epoch, attributes, last_delta, base_ts, max_ts, records,
-                    pid, pepoch, bseq, magic, crc, pos, end - pos)
-        pos = end
+        yield item
+
+
+def next_item(buf: bytes, pos: int, source: str = "") -> tuple[Batch | Problem | None, int]:
+    """The batch or damaged region at `pos` and where the next one starts; None at the end."""
+    n = len(buf)
+    remaining = n - pos
+    if remaining <= 0:
+        return None, n
+    if remaining < HEADER_SIZE:
+        if _is_zero(buf, pos):
+            return None, n
+        base = struct.unpack_from(">q", buf, pos)[0] if remaining >= 8 else None
+        return Problem(source, pos, "truncated",
+                       f"file ends inside a batch header ({remaining} of {HEADER_SIZE} "
+                       f"bytes); last complete batch ends at byte {pos}",
+                       base, bytes(buf[pos:])), n
+    (base_offset, length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts,
+     pid, pepoch, bseq, count) = HEADER.unpack_from(buf, pos)
+    if length == 0 and _is_zero(buf, pos):
+        return None, n  # zero-filled (preallocated) tail
+    end = pos + LOG_OVERHEAD + length
+    if length < MIN_BATCH_LENGTH or length > MAX_BATCH_LENGTH:
+        nxt = _resync(buf, pos + 1)
+        return Problem(source, pos, "length", f"impossible batch length {length}",
+                       base_offset, bytes(buf[pos:nxt])), nxt
+    if end > n:
+        nxt = _resync(buf, pos + 1)
+        if nxt < n:  # a valid batch follows: the length field itself is damaged
+            return Problem(source, pos, "length",
+                           f"batch length {length} runs past the end of the file",
+                           base_offset, bytes(buf[pos:nxt])), nxt
+        return Problem(source, pos, "truncated",
+                       f"file ends inside the batch at base offset {base_offset} "
+                       f"({n - pos} of {LOG_OVERHEAD + length} bytes); last complete batch "
+                       f"ends at byte {pos}", base_offset, bytes(buf[pos:])), n
+    if magic != 2:
+        return Problem(source, pos, "magic", f"magic byte {magic}, expected 2",
+                       base_offset, bytes(buf[pos:end])), end
+    computed = crc32c(buf[pos + CRC_START:end])
+    if computed != crc:
+        return Problem(source, pos, "crc",
+                       f"CRC-32C mismatch (stored {crc:#010x}, computed {computed:#010x})",
+                       base_offset, bytes(buf[pos:end])), end
+    data = buf[pos + HEADER_SIZE:end]
+    codec = attributes & ATTR_COMPRESSION
+    cached = _small_sections.get(data) if not codec and count == 1 else None
+    if cached is not None:
+        records = [cached]
+    else:
+        try:
+            if count < 0 or last_delta < 0:
+                raise CorruptBatchError(
+                    f"negative record count {count} or last offset delta {last_delta}")
+            if codec:
+                data = compression.decompress(codec, data)
+            records = parse_records(data, count)
+        except CorruptBatchError as exc:
+            return Problem(source, pos, "records", str(exc), base_offset,
+                           bytes(buf[pos:end])), end
+        if not codec and count == 1 and len(data) <= _SMALL_SECTION:
+            _small_sections[data] = records[0]
+    return Batch(base_offset, epoch, attributes, last_delta, base_ts, max_ts, records,
+                 pid, pepoch, bseq, magic, crc, pos, end - pos), end
 
 
 # One-record batches whose records section is a few bytes long (the controller's NoOp

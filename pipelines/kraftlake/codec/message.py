@@ -146,15 +146,25 @@ def _array_decoder(elem: Decoder, elem_type: str, flexible: bool, nullable: bool
     if st is not None:
         size = st.size
         code = st.format[1:]
+        by_len: dict[int, Callable[..., tuple[Any, ...]]] = {}
 
         def dec_fixed(buf: bytes, pos: int) -> tuple[Any, int]:
-            n, pos = read_len(buf, pos)
+            if flexible and buf[pos] < 0x80:  # one-byte compact length: inline
+                n = buf[pos] - 1
+                pos += 1
+                if n < 0 and not nullable:
+                    raise RecordDecodeError("null array in a non-nullable field")
+            else:
+                n, pos = read_len(buf, pos)
             if n < 0:
                 return None, pos
             end = pos + n * size
             if end > len(buf):
                 raise IndexError
-            return list(struct.unpack_from(f">{n}{code}", buf, pos)), end
+            unpack = by_len.get(n)
+            if unpack is None:
+                unpack = by_len[n] = struct.Struct(f">{n}{code}").unpack_from
+            return list(unpack(buf, pos)), end
 
         return dec_fixed
 
@@ -196,14 +206,14 @@ def _value_decoder(f: Field, version: int, flexible: bool) -> Decoder:
 def _struct_decoder(fields: tuple[Field, ...], version: int, flexible: bool) -> Decoder:
     fixed: list[tuple[str, Decoder]] = []
     tagged: dict[int, tuple[str, Decoder]] = {}
-    tag_defaults: list[tuple[str, Any]] = []
+    tag_defaults: dict[str, Any] = {}
     for f in fields:
         if not in_range(version, f.versions):
             continue
         dec = _value_decoder(f, version, flexible)
         if flexible and in_range(version, f.tagged):
             tagged[f.tag] = (f.key, dec)  # type: ignore[index]
-            tag_defaults.append((f.key, field_default(f)))
+            tag_defaults[f.key] = field_default(f)
         else:
             fixed.append((f.key, dec))
 
@@ -213,14 +223,25 @@ def _struct_decoder(fields: tuple[Field, ...], version: int, flexible: bool) -> 
             d[key], pos = dec(buf, pos)
         if not flexible:
             return d, pos
-        for key, default in tag_defaults:
-            d[key] = default
-        n, pos = read_uvarint(buf, pos)
+        d.update(tag_defaults)
+        n = buf[pos]
+        if n < 0x80:
+            pos += 1
+        else:
+            n, pos = read_uvarint(buf, pos)
         if n:
             unknown: dict[int, bytes] = {}
             for _ in range(n):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
+                tag = buf[pos]  # tags and sizes are almost always one-byte varints
+                if tag < 0x80:
+                    pos += 1
+                else:
+                    tag, pos = read_uvarint(buf, pos)
+                size = buf[pos]
+                if size < 0x80:
+                    pos += 1
+                else:
+                    size, pos = read_uvarint(buf, pos)
                 end = pos + size
                 if end > len(buf):
                     raise IndexError

@@ -9,9 +9,12 @@ reason in `error`; decoding never raises for them.
 
 from __future__ import annotations
 
+import base64
 import struct
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from .errors import RecordDecodeError
 from .message import decode_body, encode_body
@@ -44,6 +47,21 @@ class Record:
                 "data": self.data}
 
 
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(obj)).decode("ascii")
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def to_json(obj: Any) -> str:
+    """Compact JSON of decoded data; bytes fields as standard base64 (as Kafka's tools do).
+
+    orjson, because ingest serialises every record's data once and json.dumps was most of
+    the cost of decoding a busy log.
+    """
+    return orjson.dumps(obj, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
 @dataclass(frozen=True, slots=True)
 class Decoded:
     type: str
@@ -56,12 +74,15 @@ class Decoded:
 def decode_metadata_value(value: bytes | None) -> Decoded:
     if value is None:
         return Decoded(UNKNOWN, -1, -1, None, "metadata record with a null value")
-    try:
-        frame, pos = read_uvarint(value, 0)
-        api_key, pos = read_uvarint(value, pos)
-        version, pos = read_uvarint(value, pos)
-    except (IndexError, RecordDecodeError):
-        return Decoded(UNKNOWN, -1, -1, None, "value ends inside the frame header")
+    if len(value) >= 3 and value[0] == 1 and value[1] < 0x80 and value[2] < 0x80:
+        frame, api_key, version, pos = 1, value[1], value[2], 3  # the usual one-byte frame
+    else:
+        try:
+            frame, pos = read_uvarint(value, 0)
+            api_key, pos = read_uvarint(value, pos)
+            version, pos = read_uvarint(value, pos)
+        except (IndexError, RecordDecodeError):
+            return Decoded(UNKNOWN, -1, -1, None, "value ends inside the frame header")
     if frame != FRAME_VERSION:
         return Decoded(UNKNOWN, api_key, version, None,
                        f"unsupported frame version {frame} (expected {FRAME_VERSION})")

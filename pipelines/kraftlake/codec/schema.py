@@ -56,7 +56,9 @@ def _range(raw: Any, where: str) -> VersionRange | None:
     return (raw[0], raw[1])
 
 
-@dataclass(frozen=True, slots=True)
+# Schemas are compared and hashed by identity (eq=False): they are loaded once, and the
+# codec caches compiled decoders per schema, so hashing must not walk every field.
+@dataclass(frozen=True, slots=True, eq=False)
 class Field:
     name: str
     key: str
@@ -83,7 +85,7 @@ class Field:
         return self.element_type not in PRIMITIVES
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class RecordSchema:
     name: str
     kind: str  # "metadata" | "control"

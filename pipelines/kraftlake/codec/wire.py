@@ -69,9 +69,21 @@ def uvarint_size(n: int) -> int:
     return size
 
 
+_uuid_text: dict[bytes, str] = {}
+
+
 def uuid_to_str(raw: bytes) -> str:
-    """Kafka's `Uuid.toString`: URL-safe base64 without padding (22 characters)."""
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    """Kafka's `Uuid.toString`: URL-safe base64 without padding (22 characters).
+
+    A log names the same few topic, directory and incarnation ids over and over, so the
+    text of each is remembered (bounded, so a log of random ids cannot grow it forever).
+    """
+    text = _uuid_text.get(raw)
+    if text is None:
+        text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        if len(_uuid_text) < 100_000:
+            _uuid_text[bytes(raw)] = text
+    return text
 
 
 def uuid_from_str(text: str) -> bytes:
