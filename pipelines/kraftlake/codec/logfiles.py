@@ -9,18 +9,20 @@ epoch>.checkpoint` (end offset exclusive, batch offsets inside start at 0); the 
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .batch import Batch, Problem, scan_batches
-from .errors import NotAKafkaLogError
+from .errors import NotAKafkaLogError, RecordDecodeError
 from .records import (
     Decoded,
     Record,
     decode_control_value,
     decode_metadata_value,
     encode_metadata_value,
+    frame_decoders,
 )
 from .redact import redact_in_place
 from .redact import secret_types as _secret_types
@@ -70,10 +72,23 @@ def records_of_batch(batch: Batch, *, redact: bool = True) -> list[Record]:
     epoch = batch.partition_leader_epoch
     base = batch.base_offset
     secret_types = _secret_types() if redact else frozenset()
+    fast = frame_decoders()
     out: list[Record] = []
     for raw in batch.records:
-        d = decode_control_value(raw.key, raw.value) if control else _decode_cached(raw.value)
         value = raw.value
+        d = None
+        if (not control and value is not None and len(value) > _SMALL and value[0] == 1
+                and value[1] < 0x80 and value[2] < 0x80):
+            entry = fast.get(value[1] << 8 | value[2])
+            if entry is not None:  # the common case: straight to the body decoder
+                try:
+                    data, end = entry[1](value, 3)
+                    if end == len(value):
+                        d = Decoded(entry[0], value[1], value[2], data)
+                except (IndexError, struct.error, RecordDecodeError):
+                    pass  # the full path below says precisely what is wrong
+        if d is None:
+            d = decode_control_value(raw.key, value) if control else _decode_cached(value)
         data = d.data
         if d.type in secret_types and data is not None and redact_in_place(d.type, data):
             value = encode_metadata_value(d.type, d.version, data)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import base64
 import struct
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import orjson
 
 from .errors import RecordDecodeError
-from .message import decode_body, encode_body
+from .message import Decoder, decode_body, decoder_for, encode_body
 from .schema import RecordSchema, registry
 from .wire import read_uvarint, write_uvarint
 
@@ -98,6 +99,22 @@ def decode_metadata_value(value: bytes | None) -> Decoded:
     except RecordDecodeError as exc:
         return Decoded(schema.name, api_key, version, None, str(exc))
     return Decoded(schema.name, api_key, version, data)
+
+
+@cache
+def frame_decoders() -> dict[int, tuple[str, Decoder]]:
+    """(apiKey << 8 | version) -> (type name, body decoder), for one-byte apiKeys/versions.
+
+    The hot path of `logfiles.records_of_batch` looks decoders up here directly; anything
+    it cannot handle falls back to `decode_metadata_value`, which owns the error messages.
+    """
+    table: dict[int, tuple[str, Decoder]] = {}
+    for key, schema in registry().by_api_key.items():
+        lo, hi = schema.versions
+        for v in range(lo, (hi if hi is not None else lo) + 1):
+            if key < 0x80 and v < 0x80:
+                table[key << 8 | v] = (schema.name, decoder_for(schema, v))
+    return table
 
 
 def decode_control_value(key: bytes | None, value: bytes | None) -> Decoded:
