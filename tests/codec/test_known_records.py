@@ -157,3 +157,17 @@ def test_varints_round_trip(n: int) -> None:
             out = bytearray()
             write_varint(out, signed)
             assert read_varint(bytes(out), 0) == (signed, len(out))
+
+
+def test_unknown_tag_between_known_tags_of_a_real_record_survives() -> None:
+    """A newer Kafka adds tag 6.5 (say 9) to a real PartitionChangeRecord: nothing is lost."""
+    real = _records_at(ELR_LOG, {3602})[3602]
+    head, tags = real.value[:23], real.value[24:]  # 3 frame + 4 partition + 16 topic; count
+    assert real.value[23] == 4
+    # tags 0, 1, 5, 7 are followed by a new tag 9 carrying two bytes
+    value = head + bytes([5]) + tags + bytes([9, 2, 0xBE, 0xEF])
+    d = decode_metadata_value(value)
+    assert d.error is None
+    assert d.data[UNKNOWN_TAGS] == {9: b"\xbe\xef"}
+    assert {k: v for k, v in d.data.items() if k != UNKNOWN_TAGS} == real.data
+    assert encode_metadata_value("PartitionChangeRecord", 2, d.data) == value

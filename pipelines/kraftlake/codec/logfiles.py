@@ -76,19 +76,19 @@ def records_of_batch(batch: Batch, *, redact: bool = True) -> list[Record]:
     out: list[Record] = []
     for raw in batch.records:
         value = raw.value
-        d = None
         if (not control and value is not None and len(value) > _SMALL and value[0] == 1
                 and value[1] < 0x80 and value[2] < 0x80):
             entry = fast.get(value[1] << 8 | value[2])
-            if entry is not None:  # the common case: straight to the body decoder
-                try:
+            if entry is not None and entry[0] not in secret_types:
+                try:  # the common case: straight to the body decoder
                     data, end = entry[1](value, 3)
                     if end == len(value):
-                        d = Decoded(entry[0], value[1], value[2], data)
+                        out.append(Record(base + raw.offset_delta, ts, epoch, False, entry[0],
+                                          value[1], value[2], data, value))
+                        continue
                 except (IndexError, struct.error, RecordDecodeError):
                     pass  # the full path below says precisely what is wrong
-        if d is None:
-            d = decode_control_value(raw.key, value) if control else _decode_cached(value)
+        d = decode_control_value(raw.key, value) if control else _decode_cached(value)
         data = d.data
         if d.type in secret_types and data is not None and redact_in_place(d.type, data):
             value = encode_metadata_value(d.type, d.version, data)
