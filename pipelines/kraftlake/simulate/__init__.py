@@ -1,0 +1,1 @@
+"""Cluster simulator: real KRaft metadata-log bytes from a controller model, with ground truth."""
