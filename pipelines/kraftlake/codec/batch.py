@@ -304,6 +304,22 @@ def read_batch(buf: bytes, pos: int = 0) -> Batch:
 
 
 def encode_records(records: list[RawRecord]) -> bytes:
+    if len(records) == 1:  # the controller's heartbeat batches: encode each distinct one once
+        r = records[0]
+        if (r.key is None and not r.headers and r.value is not None
+                and len(r.value) <= _SMALL_SECTION):
+            k = (r.value, r.offset_delta, r.timestamp_delta, r.attributes)
+            hit = _encoded_sections.get(k)
+            if hit is None:
+                hit = _encoded_sections[k] = _encode_records(records)
+            return hit
+    return _encode_records(records)
+
+
+_encoded_sections: dict[tuple[bytes, int, int, int], bytes] = {}
+
+
+def _encode_records(records: list[RawRecord]) -> bytes:
     out = bytearray()
     for r in records:
         body = bytearray()

@@ -336,8 +336,25 @@ def _bytes_encoder(flexible: bool) -> Encoder:
     return enc
 
 
-def _array_encoder(elem: Encoder, flexible: bool) -> Encoder:
+def _array_encoder(elem: Encoder, flexible: bool, elem_type: str = "") -> Encoder:
     wlen = _length_writer(flexible, wide=True)
+    st = _FIXED.get(elem_type)
+    if st is not None:  # int arrays (ISR, replicas, ELR ...): one pack call per array
+        code = st.format[1:]
+        by_len: dict[int, Callable[..., bytes]] = {}
+
+        def enc_fixed(out: bytearray, v: Any) -> None:
+            if v is None:
+                wlen(out, -1)
+                return
+            n = len(v)
+            wlen(out, n)
+            pack = by_len.get(n)
+            if pack is None:
+                pack = by_len[n] = struct.Struct(f">{n}{code}").pack
+            out += pack(*v)
+
+        return enc_fixed
 
     def enc(out: bytearray, v: Any) -> None:
         if v is None:
@@ -364,46 +381,67 @@ def _value_encoder(f: Field, version: int, flexible: bool) -> Encoder:
         elem = _string_encoder(flexible)
     else:
         elem = _bytes_encoder(flexible)
-    return _array_encoder(elem, flexible) if f.is_array else elem
+    return _array_encoder(elem, flexible, et) if f.is_array else elem
+
+
+def _write_lines(f: Field, version: int, flexible: bool, env: dict[str, Any], slot: str,
+                 value: str, out: str) -> list[str]:
+    """Source lines that append `value`, a value of field `f`, to the bytearray `out`."""
+    et = f.element_type
+    if not f.is_array and et in _FIXED:
+        env[slot] = _FIXED[et].pack
+        return [f"{out} += {slot}({value})"]
+    if not f.is_array and et == "uuid":
+        return [f"{out} += uuid_from_str({value})"]
+    env[slot] = _value_encoder(f, version, flexible)
+    return [f"{slot}({out}, {value})"]
 
 
 def _struct_encoder(fields: tuple[Field, ...], version: int, flexible: bool) -> Encoder:
-    fixed: list[tuple[str, Any, Encoder]] = []
-    tagged: list[tuple[int, str, Any, bool, Encoder]] = []
-    for f in fields:
+    """Generate a straight-line encoder for one struct at one version (see the decoder).
+
+    Missing keys take the field's default. A tagged field is written when it differs from
+    its default: arrays and structs when present (not None), scalars when not equal.
+    Unknown tags kept by the decoder are merged back in tag order.
+    """
+    env: dict[str, Any] = {"uuid_from_str": uuid_from_str, "write_uvarint": write_uvarint,
+                           "UNKNOWN_TAGS": UNKNOWN_TAGS, "merge_unknown": _merge_unknown}
+    body: list[str] = []
+    tagged: list[tuple[int, Field, int]] = []
+    for i, f in enumerate(fields):
         if not in_range(version, f.versions):
             continue
-        enc = _value_encoder(f, version, flexible)
+        env[f"D{i}"] = field_default(f)
         if flexible and in_range(version, f.tagged):
-            tagged.append((f.tag, f.key, field_default(f), f.is_array or f.is_struct, enc))  # type: ignore[arg-type]
-        else:
-            fixed.append((f.key, field_default(f), enc))
-    tagged.sort(key=lambda t: t[0])
+            tagged.append((f.tag, f, i))  # type: ignore[arg-type]
+            continue
+        body += _write_lines(f, version, flexible, env, f"w{i}", f"d.get({f.key!r}, D{i})",
+                             "out")
+    if flexible:
+        body.append("parts = []")
+        for tag, f, i in sorted(tagged, key=lambda t: t[0]):
+            skip = "v is None" if f.is_array or f.is_struct else f"v == D{i}"
+            body += [f"v = d.get({f.key!r}, D{i})", f"if not ({skip}):", "    t = bytearray()"]
+            body += [f"    {line}" for line in
+                     _write_lines(f, version, flexible, env, f"w{i}", "v", "t")]
+            body.append(f"    parts.append(({tag}, t))")
+        body += ["unknown = d.get(UNKNOWN_TAGS)",
+                 "if unknown:",
+                 "    parts = merge_unknown(parts, unknown)",
+                 "write_uvarint(out, len(parts))",
+                 "for tag, t in parts:",
+                 "    write_uvarint(out, tag)",
+                 "    write_uvarint(out, len(t))",
+                 "    out += t"]
+    src = "def encode(out, d):\n" + "".join(f"    {line}\n" for line in body or ["pass"])
+    exec(compile(src, f"<kraftlake encoder v{version}>", "exec"), env)
+    return env["encode"]  # type: ignore[no-any-return]
 
-    def encode(out: bytearray, d: Any) -> None:
-        for key, default, enc in fixed:
-            enc(out, d.get(key, default))
-        if not flexible:
-            return
-        parts: list[tuple[int, bytes]] = []
-        for tag, key, default, presence_only, enc in tagged:
-            v = d.get(key, default)
-            if (v is None) if presence_only else (v == default):
-                continue
-            buf = bytearray()
-            enc(buf, v)
-            parts.append((tag, bytes(buf)))
-        unknown = d.get(UNKNOWN_TAGS)
-        if unknown:
-            parts.extend((int(t), bytes(b)) for t, b in unknown.items())
-            parts.sort(key=lambda p: p[0])
-        write_uvarint(out, len(parts))
-        for tag, raw in parts:
-            write_uvarint(out, tag)
-            write_uvarint(out, len(raw))
-            out += raw
 
-    return encode
+def _merge_unknown(parts: list[tuple[int, Any]], unknown: dict[int, bytes]
+                   ) -> list[tuple[int, Any]]:
+    return sorted([*parts, *((int(t), bytes(b)) for t, b in unknown.items())],
+                  key=lambda p: p[0])
 
 
 # ---------------------------------------------------------------- entry points

@@ -86,10 +86,18 @@ def uuid_to_str(raw: bytes) -> str:
     return text
 
 
+_uuid_bytes: dict[str, bytes] = {}
+
+
 def uuid_from_str(text: str) -> bytes:
-    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if len(raw) != 16:
-        raise ValueError(f"not a Kafka uuid: {text!r}")
+    """The 16 bytes of a uuid in Kafka's text form (remembered, like `uuid_to_str`)."""
+    raw = _uuid_bytes.get(text)
+    if raw is None:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        if len(raw) != 16:
+            raise ValueError(f"not a Kafka uuid: {text!r}")
+        if len(_uuid_bytes) < 100_000:
+            _uuid_bytes[text] = raw
     return raw
 
 

@@ -14,11 +14,8 @@ Only the bytes are produced here; which records to write is the controller model
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
 from typing import Any
-
-from crc32c import crc32c
 
 from kraftlake.codec.batch import build_batch, encode_batch
 from kraftlake.codec.records import (
@@ -28,86 +25,9 @@ from kraftlake.codec.records import (
     encode_metadata_value,
     schema_named,
 )
-from kraftlake.codec.wire import uuid_from_str
 
 MAX_BATCH_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_BATCH_SIZE_BYTES
-_NOOP_VALUE = None
-_BODY = struct.Struct(">hiqqqhii")
-_HEAD = struct.Struct(">qiibI")
-
-
-def _noop_records_section() -> bytes:
-    """The records section of a one-NoOpRecord batch (constant: offset delta 0)."""
-    value = encode_metadata_value("NoOpRecord", 0, {})
-    body = bytes([0, 0, 0, 1]) + bytes([len(value) * 2]) + value + bytes([0])
-    # attributes 0, timestampDelta 0, offsetDelta 0, key length -1 (zigzag 1), value, 0 headers
-    return bytes([len(body) * 2]) + body
-
-
-_I32 = struct.Struct(">i")
-_PCR_TAGS = (  # PartitionChangeRecord tagged fields in tag order: (tag, key, kind, min version)
-    (0, "isr", "ints", 0), (1, "leader", "leader", 0), (2, "replicas", "ints", 0),
-    (3, "removing_replicas", "ints", 0), (4, "adding_replicas", "ints", 0),
-    (5, "leader_recovery_state", "lrs", 0), (6, "eligible_leader_replicas", "ints", 2),
-    (7, "last_known_elr", "ints", 2), (8, "directories", "uuids", 1),
-)
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-class PcrEncoder:
-    """PartitionChangeRecord values without the generic codec's per-field dispatch.
-
-    The layout is the one schemas/records/PartitionChangeRecord.json describes (fixed
-    PartitionId + TopicId, then tagged fields in tag order); tests compare its bytes with
-    `encode_metadata_value` for every record of a simulated log. It exists because change
-    records are most of what a busy simulated cluster writes.
-    """
-
-    def __init__(self) -> None:
-        self._uuids: dict[str, bytes] = {}
-        self._frames = {v: _uvarint(1) + _uvarint(5) + _uvarint(v) for v in (0, 1, 2)}
-
-    def _uuid(self, text: str) -> bytes:
-        raw = self._uuids.get(text)
-        if raw is None:
-            if len(self._uuids) > 500_000:
-                self._uuids.clear()
-            raw = self._uuids[text] = uuid_from_str(text)
-        return raw
-
-    def encode(self, version: int, d: dict[str, Any]) -> bytes:
-        parts = [self._frames[version], _I32.pack(d["partition_id"]), self._uuid(d["topic_id"])]
-        tagged = []
-        for tag, key, kind, since in _PCR_TAGS:
-            if version < since:
-                continue
-            v = d.get(key)
-            if v is None:
-                continue
-            if kind == "ints":
-                payload = _uvarint(len(v) + 1) + b"".join(_I32.pack(x) for x in v)
-            elif kind == "leader":
-                if v == -2:
-                    continue
-                payload = _I32.pack(v)
-            elif kind == "lrs":
-                if v == -1:
-                    continue
-                payload = struct.pack(">b", v)
-            else:
-                payload = _uvarint(len(v) + 1) + b"".join(self._uuid(x) for x in v)
-            tagged.append(_uvarint(tag) + _uvarint(len(payload)) + payload)
-        parts.append(_uvarint(len(tagged)))
-        parts.extend(tagged)
-        return b"".join(parts)
+_NOOP_VALUE = encode_metadata_value("NoOpRecord", 0, {})
 
 
 class LogWriter:
@@ -130,9 +50,7 @@ class LogWriter:
         self.bytes_written = 0
         self.batches = 0
         self.records = 0
-        self._noop_section = _noop_records_section()
         self._api_keys: dict[str, int] = {}
-        self._pcr = PcrEncoder()
 
     # ------------------------------------------------------------ the clock
 
@@ -169,9 +87,7 @@ class LogWriter:
                atomic: bool = True) -> list[Record]:
         """Append data records as one batch (atomic) or as many as the limits need."""
         out: list[Record] = []
-        pcr = self._pcr.encode
-        values = [pcr(v, d) if t == "PartitionChangeRecord" else encode_metadata_value(t, v, d)
-                  for t, v, d in records]
+        values = [encode_metadata_value(t, v, d) for t, v, d in records]
         i = 0
         n = len(values)
         while i < n:
@@ -196,11 +112,8 @@ class LogWriter:
         return out
 
     def append_noop(self, ts: int) -> None:
-        """One NoOpRecord batch, built from a template (the commonest batch by far)."""
-        stamp = self.stamp(ts)
-        body = _BODY.pack(0, 0, stamp, stamp, -1, -1, -1, 1) + self._noop_section
-        head = _HEAD.pack(self.next, len(body) + 9, self.epoch, 2, crc32c(body))
-        self._put(head + body)
+        """One NoOpRecord batch: the quorum's heartbeat."""
+        self._put(encode_batch(build_batch(self.next, self.epoch, self.stamp(ts), [_NOOP_VALUE])))
         self.next += 1
         self.records += 1
 
