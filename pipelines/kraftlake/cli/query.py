@@ -1,0 +1,116 @@
+"""`kraftlake sql` and `kraftlake timeline`: reading the lake."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import main
+from .ingest import spark_options
+
+
+def _plain(v):
+    if isinstance(v, (dt.datetime, dt.date)):
+        return v.isoformat()
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex()
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if hasattr(v, "asDict"):
+        return {k: _plain(x) for k, x in v.asDict().items()}
+    return v
+
+
+def _session(lake: Path | None, master: str | None, conf_file: str | None):
+    from ..config import load_config
+    from ..lake.delta import Lake
+    from ..spark import get_spark
+
+    cfg = load_config(conf_file, lake=lake)
+    spark = get_spark(cfg, master=master)
+    lk = Lake(cfg.lake)
+    lk.register_views(spark)
+    return spark, lk
+
+
+@main.command()
+@click.argument("query")
+@click.option("--lake", default=None, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@spark_options
+def sql(query: str, lake: Path | None, fmt: str, master: str | None,
+        conf_file: str | None) -> None:
+    """Run Spark SQL over the lake; every table is a view under its own name."""
+    spark, _ = _session(lake, master, conf_file)
+    df = spark.sql(query)
+    rows = [{k: _plain(v) for k, v in r.asDict().items()} for r in df.collect()]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=1, default=str))
+    elif fmt == "csv":
+        w = csv.writer(sys.stdout)
+        w.writerow(df.columns)
+        for r in rows:
+            w.writerow([json.dumps(v) if isinstance(v, (list, dict)) else v for v in r.values()])
+    else:
+        t = Table()
+        for c in df.columns:
+            t.add_column(c)
+        for r in rows:
+            t.add_row(*["" if v is None else str(v) for v in r.values()])
+        Console().print(t)
+
+
+@main.command()
+@click.option("--lake", default=None, type=click.Path(path_type=Path))
+@click.option("--topic", required=True, help="topic name")
+@click.option("--partition", "partition", required=True, type=int)
+@click.option("--cluster-id", default=None)
+@spark_options
+def timeline(lake: Path | None, topic: str, partition: int, cluster_id: str | None,
+             master: str | None, conf_file: str | None) -> None:
+    """One partition's history: every state with its events, oldest first."""
+    spark, _ = _session(lake, master, conf_file)
+    where = "topic_name = :t AND partition_id = :p" + (" AND cluster_id = :c" if cluster_id
+                                                         else "")
+    args = {"t": topic, "p": partition, **({"c": cluster_id} if cluster_id else {})}
+    states = spark.sql(
+        f"SELECT * FROM partition_timeline WHERE {where} "
+        "ORDER BY cluster_id, valid_from_offset, seq", args=args).collect()
+    evs = spark.sql(
+        f"SELECT cluster_id, topic_id, offset, seq, event_type, detection, recovery_duration_ms "
+        f"FROM partition_events WHERE {where}", args=args).collect()
+    by = {}
+    for e in evs:
+        label = e.event_type + (f"({e.detection})" if e.detection and
+                                e.event_type == "unclean_election" else "")
+        if e.recovery_duration_ms is not None:
+            label += f" after {e.recovery_duration_ms / 1000:.1f}s"
+        by.setdefault((e.cluster_id, e.topic_id, e.offset, e.seq), []).append(label)
+    if not states:
+        raise click.ClickException(f"no timeline rows for {topic}-{partition}")
+    t = Table(title=f"{topic}-{partition}")
+    for c in ("offset", "time (UTC)", "change", "leader", "epochs L/P", "isr", "elr", "lke",
+              "replicas", "recovery", "events"):
+        t.add_column(c)
+    for s in states:
+        fmt = lambda a: "" if a is None else ",".join(map(str, a))  # noqa: E731
+        reass = ""
+        if s.adding_replicas or s.removing_replicas:
+            reass = f" +{fmt(s.adding_replicas)} -{fmt(s.removing_replicas)}"
+        t.add_row(str(s.valid_from_offset), str(s.valid_from_ts)[:23], s.record_type,
+                  str(s.leader), f"{s.leader_epoch}/{s.partition_epoch}", fmt(s.isr),
+                  fmt(s.eligible_leader_replicas), fmt(s.last_known_elr),
+                  fmt(s.replicas) + reass,
+                  "RECOVERING" if s.leader_recovery_state == 1 else "",
+                  ", ".join(by.get((s.cluster_id, s.topic_id, s.valid_from_offset, s.seq), [])))
+    Console().print(t)
+    dels = [e for e in evs if e.event_type == "partition_deleted"]
+    for e in dels:
+        click.echo(f"deleted at offset {e.offset}")

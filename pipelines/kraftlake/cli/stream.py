@@ -1,0 +1,56 @@
+"""`kraftlake stream SOURCE --lake DIR`: tail a metadata log into the lake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from . import main
+from .ingest import spark_options
+
+
+@main.command()
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.option("--lake", default=None, type=click.Path(path_type=Path))
+@click.option("--cluster-id", default=None)
+@click.option("--trigger", default=None, help="micro-batch interval, e.g. 1s (default conf/)")
+@click.option("--available-now", is_flag=True, help="ingest what is there now, then stop")
+@click.option("--max-offsets", type=int, default=None,
+              help="at most this many log offsets per micro-batch")
+@click.option("--checkpoint", default=None, type=click.Path(path_type=Path))
+@spark_options
+def stream(source: Path, lake: Path | None, cluster_id: str | None, trigger: str | None,
+           available_now: bool, max_offsets: int | None, checkpoint: Path | None,
+           master: str | None, conf_file: str | None) -> None:
+    """Stream new records of a __cluster_metadata-0 directory into the lake (exactly once)."""
+    from ..config import load_config
+    from ..jobs.stream import start_stream
+    from ..spark import get_spark
+
+    console = Console(stderr=True)
+    cfg = load_config(conf_file, lake=lake, cluster_id=cluster_id, checkpoint=checkpoint)
+    spark = get_spark(cfg, master=master)
+
+    def report(r) -> None:
+        if r.records or r.quarantined:
+            ev = ", ".join(f"{k} {v}" for k, v in sorted(r.event_counts.items()))
+            console.print(f"batch {r.version}: offsets {r.start_offset}..{r.end_offset}, "
+                          f"{r.records} records, {r.changes} changes, {r.events} events"
+                          + (f" ({ev})" if ev else "")
+                          + (f", {r.quarantined} quarantined" if r.quarantined else ""))
+
+    from ..jobs.batch import DivergedLogError
+
+    try:
+        q = start_stream(spark, cfg, source, cluster_id, trigger, available_now, max_offsets,
+                         report)
+    except (DivergedLogError, ValueError) as exc:
+        console.print(f"[red]refused:[/red] {exc}")
+        raise SystemExit(2) from None
+    console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
+    try:
+        q.awaitTermination()
+    except KeyboardInterrupt:
+        q.stop()

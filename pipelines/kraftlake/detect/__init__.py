@@ -1,0 +1,1 @@
+"""Flagged partition events, derived from the folded timeline with lag() (no per-row Python)."""

@@ -1,0 +1,76 @@
+"""Snapshot reconciliation: the folded state at a snapshot's end offset - 1 vs. the snapshot.
+
+A *check* snapshot (one whose end offset falls in a range the log also covers) must describe
+exactly the state the fold reached after offset end - 1. Differences become rows of
+`snapshot_reconciliation` (one per partition and field), so a mismatch is visible in SQL
+instead of silently overwriting the log-derived history.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .silver import KEY, PARTITION_JSON
+from .window import MIGRATING
+
+SETS = ["isr", "eligible_leader_replicas", "last_known_elr", "adding_replicas",
+        "removing_replicas"]
+SCALARS = ["leader", "leader_epoch", "partition_epoch", "leader_recovery_state"]
+
+
+def snapshot_states(src: DataFrame) -> DataFrame:
+    """PartitionRecords of check snapshots, normalised like the fold's state."""
+    p = F.from_json("data", PARTITION_JSON)
+    rows = src.filter((F.col("row_kind") == "record") & (F.col("snapshot_role") == "check")
+                      & (F.col("record_type") == "PartitionRecord")).select(
+        "cluster_id", "snapshot_end_offset", p.alias("p"))
+    empty = F.array().cast("array<int>")
+    return rows.select(
+        "cluster_id", "snapshot_end_offset", F.col("p.topic_id").alias("topic_id"),
+        F.col("p.partition_id").alias("partition_id"),
+        F.coalesce("p.leader", F.lit(-1)).alias("leader"),
+        F.coalesce("p.leader_epoch", F.lit(0)).alias("leader_epoch"),
+        F.coalesce("p.partition_epoch", F.lit(0)).alias("partition_epoch"),
+        F.coalesce("p.leader_recovery_state", F.lit(0)).alias("leader_recovery_state"),
+        F.coalesce("p.replicas", empty).alias("replicas"),
+        *[F.coalesce(f"p.{c}", empty).alias(c) for c in SETS],
+        F.col("p.directories").alias("directories"))
+
+
+def check_points(src: DataFrame) -> DataFrame:
+    return (src.filter((F.col("row_kind") == "record") & (F.col("snapshot_role") == "check"))
+            .select("cluster_id", "snapshot_end_offset").distinct())
+
+
+def reconcile(snap: DataFrame, points: DataFrame, timeline: DataFrame) -> DataFrame:
+    """Mismatch rows between snapshot states and timeline states valid at end offset - 1."""
+    t = timeline.join(F.broadcast(points), "cluster_id").filter(
+        (F.col("valid_from_offset") <= F.col("snapshot_end_offset") - 1)
+        & (F.col("valid_to_offset").isNull()
+           | (F.col("valid_to_offset") > F.col("snapshot_end_offset") - 1)))
+    cols = [*SCALARS, "replicas", *SETS, "directories"]
+    a = t.select("cluster_id", "snapshot_end_offset", *KEY[1:],
+                 *[F.col(c).alias(f"f_{c}") for c in cols], F.lit(True).alias("_f"))
+    b = snap.select("cluster_id", "snapshot_end_offset", *KEY[1:],
+                    *[F.col(c).alias(f"s_{c}") for c in cols], F.lit(True).alias("_s"))
+    j = a.join(b, ["cluster_id", "snapshot_end_offset", *KEY[1:]], "full_outer")
+    diffs = [F.when(F.col("_f").isNull() | F.col("_s").isNull(), F.struct(
+        F.lit("presence").alias("field"),
+        F.when(F.col("_f").isNotNull(), "present").otherwise("absent").alias("folded_value"),
+        F.when(F.col("_s").isNotNull(), "present").otherwise("absent").alias("snapshot_value")))]
+    both = F.col("_f").isNotNull() & F.col("_s").isNotNull()
+    for c in cols:
+        f, s = F.col(f"f_{c}"), F.col(f"s_{c}")
+        if c in SETS:
+            f, s = F.array_sort(f), F.array_sort(s)
+        cond = both & ~f.eqNullSafe(s)
+        if c == "directories":  # not written below MV 3.7-IV2: only compare real ids
+            cond = cond & F.exists(F.col(f"s_{c}"), lambda d: d != F.lit(MIGRATING))
+        diffs.append(F.when(cond, F.struct(F.lit(c).alias("field"),
+                                           F.to_json(F.struct(f.alias("v"))).alias("folded_value"),
+                                           F.to_json(F.struct(s.alias("v"))).alias(
+                                               "snapshot_value"))))
+    out = j.withColumn("_d", F.explode(F.filter(F.array(*diffs), lambda x: x.isNotNull())))
+    return out.select("cluster_id", "snapshot_end_offset", *KEY[1:], "_d.field",
+                      "_d.folded_value", "_d.snapshot_value")

@@ -1,0 +1,244 @@
+"""Bronze rows -> silver: committed records only, typed partition changes, topics, brokers,
+configs. All Spark column expressions; nothing here runs Python per row.
+
+Partition changes keep "absent is not empty": a null state column means unchanged
+(Leader -2 and LeaderRecoveryState -1 become null), `[]` stays `[]`. RemoveTopicRecord is
+expanded to one delete row per known partition of the topic; ClearElrRecord to one clear row
+(ELR = LastKnownElr = []) per known partition of the named topic (all topics for "");
+the fold drops the clear rows that change nothing.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+KEY = ["cluster_id", "topic_id", "partition_id"]
+MARKERS = ["BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"]
+PARTITION_TYPES = ["PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord",
+                   "ClearElrRecord"]
+BROKER_TYPES = ["RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "FenceBrokerRecord",
+                "UnfenceBrokerRecord", "UnregisterBrokerRecord"]
+OTHER_TYPES = ["TopicRecord", "ConfigRecord", "FeatureLevelRecord"]
+RELEVANT = PARTITION_TYPES + BROKER_TYPES + OTHER_TYPES
+STATE = ["leader", "leader_epoch", "partition_epoch", "isr", "eligible_leader_replicas",
+         "last_known_elr", "replicas", "adding_replicas", "removing_replicas",
+         "leader_recovery_state", "directories"]
+ARRAYS = ["isr", "eligible_leader_replicas", "last_known_elr", "replicas", "adding_replicas",
+          "removing_replicas"]
+
+_INTS = T.ArrayType(T.IntegerType())
+PARTITION_JSON = T.StructType([
+    T.StructField("partition_id", T.IntegerType()), T.StructField("topic_id", T.StringType()),
+    T.StructField("replicas", _INTS), T.StructField("isr", _INTS),
+    T.StructField("removing_replicas", _INTS), T.StructField("adding_replicas", _INTS),
+    T.StructField("leader", T.IntegerType()), T.StructField("leader_epoch", T.IntegerType()),
+    T.StructField("partition_epoch", T.IntegerType()),
+    T.StructField("directories", T.ArrayType(T.StringType())),
+    T.StructField("leader_recovery_state", T.IntegerType()),
+    T.StructField("eligible_leader_replicas", _INTS), T.StructField("last_known_elr", _INTS),
+])
+
+
+def _j(path: str) -> Column:
+    return F.get_json_object("data", f"$.{path}")
+
+
+def relevant(src: DataFrame) -> DataFrame:
+    """Decoded records the silver tables need (log and snapshot), with `seq` 0 log, 1 snapshot."""
+    return (src.filter((F.col("row_kind") == "record") & ~F.col("control")
+                       & F.col("data").isNotNull()
+                       & F.col("record_type").isin(RELEVANT + MARKERS))
+            .withColumn("seq", F.when(F.col("source") == "snapshot", 1).otherwise(0))
+            .select("cluster_id", "source", "snapshot_role", "snapshot_end_offset", "offset",
+                    "seq", "position", "timestamp", "record_type", "data"))
+
+
+def committed(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(records that took effect, Begin offsets of transactions still open at the end).
+
+    Log records between Begin and Abort are dropped; records after a Begin with no End yet
+    are held back (the next increment re-reads them from the Begin). Snapshot records are
+    always committed state.
+    """
+    log = rel.filter(F.col("source") == "log")
+    w = Window.partitionBy("cluster_id").orderBy("offset")
+    marker = F.when(F.col("record_type").isin(MARKERS), F.col("record_type"))
+    log = (log
+           .withColumn("_prev_marker", F.last(marker, True).over(
+               w.rowsBetween(Window.unboundedPreceding, -1)))
+           .withColumn("_next_marker", F.first(marker, True).over(
+               w.rowsBetween(1, Window.unboundedFollowing)))
+           .withColumn("_begin", F.last(F.when(F.col("record_type") == MARKERS[0],
+                                               F.col("offset")), True).over(
+               w.rowsBetween(Window.unboundedPreceding, 0))))
+    in_txn = F.col("_prev_marker") == MARKERS[0]
+    is_marker = F.col("record_type").isin(MARKERS)
+    keep = ~is_marker & (~F.coalesce(in_txn, F.lit(False))
+                         | (F.col("_next_marker") == MARKERS[1]))
+    open_ = ((F.col("record_type") == MARKERS[0]) & F.col("_next_marker").isNull())
+    pending = log.filter(open_).groupBy("cluster_id").agg(
+        F.min("offset").alias("pending_txn_from"))
+    cols = rel.columns
+    done = log.filter(keep).select(cols).unionByName(
+        rel.filter((F.col("source") == "snapshot") & ~F.col("record_type").isin(MARKERS)))
+    return done, pending
+
+
+def topics_of(rec: DataFrame) -> DataFrame:
+    """(cluster_id, topic_id, topic_name, created_*, deleted_*) events of this increment."""
+    created = (rec.filter(F.col("record_type") == "TopicRecord")
+               .select("cluster_id", _j("topic_id").alias("topic_id"),
+                       _j("name").alias("topic_name"), F.col("offset").alias("created_offset"),
+                       F.col("timestamp").alias("created_ts")))
+    created = created.groupBy("cluster_id", "topic_id").agg(
+        F.first("topic_name").alias("topic_name"), F.min("created_offset").alias("created_offset"),
+        F.min("created_ts").alias("created_ts"))
+    deleted = (rec.filter(F.col("record_type") == "RemoveTopicRecord")
+               .select("cluster_id", _j("topic_id").alias("topic_id"),
+                       F.col("offset").alias("deleted_offset"),
+                       F.col("timestamp").alias("deleted_ts"))
+               .groupBy("cluster_id", "topic_id").agg(F.min("deleted_offset").alias(
+                   "deleted_offset"), F.min("deleted_ts").alias("deleted_ts")))
+    return created.join(deleted, ["cluster_id", "topic_id"], "full_outer")
+
+
+def brokers_of(rec: DataFrame) -> DataFrame:
+    t = F.col("record_type")
+    fenced_raw = _j("fenced")
+    fenced = (F.when(t == "FenceBrokerRecord", F.lit(True))
+              .when(t == "UnfenceBrokerRecord", F.lit(False))
+              .when(t == "RegisterBrokerRecord", fenced_raw == "true")
+              .when(fenced_raw == "1", F.lit(True)).when(fenced_raw == "-1", F.lit(False)))
+    ics_raw = _j("in_controlled_shutdown")
+    ics = (F.when(t == "RegisterBrokerRecord", ics_raw == "true")
+           .when(ics_raw == "1", F.lit(True)))
+    return (rec.filter(t.isin(BROKER_TYPES))
+            .select("cluster_id", "offset", "seq", "timestamp", "record_type",
+                    F.coalesce(_j("broker_id"), _j("id")).cast("int").alias("broker_id"),
+                    F.coalesce(_j("broker_epoch"), _j("epoch")).cast("long").alias(
+                        "broker_epoch"),
+                    _j("incarnation_id").alias("incarnation_id"), fenced.alias("fenced"),
+                    ics.alias("in_controlled_shutdown"), _j("rack").alias("rack"),
+                    F.from_json(_j("log_dirs"), T.ArrayType(T.StringType())).alias("log_dirs")))
+
+
+def configs_of(rec: DataFrame) -> DataFrame:
+    t = F.col("record_type")
+    return (rec.filter(t.isin("ConfigRecord", "FeatureLevelRecord"))
+            .select("cluster_id", "offset", "seq", "timestamp",
+                    F.when(t == "ConfigRecord", "config").otherwise("feature").alias("kind"),
+                    _j("resource_type").cast("int").alias("resource_type"),
+                    _j("resource_name").alias("resource_name"), _j("name").alias("name"),
+                    _j("value").alias("value"),
+                    _j("feature_level").cast("int").alias("feature_level")))
+
+
+def _typed(rec: DataFrame) -> DataFrame:
+    p = F.from_json("data", PARTITION_JSON)
+    return rec.select("*", p.alias("p"))
+
+
+def _live_topics_only(rows: DataFrame, rec: DataFrame, topic_names: DataFrame) -> DataFrame:
+    """Keep rows whose topic exists at their offset (TopicRecord seen, no RemoveTopic since).
+
+    Kafka refuses partition records of unknown or deleted topics (RCM.replay); so does the
+    reference replay. Topics known from earlier increments count as created at offset -1.
+    """
+    t = F.col("record_type")
+    events = (rec.filter(t.isin("TopicRecord", "RemoveTopicRecord"))
+              .select("cluster_id", _j("topic_id").alias("topic_id"), "offset", "seq", "position",
+                      (t == "TopicRecord").alias("_ev")))
+    if "deleted_offset" in topic_names.columns:
+        known = topic_names.filter(F.col("deleted_offset").isNull())
+    else:
+        known = topic_names
+    known = known.select("cluster_id", "topic_id", F.lit(-1).cast("long").alias("offset"),
+                         F.lit(0).alias("seq"), F.lit(-1).cast("long").alias("position"),
+                         F.lit(True).alias("_ev"))
+    marked = (rows.withColumn("_ev", F.lit(None).cast("boolean"))
+              .unionByName(events.unionByName(known), allowMissingColumns=True)
+              .withColumn("_is_ev", F.col("_ev").isNotNull().cast("int")))
+    w = (Window.partitionBy("cluster_id", "topic_id")
+         .orderBy("offset", "seq", "position", "_is_ev")
+         .rowsBetween(Window.unboundedPreceding, -1))
+    marked = marked.withColumn("_alive", F.last("_ev", True).over(w))
+    return marked.filter((F.col("_is_ev") == 0) & F.coalesce(F.col("_alive"), F.lit(False))) \
+        .drop("_ev", "_is_ev", "_alive")
+
+
+def partition_changes(rec: DataFrame, known: DataFrame, topic_names: DataFrame,
+                      live_before: DataFrame | None = None) -> DataFrame:
+    """Silver partition_changes rows of an increment.
+
+    `known`: (cluster_id, topic_id, partition_id) of partitions that may exist (seeded from
+    partition_current plus everything this increment creates); `topic_names`:
+    (cluster_id, topic_id, topic_name) known so far; `live_before`: (cluster_id, topic_id)
+    of topics alive before the increment (default: `topic_names`). Check snapshots are not
+    changes.
+    """
+    rec = rec.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
+    t = F.col("record_type")
+    typed = _typed(rec.filter(t.isin("PartitionRecord", "PartitionChangeRecord")))
+    is_pr = t == "PartitionRecord"
+    lrs = F.col("p.leader_recovery_state")
+    direct = typed.select(
+        "cluster_id", F.col("p.topic_id").alias("topic_id"),
+        F.col("p.partition_id").alias("partition_id"), "offset", "seq", "position",
+        "timestamp",
+        F.when(is_pr & (F.col("source") == "snapshot"), "SnapshotPartitionRecord")
+        .otherwise(t).alias("record_type"), "source",
+        is_pr.alias("is_reset"), F.lit(False).alias("is_delete"),
+        F.when(is_pr, F.coalesce(F.col("p.leader"), F.lit(-1)))
+        .when(F.col("p.leader") != -2, F.col("p.leader")).alias("leader"),
+        F.when(is_pr, F.coalesce(F.col("p.leader_epoch"), F.lit(0))).alias("leader_epoch"),
+        F.when(is_pr, F.coalesce(F.col("p.partition_epoch"), F.lit(0))).alias(
+            "partition_epoch"),
+        *[(F.when(is_pr, F.coalesce(F.col(f"p.{a}"), F.array().cast(_INTS)))
+           .otherwise(F.col(f"p.{a}"))).alias(a) for a in ARRAYS],
+        F.when(is_pr, F.when(lrs.isin(0, 1), lrs).otherwise(F.lit(0)))
+        .when(lrs.isin(0, 1), lrs).alias("leader_recovery_state"),
+        F.when(is_pr, F.coalesce(F.col("p.directories"), F.array().cast("array<string>")))
+        .otherwise(F.col("p.directories")).alias("directories"),
+    )
+    created = direct.filter("is_reset").select(*KEY).distinct()
+    candidates = known.select(*KEY).unionByName(created).distinct().join(
+        topic_names.select("cluster_id", "topic_id", "topic_name"), ["cluster_id", "topic_id"],
+        "left")
+
+    removes = (rec.filter(t == "RemoveTopicRecord")
+               .select("cluster_id", _j("topic_id").alias("topic_id"), "offset", "seq",
+                       "position", "timestamp", "record_type", "source")
+               .join(candidates, ["cluster_id", "topic_id"])
+               .select(*KEY, "offset", "seq", "position", "timestamp", "record_type", "source",
+                       F.lit(False).alias("is_reset"), F.lit(True).alias("is_delete")))
+    clears = (rec.filter(t == "ClearElrRecord")
+              .select("cluster_id", F.coalesce(_j("topic_name"), F.lit("")).alias("_name"),
+                      "offset", "seq", "position", "timestamp", "record_type", "source")
+              .join(candidates, ["cluster_id"])
+              .filter((F.col("_name") == "") | (F.col("_name") == F.col("topic_name")))
+              .select(*KEY, "offset", "seq", "position", "timestamp", "record_type", "source",
+                      F.lit(False).alias("is_reset"), F.lit(False).alias("is_delete"),
+                      F.array().cast(_INTS).alias("eligible_leader_replicas"),
+                      F.array().cast(_INTS).alias("last_known_elr")))
+    out = direct.unionByName(removes, allowMissingColumns=True).unionByName(
+        clears, allowMissingColumns=True)
+    out = _live_topics_only(out, rec, topic_names if live_before is None else live_before)
+    return out.select(*KEY, "offset", "seq", "timestamp", "record_type", "source",
+                      "is_reset", "is_delete", *STATE)
+
+
+def snapshot_removals(rec: DataFrame, seed_keys: DataFrame) -> DataFrame:
+    """Delete rows for seeded partitions a *reset* snapshot no longer has (1.9: full reset)."""
+    resets = rec.filter(F.col("snapshot_role") == "reset")
+    snaps = resets.select("cluster_id", "offset", "timestamp").groupBy("cluster_id").agg(
+        F.max("offset").alias("offset"), F.max("timestamp").alias("timestamp"))
+    present = _typed(resets.filter(F.col("record_type") == "PartitionRecord")).select(
+        "cluster_id", F.col("p.topic_id").alias("topic_id"),
+        F.col("p.partition_id").alias("partition_id"))
+    gone = seed_keys.select(*KEY).join(present, KEY, "left_anti").join(snaps, ["cluster_id"])
+    return gone.select(*KEY, "offset", F.lit(1).alias("seq"), "timestamp",
+                       F.lit("SnapshotRemoval").alias("record_type"),
+                       F.lit("snapshot").alias("source"), F.lit(False).alias("is_reset"),
+                       F.lit(True).alias("is_delete"))

@@ -1,0 +1,240 @@
+"""Batch ingest: every new record of metadata-log directories or dump-log texts, one
+increment each.
+
+A run reads from where the previous run of the same cluster stopped (`ingest_progress`), so
+re-running on the same input adds nothing, and re-running after more was appended adds only
+that. The range of an increment is written to `<lake>/_kraftlake/plans/` before any table is
+touched; a run that was killed resumes exactly that plan, so its Delta transaction ids
+always name the same rows.
+
+Before reading on from where the lake stopped, the records the lake already holds for the
+last ingested batch are compared with what the input has at those offsets (`check_tail`).
+Two clusters can share a cluster id (the apache/kafka image's default one): without that
+comparison the second would be read on from the first one's end offset and appended under
+the same cluster as if it were its continuation. A mismatch refuses the input instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import SparkSession
+
+from ..codec.batch import Batch, scan_batches
+from ..codec.dumplog import looks_like_dump_log
+from ..codec.logfiles import records_of_batch
+from ..config import Config
+from ..lake.delta import Lake
+from ..sources.decode import source_arrow_schema, source_spark_schema
+from ..sources.dumptext import read_dump_text
+from ..sources.files import LogDirIndex, find_log_dirs, read_cluster_id
+from ..sources.plan import FRESH, latest, offset_dict
+from .increment import IncrementResult, last_progress, process_increment
+
+
+class DivergedLogError(ValueError):
+    """The input disagrees with what the lake already ingested for its cluster id."""
+
+
+def app_id_for(cluster_id: str) -> str:
+    return f"kraftlake:{cluster_id}"
+
+
+def _log_records(lake: Lake, cluster_id: str, lo: int, hi: int) -> pa.Table:
+    """Log rows of `records` with lo <= offset < hi (file statistics prune the read)."""
+    return lake.read_arrow("records", [("cluster_id", "==", cluster_id), ("offset", ">=", lo),
+                                       ("offset", "<", hi), ("source", "==", "log")])
+
+
+def _lake_tail(lake: Lake, cluster_id: str, end_offset: int) -> list[dict]:
+    """Log records the lake holds for the batch that contains offset `end_offset - 1`."""
+    last = _log_records(lake, cluster_id, end_offset - 1, end_offset)
+    if last.num_rows == 0:
+        return []
+    base = last["batch_base_offset"][0].as_py()
+    if base is None:
+        return last.to_pylist()
+    rows = _log_records(lake, cluster_id, base, end_offset)
+    return sorted(rows.to_pylist(), key=lambda r: r["offset"])
+
+
+def _mismatch(lake_rows: list[dict], now: dict[int, tuple]) -> int | None:
+    """First offset whose (epoch, timestamp, type[, value]) differs between lake and input."""
+    for r in lake_rows:
+        got = now.get(r["offset"])
+        want = (r["epoch"], r["timestamp"], r["record_type"])
+        if got is None or got[:3] != want or (len(got) > 3 and got[3] != r["value"]):
+            return r["offset"]
+    return None
+
+
+def check_tail(lake: Lake, cluster_id: str, log_dir: Path, end_offset: int) -> str | None:
+    """Why `log_dir` cannot continue the lake's cluster at `end_offset` (None if it can).
+
+    The batch holding `end_offset - 1` is read from the input and its records compared
+    (epoch, timestamp, type, value bytes) with the rows the lake took from it: equal bytes
+    at an already-ingested offset are the proof that the input is the same log. A log that
+    ends before `end_offset` is a different (or truncated) log; a log whose start is past
+    `end_offset` fell behind retention, which the planner records as a gap.
+    """
+    if end_offset <= 0:
+        return None
+    rows = _lake_tail(lake, cluster_id, end_offset)
+    if not rows:
+        return None  # nothing to compare with (e.g. the lake started from a snapshot)
+    index = LogDirIndex(log_dir).refresh()
+    if index.log_start is not None and index.log_start >= end_offset:
+        return None
+    e = index.batch_before(end_offset)
+    if e is None:
+        return (f"{log_dir}: the lake already holds cluster {cluster_id} up to offset "
+                f"{end_offset - 1}, but this log ends at offset {index.log_end - 1}: it is "
+                f"another log with the same cluster id (or a truncated one)")
+    seg = next(s for s in index.ordered() if e in s.entries)
+    with open(seg.path, "rb") as fh:
+        fh.seek(e.position)
+        buf = fh.read(e.size)
+    now: dict[int, tuple] = {}
+    for item in scan_batches(buf, seg.path.name):
+        if isinstance(item, Batch):
+            for rec in records_of_batch(item):
+                now[rec.offset] = (rec.epoch, rec.timestamp * 1000, rec.type, rec.value)
+    bad = _mismatch(rows, now)
+    if bad is None:
+        return None
+    return (f"{log_dir}: offset {bad} differs from what the lake ingested for cluster "
+            f"{cluster_id} (epoch, timestamp or bytes): this is another log with the same "
+            f"cluster id, or its tail diverged; refusing to append it. Ingest it into "
+            f"another lake or pass a distinct --cluster-id.")
+
+
+def _refuse_if_diverged(lake: Lake, cluster_id: str, log_dir: Path, prev: dict | None) -> None:
+    if prev is not None and prev.get("end_offset"):
+        why = check_tail(lake, cluster_id, log_dir, int(prev["end_offset"]))
+        if why:
+            raise DivergedLogError(why)
+
+
+def _plan_file(lake: Lake, app_id: str, version: int) -> Path:
+    safe = app_id.replace(":", "_").replace("/", "_")
+    return lake.root / "_kraftlake" / "plans" / safe / f"{version:012d}.json"
+
+
+def next_range(lake: Lake, app_id: str, log_dir: Path) -> tuple[int, dict, dict] | None:
+    """(version, start, end) of the next increment, or None if nothing is new."""
+    prev = last_progress(lake, app_id)
+    version = (prev["version"] + 1) if prev else 0
+    pf = _plan_file(lake, app_id, version)
+    if pf.is_file():  # a killed run: do exactly what it planned
+        plan = json.loads(pf.read_text())
+        return version, plan["start"], plan["end"]
+    cid = prev["cluster_id"] if prev else None
+    if prev is None:
+        start = offset_dict(FRESH)
+    else:
+        _refuse_if_diverged(lake, cid, log_dir, prev)
+        start = offset_dict(prev["end_offset"], prev["snapshot_high"]
+                            if prev["snapshot_high"] is not None else -1)
+        start["crc"] = -1  # checked above against the lake's own rows
+    end = latest(LogDirIndex(log_dir), start)
+    if end is start or (end["offset"] == start["offset"] and end["reset"] < 0
+                        and end["snap"] == start["snap"]):
+        return None
+    pf.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pf.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"start": start, "end": end, "dir": str(log_dir)}))
+    tmp.replace(pf)
+    return version, start, end
+
+
+def ingest(spark: SparkSession, cfg: Config, sources: list[Path], cluster_id: str | None = None,
+           log: Callable[[str], None] | None = None) -> list[IncrementResult]:
+    """Ingest every `__cluster_metadata-0` found in `sources`, and every kafka-dump-log text
+    among them (cluster id required), into the lake of `cfg`."""
+    lake = Lake(cfg.lake)
+    lake.ensure_all()
+    say = log or (lambda _m: None)
+    results = []
+    for src in sources:
+        src = Path(src)
+        if src.is_file() and looks_like_dump_log(src):
+            results.append(_ingest_text(spark, lake, cfg, src, cluster_id or cfg.cluster_id, say))
+            continue
+        for d in find_log_dirs(src):
+            results.append(_ingest_dir(spark, lake, cfg, d, cluster_id, say))
+    return results
+
+
+def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: Path, cluster_id: str | None,
+                say: Callable[[str], None]) -> IncrementResult:
+    cid = cluster_id or cfg.cluster_id or read_cluster_id(d)
+    if not cid:
+        raise ValueError(f"{d}: no meta.properties beside it; pass --cluster-id")
+    app_id = app_id_for(cid)
+    nxt = next_range(lake, app_id, d)
+    if nxt is None:
+        say(f"{d}: nothing new for cluster {cid}")
+        return IncrementResult(cid, app_id, -1)
+    version, start, end = nxt
+    say(f"{d}: cluster {cid}, offsets {max(start['offset'], 0)}..{end['offset']} "
+        f"(increment {version})")
+    df = (spark.read.format("kraft-metadata").option("cluster_id", cid)
+          .option("startJson", json.dumps(start)).option("endJson", json.dumps(end))
+          .option("splitBytes", str(cfg.split_bytes)).load(str(d)))
+    res = process_increment(spark, lake, df, cid, app_id, version,
+                            min_isr_default=cfg.min_insync_replicas_default,
+                            snapshot_high=end["snap"], log=say)
+    if res.end_offset is None:
+        res.end_offset = end["offset"]
+    return res
+
+
+def _text_tail_check(lake: Lake, cid: str, text: pa.Table, prev: dict, path: Path) -> None:
+    """`check_tail` for a dump text: compare epoch/timestamp/type (the text has no bytes)."""
+    end = int(prev["end_offset"] or 0)
+    rows = _lake_tail(lake, cid, end) if end > 0 else []
+    if not rows:
+        return
+    log = text.filter(pc.equal(text["source"], "log")).to_pylist()
+    now = {r["offset"]: (r["epoch"], r["timestamp"], r["record_type"]) for r in log
+           if r["offset"] is not None and r["offset"] < end}
+    if not now and log and min(r["offset"] for r in log) >= end:
+        return  # the text starts after what the lake holds: nothing to compare
+    bad = _mismatch(rows, now)
+    if bad is not None:
+        raise DivergedLogError(
+            f"{path}: offset {bad} differs from what the lake ingested for cluster {cid}: "
+            f"this dump is of another log with the same cluster id (or a diverged tail); "
+            f"refusing to append it")
+
+
+def _ingest_text(spark: SparkSession, lake: Lake, cfg: Config, path: Path,
+                 cluster_id: str | None, say: Callable[[str], None]) -> IncrementResult:
+    """One increment from a kafka-dump-log text (records after the lake's end offset)."""
+    if not cluster_id:
+        raise ValueError(f"{path}: a dump-log text carries no cluster id; pass --cluster-id")
+    app_id = app_id_for(cluster_id)
+    prev = last_progress(lake, app_id)
+    start = int(prev["end_offset"] or 0) if prev else 0
+    high = int(prev["snapshot_high"]) if prev and prev["snapshot_high"] is not None else -1
+    if prev is not None:
+        everything, _, _ = read_dump_text(path, cluster_id)
+        _text_tail_check(lake, cluster_id, everything, prev, path)
+    table, end, new_high = read_dump_text(path, cluster_id, start, high)
+    if table.num_rows == 0:
+        say(f"{path}: nothing new for cluster {cluster_id}")
+        return IncrementResult(cluster_id, app_id, -1)
+    version = prev["version"] + 1 if prev else 0
+    say(f"{path}: cluster {cluster_id}, offsets {start}..{end} (increment {version})")
+    table = table.cast(source_arrow_schema())
+    df = spark.createDataFrame(table, schema=source_spark_schema())
+    res = process_increment(spark, lake, df, cluster_id, app_id, version,
+                            min_isr_default=cfg.min_insync_replicas_default,
+                            snapshot_high=new_high if new_high >= 0 else None, log=say)
+    if res.end_offset is None:
+        res.end_offset = end
+    return res

@@ -1,0 +1,252 @@
+"""One increment of source rows -> every lake table, exactly once.
+
+Both `kraftlake ingest` (one increment per cluster and run) and every micro-batch of
+`kraftlake stream` go through `process_increment`. Each table write carries the Delta
+transaction id (app_id, version); a table that already committed that id is skipped, so a
+job killed at any instant and re-run with the same input writes exactly the missing tables.
+
+Write order matters for that argument: `partition_current` (the seed of the next increment)
+is written after everything derived from the old seed, and `ingest_progress` last.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..detect.events import events as detect_events
+from ..fold.reconcile import check_points, reconcile, snapshot_states
+from ..fold.silver import (
+    KEY,
+    brokers_of,
+    committed,
+    configs_of,
+    partition_changes,
+    relevant,
+    snapshot_removals,
+    topics_of,
+)
+from ..fold.window import current_rows, fold, timeline_rows
+from ..lake.delta import Lake
+from ..lake.schema import table_schema
+
+ORDER = ["records", "quarantine", "partition_changes", "topics", "brokers", "configs",
+         "partition_timeline", "partition_events", "snapshot_reconciliation",
+         "partition_current", "ingest_progress"]
+
+
+@dataclass
+class IncrementResult:
+    cluster_id: str
+    app_id: str
+    version: int
+    start_offset: int | None = None
+    end_offset: int | None = None
+    records: int = 0
+    quarantined: int = 0
+    changes: int = 0
+    timeline: int = 0
+    events: int = 0
+    orphans: int = 0
+    mismatches: int = 0
+    pending_txn_from: int | None = None
+    skipped: list[str] = field(default_factory=list)
+    event_counts: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def last_progress(lake: Lake, app_id: str) -> dict | None:
+    t = lake.read_arrow("ingest_progress", [("app_id", "==", app_id)])
+    if t.num_rows == 0:
+        return None
+    rows = t.to_pylist()
+    return max(rows, key=lambda r: r["version"])
+
+
+def _arrow(df: DataFrame, name: str) -> pa.Table:
+    schema = table_schema(name)
+    cols = [c for c in schema.names if c in df.columns]
+    return df.select(*cols).toArrow()
+
+
+def _cluster(df: DataFrame, cid: str) -> DataFrame:
+    return df.filter(F.col("cluster_id") == cid)
+
+
+def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_id: str,
+                      app_id: str, version: int, *, min_isr_default: int = 1,
+                      snapshot_high: int | None = None, log=None) -> IncrementResult:
+    """Write one increment of `kraft-metadata` source rows (one cluster) into the lake."""
+    say = log or (lambda _msg: None)
+    res = IncrementResult(cluster_id, app_id, version)
+    lake.ensure_all()
+    if lake.committed("ingest_progress", app_id, version):
+        res.skipped = list(ORDER)
+        return res
+    src = src.persist()
+    try:
+        return _process(spark, lake, src, res, min_isr_default, snapshot_high, say)
+    finally:
+        src.unpersist()
+
+
+def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResult,
+             min_isr_default: int, snapshot_high: int | None, say) -> IncrementResult:
+    cid, app_id, version = res.cluster_id, res.app_id, res.version
+
+    def write(name: str, data: pa.Table | DataFrame, how: str = "append", **kw) -> None:
+        if lake.committed(name, app_id, version):
+            res.skipped.append(name)
+            return
+        t0 = time.time()
+        table = _arrow(data, name) if isinstance(data, DataFrame) else data
+        t1 = time.time()
+        if how == "append":
+            lake.append(name, table, app_id, version)
+        else:
+            lake.upsert(name, table, app_id, version, **kw)
+        res.timings[name] = (round(t1 - t0, 2), round(time.time() - t1, 2))
+
+    bounds = src.filter((F.col("row_kind") == "record") & (F.col("source") == "log")).agg(
+        F.min("offset"), F.max("offset"), F.count("*")).first()
+    if snapshot_high is None:
+        snapshot_high = src.agg(F.max("snapshot_end_offset")).first()[0]
+    res.start_offset = bounds[0]
+    res.end_offset = None if bounds[1] is None else bounds[1] + 1
+    records = src.filter(F.col("row_kind") == "record")
+
+    # ---- bronze
+    say("bronze: records")
+    rec_arrow = _arrow(records, "records")
+    res.records = rec_arrow.num_rows
+    write("records", rec_arrow)
+    problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
+        "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),
+        F.when(F.col("row_kind") == "record", F.lit(-1)).otherwise(
+            F.coalesce("byte_position", F.lit(-1))).alias("byte_position"),
+        "offset", "end_offset",
+        F.when(F.col("row_kind") == "record", F.lit("undecodable")).otherwise(
+            F.coalesce("problem_kind", "row_kind")).alias("kind"),
+        F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"))
+    problems = problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
+                                        "offset"])
+    q = problems.toArrow()
+    res.quarantined = q.num_rows
+    write("quarantine", q)
+
+    # ---- records held back by an open transaction last time are read again from bronze
+    prev = last_progress(lake, app_id)
+    pend_from = prev.get("pending_txn_from") if prev else None
+    if pend_from is not None and res.start_offset is not None and pend_from < res.start_offset:
+        back = lake.read_arrow("records", [("cluster_id", "==", cid), ("offset", ">=", pend_from),
+                                           ("offset", "<", res.start_offset)])
+        back = back.filter(pa.compute.equal(back["source"], "log"))
+        bdf = spark.createDataFrame(back.to_pandas(), table_schema("records").spark) \
+            if back.num_rows else None
+        rel_in = records if bdf is None else records.unionByName(
+            bdf.withColumn("row_kind", F.lit("record")), allowMissingColumns=True)
+    else:
+        rel_in = records
+    rel = relevant(rel_in)
+    done, pending = committed(rel)
+    done = done.persist()
+    pend = pending.first()
+    res.pending_txn_from = pend["pending_txn_from"] if pend else None
+
+    # ---- silver
+    say("silver: topics, brokers, configs")
+    effective = done.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
+    old_topics = _cluster(lake.read(spark, "topics"), cid)
+    new_topics = topics_of(effective)
+    merged = (old_topics.alias("o").join(new_topics.alias("n"), ["cluster_id", "topic_id"],
+                                           "full_outer")
+              .select("cluster_id", "topic_id",
+                      *[F.coalesce(f"o.{c}", f"n.{c}").alias(c) for c in
+                        ["topic_name", "created_offset", "created_ts"]],
+                      *[F.coalesce(f"n.{c}", f"o.{c}").alias(c) for c in
+                        ["deleted_offset", "deleted_ts"]]))
+    topic_names = merged.select("cluster_id", "topic_id", "topic_name").persist()
+    changed_topics = merged.join(new_topics.select("cluster_id", "topic_id"),
+                                 ["cluster_id", "topic_id"], "left_semi")
+    write("topics", changed_topics, "upsert")
+    write("brokers", brokers_of(effective))
+    new_cfg = configs_of(effective)
+    write("configs", new_cfg)
+    configs = _cluster(lake.read(spark, "configs"), cid).unionByName(new_cfg).distinct()
+
+    if lake.committed("partition_current", app_id, version):
+        res.skipped += ["partition_changes", "partition_timeline", "partition_events",
+                        "snapshot_reconciliation", "partition_current"]
+    else:
+        live = old_topics.filter(F.col("deleted_offset").isNull()).select(
+            "cluster_id", "topic_id")
+        _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_default, write,
+              say)
+    done.unpersist()
+    topic_names.unpersist()
+
+    prog = pa.table({
+        "cluster_id": [cid], "app_id": [app_id], "version": [version],
+        "start_offset": [res.start_offset],
+        "end_offset": [res.end_offset if res.end_offset is not None else
+                       (prev["end_offset"] if prev else 0)],
+        "snapshot_high": [snapshot_high if snapshot_high is not None else
+                          (prev["snapshot_high"] if prev else None)],
+        "pending_txn_from": [res.pending_txn_from],
+        "records": [res.records], "changes": [res.changes], "events": [res.events]})
+    write("ingest_progress", prog)
+    return res
+
+
+def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_default, write, say):
+    cid = res.cluster_id
+    say("fold: partition timeline")
+    cur_all = lake.read_arrow("partition_current", [("cluster_id", "==", cid)])
+    cur_df = spark.createDataFrame(cur_all.to_pandas(), table_schema("partition_current").spark) \
+        if cur_all.num_rows else spark.createDataFrame([], table_schema("partition_current").spark)
+    seed_keys = cur_df.select(*KEY)
+    changes = partition_changes(done, seed_keys, topic_names, live).unionByName(
+        snapshot_removals(done, seed_keys), allowMissingColumns=True).persist()
+    ch = _arrow(changes, "partition_changes")
+    res.changes = ch.num_rows
+    write("partition_changes", ch)
+    touched = changes.select(*KEY).distinct()
+    seed = cur_df.join(touched, KEY, "left_semi")
+    folded, orphans = fold(changes, seed)
+    folded = folded.persist()
+    if res.changes:
+        res.orphans = orphans.count()
+    tl = timeline_rows(folded, topic_names)
+    tl_arrow = _arrow(tl, "partition_timeline")
+    res.timeline = tl_arrow.num_rows
+    write("partition_timeline", tl_arrow, "upsert")
+    say("detect: events")
+    ev = _arrow(detect_events(folded, topic_names, configs, min_isr_default), "partition_events")
+    res.events = ev.num_rows
+    counts: dict[str, int] = {}
+    for e in ev.column("event_type").to_pylist():
+        counts[e] = counts.get(e, 0) + 1
+    res.event_counts = counts
+    write("partition_events", ev)
+    points = check_points(src)
+    if points.first() is not None:
+        say("reconcile: snapshots")
+        tl_new = spark.createDataFrame(tl_arrow.to_pandas(), table_schema(
+            "partition_timeline").spark) if tl_arrow.num_rows else None
+        old = _cluster(lake.read(spark, "partition_timeline"), cid)
+        if tl_new is not None:  # rows rewritten by this increment replace the old ones
+            k = [*KEY, "valid_from_offset", "seq"]
+            old = old.join(tl_new.select(*k), k, "left_anti").unionByName(tl_new)
+        mism = reconcile(snapshot_states(src), points, old)
+        m = _arrow(mism, "snapshot_reconciliation")
+        res.mismatches = m.num_rows
+        write("snapshot_reconciliation", m, "upsert")
+    live, gone = current_rows(folded, topic_names)
+    write("partition_current", _arrow(live, "partition_current"), "upsert",
+          delete_keys=gone.toArrow())
+    folded.unpersist()
+    changes.unpersist()

@@ -1,0 +1,91 @@
+"""Streaming ingest: `kraft-metadata` micro-batches -> `process_increment`, exactly once.
+
+Spark's checkpoint (offset log) guarantees that after a crash the last micro-batch is run
+again with the same offsets, hence the same rows. Its Delta transaction version is
+`base + batch_id`, where `base` is fixed the first time the stream starts on a lake (stored
+beside the Spark checkpoint), so a re-run carries the same (app id, version) and every
+table that already committed it is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from ..config import Config
+from ..lake.delta import Lake
+from ..sources.files import find_log_dirs, read_cluster_id
+from ..sources.plan import FRESH, offset_dict
+from .batch import DivergedLogError, app_id_for, check_tail
+from .increment import IncrementResult, last_progress, process_increment
+
+
+def _state(lake: Lake, app_id: str, checkpoint: Path, log_dir: Path) -> dict:
+    """Where a stream starts: its own state file, else after the lake's last increment.
+
+    Starting after a batch ingest (or another stream) of the same cluster id, the input's
+    bytes at the last ingested offsets must be the ones the lake holds; otherwise this is
+    another log that happens to share the cluster id, and it is refused.
+    """
+    f = checkpoint / "kraftlake.json"
+    if f.is_file():
+        return json.loads(f.read_text())
+    prev = last_progress(lake, app_id)
+    if prev is not None and prev.get("end_offset"):
+        why = check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]))
+        if why:
+            raise DivergedLogError(why)
+    if prev is None:
+        start = offset_dict(FRESH)
+        base = 0
+    else:
+        start = offset_dict(prev["end_offset"], prev["snapshot_high"]
+                            if prev["snapshot_high"] is not None else -1)
+        base = prev["version"] + 1
+    state = {"app_id": app_id, "base_version": base, "start": start}
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    tmp = f.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state))
+    tmp.replace(f)
+    return state
+
+
+def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str | None = None,
+                 trigger: str | None = None, available_now: bool = False,
+                 max_offsets: int | None = None,
+                 on_batch: Callable[[IncrementResult], None] | None = None) -> StreamingQuery:
+    """Start the streaming query for one metadata-log directory (one cluster)."""
+    log_dir = find_log_dirs(Path(source))[0]
+    cid = cluster_id or cfg.cluster_id or read_cluster_id(log_dir)
+    if not cid:
+        raise ValueError(f"{log_dir}: no meta.properties beside it; pass --cluster-id")
+    lake = Lake(cfg.lake)
+    lake.ensure_all()
+    app_id = app_id_for(cid)
+    ck = Path(cfg.checkpoint) if cfg.checkpoint else lake.root / "_kraftlake" / "checkpoints" / cid
+    st = _state(lake, app_id, ck, log_dir)
+    reader = (spark.readStream.format("kraft-metadata").option("cluster_id", cid)
+              .option("startJson", json.dumps(st["start"]))
+              .option("splitBytes", str(cfg.split_bytes)))
+    if max_offsets:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets)).option(
+            "capAvailableNow", "true")
+    df = reader.load(str(log_dir))
+
+    def each(batch: DataFrame, batch_id: int) -> None:
+        version = st["base_version"] + batch_id
+        res = process_increment(spark, lake, batch, cid, app_id, version,
+                                min_isr_default=cfg.min_insync_replicas_default)
+        if on_batch is not None:
+            on_batch(res)
+
+    w = df.writeStream.foreachBatch(each).option("checkpointLocation", str(ck / "spark"))
+    if available_now:
+        w = w.trigger(availableNow=True)
+    else:
+        w = w.trigger(processingTime=trigger or cfg.trigger)
+    return w.queryName(f"kraftlake-{cid}").start()

@@ -1,0 +1,171 @@
+"""The lake: a directory of Delta tables written with delta-rs and read by Spark.
+
+Every write of an increment carries a Delta transaction id (app id, version). Before writing
+a table we ask the table for the last version it committed for that app id; if it already
+has this one, the write is skipped. That is what makes a killed job safe to re-run: the
+tables that committed keep their rows, the others get exactly the same rows now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from pyspark.sql import DataFrame, SparkSession
+
+from .schema import TableSchema, table_names, table_schema
+
+
+def _predicate(f: pads.Expression, op: str, val: object) -> pads.Expression:
+    """One filter term; built lazily, since `isin` of a scalar raises."""
+    if op == "==":
+        return f == val
+    if op == ">=":
+        return f >= val
+    if op == ">":
+        return f > val
+    if op == "<":
+        return f < val
+    if op == "in":
+        return f.isin(val)
+    raise ValueError(f"unknown filter operator {op!r}")
+
+
+class Lake:
+    """A lake root; table `name` lives in `<root>/<name>`."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+
+    # ------------------------------------------------------------------ metadata
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def exists(self, name: str) -> bool:
+        return DeltaTable.is_deltatable(str(self.path(name)))
+
+    def table(self, name: str) -> DeltaTable | None:
+        return DeltaTable(str(self.path(name))) if self.exists(name) else None
+
+    def txn_version(self, name: str, app_id: str) -> int | None:
+        """Last transaction version `app_id` committed to table `name` (None = never)."""
+        dt = self.table(name)
+        return None if dt is None else dt.transaction_version(app_id)
+
+    def committed(self, name: str, app_id: str, version: int) -> bool:
+        v = self.txn_version(name, app_id)
+        return v is not None and v >= version
+
+    # ------------------------------------------------------------------ writing
+
+    @staticmethod
+    def conform(data: pa.Table, schema: TableSchema) -> pa.Table:
+        """Select and cast `data` to the table's columns (missing columns become null)."""
+        cols = []
+        for field in schema.arrow:
+            if field.name in data.column_names:
+                cols.append(data.column(field.name).cast(field.type))
+            else:
+                cols.append(pa.nulls(data.num_rows, field.type))
+        return pa.Table.from_arrays(cols, schema=schema.arrow)
+
+    @staticmethod
+    def _props(app_id: str | None, version: int | None) -> CommitProperties | None:
+        if app_id is None:
+            return None
+        return CommitProperties(app_transactions=[Transaction(app_id, int(version))])
+
+    def ensure(self, name: str) -> None:
+        """Create table `name` (empty) if it does not exist yet."""
+        if not self.exists(name):
+            schema = table_schema(name)
+            write_deltalake(str(self.path(name)), schema.arrow.empty_table(), mode="append",
+                            description=schema.doc)
+
+    def ensure_all(self) -> None:
+        for name in table_names():
+            self.ensure(name)
+
+    def append(self, name: str, data: pa.Table, app_id: str | None = None,
+               version: int | None = None) -> bool:
+        """Append rows once per (app_id, version); returns False if already committed."""
+        if app_id is not None and self.committed(name, app_id, version):
+            return False
+        self.ensure(name)
+        data = self.conform(data, table_schema(name))
+        if data.num_rows == 0 and app_id is None:
+            return True
+        write_deltalake(str(self.path(name)), data, mode="append",
+                        commit_properties=self._props(app_id, version))
+        return True
+
+    def upsert(self, name: str, data: pa.Table, app_id: str, version: int,
+               delete_keys: pa.Table | None = None, target_filter: str = "") -> bool:
+        """Merge rows on the table key (update or insert), once per (app_id, version).
+
+        `delete_keys` (key columns only) are removed in the same commit. `target_filter`
+        restricts which target rows can match (it lets delta-rs skip files by statistics).
+        """
+        if self.committed(name, app_id, version):
+            return False
+        self.ensure(name)
+        schema = table_schema(name)
+        data = self.conform(data, schema)
+        loose = pa.schema([f.with_nullable(True) for f in schema.arrow])
+        data = data.cast(loose)
+        if delete_keys is not None and delete_keys.num_rows:
+            marks = self.conform(delete_keys, schema).cast(loose)
+            data = pa.concat_tables([
+                data.append_column("_delete", pa.array([False] * data.num_rows)),
+                marks.append_column("_delete", pa.array([True] * marks.num_rows))])
+        else:
+            data = data.append_column("_delete", pa.array([False] * data.num_rows, pa.bool_()))
+        on = " AND ".join(f"t.{k} = s.{k}" for k in schema.key)
+        if target_filter:
+            on = f"{on} AND ({target_filter})"
+        cols = {c: f"s.{c}" for c in schema.names}
+        (DeltaTable(str(self.path(name)))
+         .merge(data, predicate=on, source_alias="s", target_alias="t",
+                commit_properties=self._props(app_id, version))
+         .when_matched_delete(predicate="s._delete = true")
+         .when_matched_update(updates=cols, predicate="s._delete = false")
+         .when_not_matched_insert(updates=cols, predicate="s._delete = false")
+         .execute())
+        return True
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, spark: SparkSession, name: str) -> DataFrame:
+        """Table `name` as a Spark DataFrame, through its current snapshot's file list."""
+        schema = table_schema(name)
+        dt = self.table(name)
+        files = dt.file_uris() if dt is not None else []
+        if not files:
+            return spark.createDataFrame([], schema.spark)
+        return spark.read.schema(schema.spark).parquet(*files)
+
+    def read_arrow(self, name: str, filters: list | None = None,
+                   columns: list[str] | None = None) -> pa.Table:
+        """Rows of `name` through delta-rs (pyarrow filters prune files by statistics)."""
+        schema = table_schema(name)
+        dt = self.table(name)
+        if dt is None:
+            t = schema.arrow.empty_table()
+            return t.select(columns) if columns else t
+        ds = dt.to_pyarrow_dataset()
+        expr = None
+        for col, op, val in filters or []:
+            e = _predicate(pads.field(col), op, val)
+            expr = e if expr is None else expr & e
+        return ds.to_table(filter=expr, columns=columns)
+
+    def register_views(self, spark: SparkSession) -> list[str]:
+        """Every table as a temp view under its own name (for `kraftlake sql`)."""
+        names = []
+        for name in table_names():
+            self.read(spark, name).createOrReplaceTempView(name)
+            names.append(name)
+        return names

@@ -1,0 +1,70 @@
+"""Lake table schemas, loaded from `schemas/tables/*.json` (data, not Python constants).
+
+Tables are not partitioned: one increment writes one cluster's rows into new files, so the
+per-file min/max statistics Delta keeps already prune by cluster and offset.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import types as T
+
+from ..config import REPO
+
+TABLES_DIR = REPO / "schemas" / "tables"
+
+_ARROW = {
+    "string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_(),
+    "binary": pa.binary(), "timestamp": pa.timestamp("us", tz="UTC"), "double": pa.float64(),
+    "array<int>": pa.list_(pa.field("element", pa.int32())),
+    "array<string>": pa.list_(pa.field("element", pa.string())),
+}
+_SPARK = {
+    "string": T.StringType(), "long": T.LongType(), "int": T.IntegerType(),
+    "boolean": T.BooleanType(), "binary": T.BinaryType(), "timestamp": T.TimestampType(),
+    "double": T.DoubleType(), "array<int>": T.ArrayType(T.IntegerType()),
+    "array<string>": T.ArrayType(T.StringType()),
+}
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    name: str
+    layer: str
+    doc: str
+    key: tuple[str, ...]
+    columns: tuple[dict, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [c["name"] for c in self.columns]
+
+    @property
+    def arrow(self) -> pa.Schema:
+        return pa.schema([pa.field(c["name"], _ARROW[c["type"]], nullable=c["nullable"])
+                          for c in self.columns])
+
+    @property
+    def spark(self) -> T.StructType:
+        # Spark reads parquet columns as nullable whatever the file says; so do we.
+        return T.StructType([T.StructField(c["name"], _SPARK[c["type"]], True)
+                             for c in self.columns])
+
+
+@cache
+def table_schema(name: str) -> TableSchema:
+    path = TABLES_DIR / f"{name}.json"
+    if not path.is_file():
+        raise KeyError(f"no table schema {path}")
+    raw = json.loads(path.read_text())
+    return TableSchema(raw["name"], raw["layer"], raw["doc"], tuple(raw["key"]),
+                       tuple(raw["columns"]))
+
+
+def table_names() -> list[str]:
+    return sorted(p.stem for p in Path(TABLES_DIR).glob("*.json"))

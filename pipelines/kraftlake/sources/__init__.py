@@ -1,0 +1,1 @@
+"""Spark sources over metadata logs: file discovery, offset->byte planning, the DataSource."""

@@ -1,0 +1,246 @@
+"""Where the input is: log directories, their cluster id, and an offset index of segments.
+
+The index is built from batch headers only (seek + 61 bytes per batch), so mapping log
+offsets to byte ranges costs a few microseconds per batch and never decodes records. It is
+what lets the driver hand Spark one task per byte range and the streaming reader turn
+metadata-log offsets into file positions.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..codec.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, MAX_BATCH_LENGTH, MIN_BATCH_LENGTH
+from ..codec.errors import NotAKafkaLogError
+from ..codec.logfiles import LogFile, list_log_dir
+
+_LEN = struct.Struct(">qi")
+
+
+def read_cluster_id(log_dir: Path) -> str | None:
+    """`cluster.id` from the meta.properties beside (or inside) a `__cluster_metadata-0`."""
+    for props in (log_dir.parent / "meta.properties", log_dir / "meta.properties"):
+        if props.is_file():
+            for line in props.read_text(errors="replace").splitlines():
+                key, sep, value = line.partition("=")
+                if sep and key.strip() == "cluster.id":
+                    return value.strip()
+    return None
+
+
+def find_log_dirs(path: Path) -> list[Path]:
+    """A `__cluster_metadata-0` directory itself, or every one below `path`."""
+    path = Path(path)
+    if not path.exists():
+        raise NotAKafkaLogError(f"{path}: no such file or directory")
+    if path.is_dir() and any(p.suffix == ".log" for p in path.iterdir()):
+        return [path]
+    if path.is_dir():
+        found = sorted({p.parent for p in path.rglob("*.log")
+                        if p.parent.name.startswith("__cluster_metadata")})
+        if found:
+            return found
+    raise NotAKafkaLogError(f"{path}: not a metadata-log directory and none below it")
+
+
+@dataclass(slots=True)
+class BatchEntry:
+    base_offset: int
+    last_offset: int
+    position: int
+    size: int
+    crc: int
+
+
+@dataclass
+class SegmentIndex:
+    """Batches of one segment found by walking headers; `end` = bytes of complete batches."""
+
+    path: Path
+    base_offset: int
+    entries: list[BatchEntry] = field(default_factory=list)
+    end: int = 0
+    size: int = 0
+    status: str = "ok"  # ok | partial (last batch still being written) | damaged
+
+    @property
+    def next_offset(self) -> int:
+        return self.entries[-1].last_offset + 1 if self.entries else self.base_offset
+
+    def refresh(self) -> SegmentIndex:
+        """Extend the index with batches appended since the last call."""
+        size = self.path.stat().st_size if self.path.exists() else 0
+        if size < self.end:  # truncated (a Raft leader change rewrote the tail): start over
+            self.entries.clear()
+            self.end = 0
+            self.status = "ok"
+        self.size = size
+        if self.status == "damaged":
+            return self
+        pos = self.end
+        status = "ok"
+        with open(self.path, "rb") as fh:
+            while pos + LOG_OVERHEAD <= size:
+                fh.seek(pos)
+                head = fh.read(HEADER_SIZE)
+                base, length = _LEN.unpack_from(head, 0)
+                if base == 0 and length == 0:
+                    break  # preallocated zeros: nothing more yet
+                if length < MIN_BATCH_LENGTH or length > MAX_BATCH_LENGTH:
+                    status = "damaged"
+                    break
+                if pos + LOG_OVERHEAD + length > size:
+                    status = "partial"
+                    break
+                if len(head) < HEADER_SIZE or head[16] != 2:
+                    status = "damaged"
+                    break
+                fields = HEADER.unpack_from(head, 0)
+                self.entries.append(BatchEntry(base, base + fields[6], pos,
+                                               LOG_OVERHEAD + length, fields[4]))
+                pos += LOG_OVERHEAD + length
+            else:
+                if pos < size:
+                    status = "partial"
+        self.status = status
+        self.end = pos
+        return self
+
+    def entry_before(self, offset: int) -> BatchEntry | None:
+        """The batch holding `offset - 1` (the last one ingested when resuming at offset)."""
+        for e in reversed(self.entries):
+            if e.base_offset <= offset - 1 <= e.last_offset:
+                return e
+            if e.last_offset < offset - 1:
+                return None
+        return None
+
+
+@dataclass
+class LogDirIndex:
+    """Segments and snapshots of one `__cluster_metadata-0`, refreshed on demand."""
+
+    path: Path
+    segments: dict[str, SegmentIndex] = field(default_factory=dict)
+    snapshots: list[LogFile] = field(default_factory=list)
+
+    def refresh(self) -> LogDirIndex:
+        segs, snaps = list_log_dir(self.path)
+        live = {s.name for s in segs}
+        for name in list(self.segments):
+            if name not in live:
+                del self.segments[name]  # deleted by retention
+        for s in segs:
+            idx = self.segments.get(s.name)
+            if idx is None:
+                idx = self.segments[s.name] = SegmentIndex(s.path, s.offset)
+            idx.refresh()
+        self.snapshots = snaps
+        return self
+
+    def ordered(self) -> list[SegmentIndex]:
+        return sorted(self.segments.values(), key=lambda s: s.base_offset)
+
+    @property
+    def log_start(self) -> int | None:
+        segs = self.ordered()
+        if not segs:
+            return None
+        first = segs[0]
+        return first.entries[0].base_offset if first.entries else first.base_offset
+
+    @property
+    def log_end(self) -> int:
+        """Offset after the last complete batch (a partly written batch is not counted)."""
+        end = 0
+        for s in self.ordered():
+            end = max(end, s.next_offset if s.entries else s.base_offset)
+        return end
+
+    def batch_before(self, offset: int) -> BatchEntry | None:
+        for s in reversed(self.ordered()):
+            if s.base_offset <= offset - 1:
+                return s.entry_before(offset)
+        return None
+
+    def batch_before_on_disk(self, offset: int) -> BatchEntry | None:
+        """`batch_before`, re-checked against the file: the index caches headers, and a tail
+        truncated and rewritten to the same length (new Raft leader) would otherwise keep
+        the old CRC. If the header on disk differs, the whole index is walked again."""
+        for s in reversed(self.ordered()):
+            if s.base_offset <= offset - 1:
+                e = s.entry_before(offset)
+                if e is None:
+                    return None
+                with open(s.path, "rb") as fh:
+                    fh.seek(e.position)
+                    head = fh.read(HEADER_SIZE)
+                if len(head) == HEADER_SIZE and HEADER.unpack_from(head, 0)[0] == e.base_offset \
+                        and HEADER.unpack_from(head, 0)[4] == e.crc:
+                    return e
+                self.segments.clear()
+                self.refresh()
+                return self.batch_before(offset)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRange:
+    """One Spark task's input: bytes [start, end) of a file; keep records in [lo, hi)."""
+
+    cluster_id: str
+    path: str
+    kind: str  # segment | snapshot | gap | diverged
+    start: int = 0
+    end: int = -1  # -1 = to the end of the file
+    lo: int = 0
+    hi: int = 2**63 - 1
+    snapshot_end: int = -1
+    snapshot_role: str = ""
+    note: str = ""
+
+
+def plan_log_ranges(cluster_id: str, index: LogDirIndex, lo: int, hi: int,
+                    split_bytes: int) -> list[ReadRange]:
+    """Byte ranges covering log offsets [lo, hi), at most `split_bytes` each (batch aligned).
+
+    A rolled segment that ends in damage has its unreadable tail read too, so the
+    damaged region reaches the quarantine instead of vanishing.
+    """
+    out: list[ReadRange] = []
+    segs = index.ordered()
+    seg_lo = lo
+    for i, seg in enumerate(segs):
+        nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+        lo = seg_lo  # overlapping segments: an offset is taken from the first file holding it
+        if seg.entries:
+            seg_lo = max(seg_lo, seg.next_offset)
+        if nxt is not None and nxt <= lo and (not seg.entries or seg.next_offset <= lo):
+            continue
+        if seg.base_offset >= hi:
+            break
+        path = str(seg.path)
+        if seg.status == "damaged":
+            start = 0
+            for e in seg.entries:
+                if e.last_offset < lo:
+                    start = e.position + e.size
+            out.append(ReadRange(cluster_id, path, "segment", start, -1, lo, hi,
+                                 note="rolled" if nxt is not None else ""))
+            continue
+        chosen = [e for e in seg.entries if e.last_offset >= lo and e.base_offset < hi]
+        cur: list[BatchEntry] = []
+        for e in chosen:
+            if cur and (e.position + e.size - cur[0].position) > split_bytes:
+                out.append(ReadRange(cluster_id, path, "segment", cur[0].position,
+                                     cur[-1].position + cur[-1].size, lo, hi))
+                cur = []
+            cur.append(e)
+        if cur:
+            end = cur[-1].position + cur[-1].size
+            rolled = nxt is not None and seg.status == "partial" and cur[-1] is seg.entries[-1]
+            out.append(ReadRange(cluster_id, path, "segment", cur[0].position,
+                                 -1 if rolled else end, lo, hi, note="rolled" if rolled else ""))
+    return out

