@@ -6,5 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")"
 source scripts/venv.sh
 ensure_venv test
+ensure_chromium
 ruff check pipelines tests benchmarks
 pytest -q "$@"

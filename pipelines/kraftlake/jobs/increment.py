@@ -33,6 +33,7 @@ from ..fold.silver import (
 from ..fold.window import current_rows, fold, timeline_rows
 from ..lake.delta import Lake
 from ..lake.schema import table_schema
+from ..quality.record_checks import check_records
 
 ORDER = ["records", "quarantine", "partition_changes", "topics", "brokers", "configs",
          "partition_timeline", "partition_events", "snapshot_reconciliation",
@@ -118,6 +119,9 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     res.start_offset = bounds[0]
     res.end_offset = None if bounds[1] is None else bounds[1] + 1
     records = src.filter(F.col("row_kind") == "record")
+    # Every record stays in bronze; those breaking a record-level invariant are also
+    # quarantined with the reason and kept out of silver and gold (nothing is dropped).
+    checked, invalid = check_records(records)
 
     # ---- bronze
     say("bronze: records")
@@ -134,7 +138,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"))
     problems = problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
                                         "offset"])
-    q = problems.toArrow()
+    q = _arrow(problems.unionByName(invalid), "quarantine")
     res.quarantined = q.num_rows
     write("quarantine", q)
 
@@ -147,10 +151,10 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         back = back.filter(pa.compute.equal(back["source"], "log"))
         bdf = spark.createDataFrame(back.to_pandas(), table_schema("records").spark) \
             if back.num_rows else None
-        rel_in = records if bdf is None else records.unionByName(
+        rel_in = checked if bdf is None else checked.unionByName(
             bdf.withColumn("row_kind", F.lit("record")), allowMissingColumns=True)
     else:
-        rel_in = records
+        rel_in = checked
     rel = relevant(rel_in)
     done, pending = committed(rel)
     done = done.persist()

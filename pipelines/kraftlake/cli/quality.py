@@ -1,0 +1,79 @@
+"""`kraftlake quality`: run the expectation suites over a lake, for people and schedulers.
+
+Exit status 0 when no error-severity expectation failed, 1 otherwise, so a scheduler (cron,
+Airflow, a CI job) can alert on it; warnings are printed and recorded but do not fail.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from . import main
+
+
+def _summary(run) -> str:
+    """A fixed-width table: one line per expectation, failures marked."""
+    head = f"{'suite':<19} {'expectation':<37} {'severity':<8} {'result':<6} unexpected"
+    lines = [head, "-" * len(head)]
+    for o in run.outcomes:
+        res = "ok" if o.success else "FAIL"
+        n = "" if o.unexpected_count is None else str(o.unexpected_count)
+        if o.unexpected_count is None and o.observed_value is not None:
+            n = f"observed {o.observed_value}"
+        if o.exception:
+            n = f"exception: {o.exception[:60]}"
+        lines.append(f"{o.suite:<19} {o.expectation:<37} {o.severity:<8} {res:<6} {n}")
+    errors = len(run.failed_errors)
+    warnings = len(run.failed) - errors
+    lines.append(f"run {run.run_id}: {len(run.outcomes)} expectations, {errors} error(s) "
+                 f"failed, {warnings} warning(s) failed")
+    return "\n".join(lines)
+
+
+@main.command()
+@click.option("--lake", "lake_dir", type=click.Path(file_okay=False, path_type=Path),
+              required=True, help="Lake directory (Delta tables).")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Render Great Expectations Data Docs into this directory.")
+@click.option("--suite", "suites", multiple=True,
+              help="Suite to run (repeatable; default: every suite).")
+@click.option("--max-age", "max_age", type=float, default=None,
+              help="Freshness: allowed age in seconds of each cluster's newest record "
+                   "(default 86400).")
+@click.option("--now", "now", type=click.DateTime(), default=None,
+              help="Reference time for freshness, UTC (default: now).")
+@click.option("--master", default=None, help="Spark master (default: from the config).")
+def quality(lake_dir: Path, report_dir: Path | None, suites: tuple[str, ...],
+            max_age: float | None, now: datetime | None, master: str | None) -> None:
+    """Validate the lake with the expectation suites; exit 1 if an error-level check failed."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from ..config import load_config
+    from ..lake.delta import Lake
+    from ..quality.runner import DEFAULT_MAX_AGE_SECONDS, run_quality
+    from ..quality.suites import SUITES
+    from ..spark import get_spark
+
+    for s in suites:
+        if s not in SUITES:
+            raise click.BadParameter(f"unknown suite {s!r}; known: {', '.join(SUITES)}",
+                                     param_hint="--suite")
+    if not (lake_dir / "records").is_dir():
+        raise click.BadParameter(f"{lake_dir} holds no lake (no records table)",
+                                 param_hint="--lake")
+    cfg = load_config(lake=str(lake_dir))
+    spark = get_spark(cfg, master=master)
+    run = run_quality(spark, Lake(lake_dir), suites=list(suites) or None,
+                      report_dir=report_dir,
+                      now=now.replace(tzinfo=UTC) if now else None,
+                      max_age_seconds=max_age if max_age is not None else
+                      DEFAULT_MAX_AGE_SECONDS)
+    click.echo(_summary(run))
+    if report_dir is not None:
+        click.echo(f"report: {(Path(report_dir) / 'kraftlake.html').resolve()} "
+                   f"(Data Docs index: {(Path(report_dir) / 'index.html').resolve()})")
+    sys.exit(run.exit_code)

@@ -1,0 +1,101 @@
+"""Great Expectations Data Docs: where the HTML report of a quality run goes.
+
+A Data Docs *site* is a directory GX renders into (an index page listing every validation,
+one page per suite and per validation result). Each `--report DIR` becomes its own site in
+the run's (ephemeral) GX context, so nothing is written anywhere else - no
+`gx/` project directory, no state in the repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+
+def site_name(report_dir: Path) -> str:
+    """A stable site name for a report directory (GX keys sites by name)."""
+    digest = hashlib.sha1(str(Path(report_dir).resolve()).encode()).hexdigest()[:10]
+    return f"kraftlake_{digest}"
+
+
+def site_config(report_dir: Path) -> dict[str, Any]:
+    """Filesystem site config (GX 1.x: only `base_directory` is meant to be changed)."""
+    return {
+        "class_name": "SiteBuilder",
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend",
+                          "base_directory": str(Path(report_dir).resolve())},
+        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+    }
+
+
+def ensure_site(context: Any, report_dir: Path) -> str:
+    """Register the report directory as a Data Docs site of `context` (once); its name."""
+    name = site_name(report_dir)
+    Path(report_dir).mkdir(parents=True, exist_ok=True)
+    if name not in context.get_site_names():
+        context.add_data_docs_site(name, site_config(report_dir))
+    return name
+
+
+def index_path(report_dir: Path) -> Path:
+    """The page to open: the site index, listing every suite's validation results."""
+    return Path(report_dir).resolve() / "index.html"
+
+
+SUMMARY_PAGE = "kraftlake.html"
+
+
+def validation_pages(report_dir: Path, suite: str, run_id: str) -> list[Path]:
+    """GX's validation-result pages of one suite in one run (server-rendered HTML)."""
+    base = Path(report_dir).resolve() / "validations" / suite / run_id
+    return sorted(base.rglob("*.html")) if base.is_dir() else []
+
+
+def write_summary(run: Any) -> Path:
+    """A landing page for the run that needs nothing from the network.
+
+    GX's own index page builds its tables with JavaScript loaded from public CDNs, so it
+    shows an empty list where those cannot be reached (scheduled jobs, air-gapped sites).
+    Its validation-result pages are plain HTML and work anywhere; this page lists every
+    suite with its result and links to them.
+    """
+    from html import escape
+
+    rdir: Path = run.report_dir
+    rows = []
+    suites: dict[str, list[Any]] = {}
+    for o in run.outcomes:
+        suites.setdefault(o.suite, []).append(o)
+    for suite, outs in suites.items():
+        failed = [o for o in outs if not o.success]
+        err = [o for o in failed if o.severity == "error"]
+        status = "FAILED" if err else ("WARNING" if failed else "PASSED")
+        pages = validation_pages(rdir, suite, run.run_id)
+        link = (f'<a href="{escape(str(pages[0].relative_to(rdir)))}">{escape(suite)}</a>'
+                if pages else escape(suite))
+        detail = "".join(
+            f"<li>[{escape(o.severity)}] {escape(o.expectation)}"
+            f"{'' if o.unexpected_count is None else f' ({o.unexpected_count} unexpected)'}"
+            f"</li>" for o in failed)
+        rows.append(f'<tr class="{status.lower()}"><td>{link}</td><td>{status}</td>'
+                    f"<td>{len(outs) - len(failed)} of {len(outs)} passed</td>"
+                    f"<td><ul>{detail}</ul></td></tr>")
+    verdict = "FAILED (error-severity expectations failed)" if run.exit_code else "PASSED"
+    page = f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>kraftlake quality {escape(run.run_id)}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #999;padding:4px 8px;vertical-align:top}}
+tr.failed td:nth-child(2){{color:#b00;font-weight:bold}}
+tr.warning td:nth-child(2){{color:#a60;font-weight:bold}}
+tr.passed td:nth-child(2){{color:#070;font-weight:bold}}</style></head>
+<body><h1>kraftlake data quality</h1>
+<p>Run <b>{escape(run.run_id)}</b> at {escape(run.run_time.isoformat())}: <b>{verdict}</b></p>
+<table><tr><th>suite</th><th>result</th><th>expectations</th><th>failed</th></tr>
+{''.join(rows)}</table>
+<p>Great Expectations Data Docs: <a href="index.html">index</a> (needs network access for
+its scripts); the suite links above open its validation pages.</p></body></html>
+"""
+    out = rdir / SUMMARY_PAGE
+    out.write_text(page)
+    return out

@@ -1,0 +1,99 @@
+"""The expectation suites in `expectations/<table>.json` (GX 1.x JSON), loaded and checked.
+
+The JSON files are the single definition of every check: `kraftlake quality` hands them to
+Great Expectations, and `record_checks` turns their record-level part into Spark predicates
+for the ingest path. Each expectation's `meta` carries what GX itself does not:
+
+* `name` - stable id used in results, reports and tests (unique within the suite);
+* `severity` - `error` (the run fails, exit 1) or `warning` (reported only);
+* `scope` - `record` if it can be decided on one bronze row (then ingest also runs it);
+* `invariant` - the kraft-semantics.md section 5 number, when there is one.
+
+GX silently drops an expectation whose configuration it cannot parse (it only logs), so
+loading verifies that every JSON entry became an expectation.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from ..config import REPO
+
+EXPECTATIONS_DIR = REPO / "expectations"
+SUITES = ["records", "partition_changes", "partition_timeline", "partition_events",
+          "partition_current"]
+SEVERITIES = ("error", "warning")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One expectation of a suite, with the kraftlake metadata from its `meta`."""
+
+    suite: str
+    name: str
+    severity: str
+    scope: str
+    invariant: str | None
+    type: str
+    kwargs: dict[str, Any]
+    description: str
+
+    @property
+    def column(self) -> str | None:
+        return self.kwargs.get("column")
+
+
+@cache
+def _raw(suite: str) -> dict[str, Any]:
+    path = EXPECTATIONS_DIR / f"{suite}.json"
+    if not path.is_file():
+        raise KeyError(f"no expectation suite {path}")
+    return json.loads(path.read_text())
+
+
+def load_raw(suite: str) -> dict[str, Any]:
+    """The suite's JSON document (a copy: GX mutates what it is given)."""
+    return copy.deepcopy(_raw(suite))
+
+
+def checks(suite: str) -> list[Check]:
+    """Every expectation of `suite` with its metadata; raises on missing or bad metadata."""
+    out: list[Check] = []
+    seen: set[str] = set()
+    for exp in _raw(suite)["expectations"]:
+        meta = exp.get("meta") or {}
+        name, sev = meta.get("name"), meta.get("severity")
+        if not name or name in seen:
+            raise ValueError(f"{suite}: expectation without a unique meta.name: {exp}")
+        if sev not in SEVERITIES:
+            raise ValueError(f"{suite}.{name}: meta.severity must be one of {SEVERITIES}")
+        seen.add(name)
+        out.append(Check(suite, name, sev, meta.get("scope", "table"), meta.get("invariant"),
+                         exp["type"], dict(exp["kwargs"]), exp.get("description", "")))
+    return out
+
+
+def check(suite: str, name: str) -> Check:
+    for c in checks(suite):
+        if c.name == name:
+            return c
+    raise KeyError(f"{suite}: no expectation {name!r}")
+
+
+def gx_suite(suite: str):
+    """A `great_expectations.ExpectationSuite` built from the JSON, every entry accounted for."""
+    import great_expectations as gx
+
+    raw = load_raw(suite)
+    checks(suite)  # validates the kraftlake metadata
+    built = gx.ExpectationSuite(name=raw["name"], expectations=raw["expectations"],
+                                suite_parameters=raw.get("suite_parameters") or {},
+                                meta=raw.get("meta"), notes=raw.get("notes"))
+    if len(built.expectations) != len(raw["expectations"]):
+        raise ValueError(f"{suite}: GX accepted {len(built.expectations)} of "
+                         f"{len(raw['expectations'])} expectations (see the GX log)")
+    return built
