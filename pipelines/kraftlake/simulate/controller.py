@@ -297,12 +297,7 @@ class Controller:
                     if d.data is not None:
                         recs.append(self._pcr(d.data))
             else:
-                acc = self._acceptor(remove=b)
-                for tp in self._sorted(self.isr_index.get(b, set())):
-                    d = self._build(tp, acceptable=acc,
-                                    target_isr=[r for r in self.partition(tp).isr if r != b])
-                    if d.data is not None:
-                        recs.append(self._pcr(d.data))
+                recs += self._remove_from_isrs(b)
         if b not in self.broker_dirs:
             self.broker_dirs[b] = self._uuid()
         epoch = self.sink.next_offset() + len(recs)
