@@ -45,9 +45,15 @@ def app_id_for(cluster_id: str) -> str:
 
 
 def _log_records(lake: Lake, cluster_id: str, lo: int, hi: int) -> pa.Table:
-    """Log rows of `records` with lo <= offset < hi (file statistics prune the read)."""
-    return lake.read_arrow("records", [("cluster_id", "==", cluster_id), ("offset", ">=", lo),
-                                       ("offset", "<", hi), ("source", "==", "log")])
+    """Log rows of `records` with lo <= offset < hi (file statistics prune the read).
+
+    `timestamp` comes back as integer microseconds, the unit `check_tail` computes from the
+    input's bytes (the column itself is a UTC timestamp, which would read as datetimes).
+    """
+    t = lake.read_arrow("records", [("cluster_id", "==", cluster_id), ("offset", ">=", lo),
+                                    ("offset", "<", hi), ("source", "==", "log")])
+    i = t.schema.get_field_index("timestamp")
+    return t.set_column(i, "timestamp", t.column(i).cast(pa.int64()))
 
 
 def _lake_tail(lake: Lake, cluster_id: str, end_offset: int) -> list[dict]:

@@ -1,0 +1,42 @@
+"""A log that grew since the last batch run: the next run adds exactly the new records.
+
+This is the everyday scheduled-job case (the active segment kept being written between two
+runs), so the tail check that guards against a *different* log under the same cluster id
+must accept the same log grown longer.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from kraftlake.codec.batch import Batch, scan_batches
+from kraftlake.jobs.batch import ingest
+from kraftlake.lake.delta import Lake
+from tests.conftest import REAL
+from tests.pipeline.test_ingest import GOLD, _rows
+
+LOG = REAL / "vasifvortex__azercell_docker_project2/data/kafka1"  # 3 brokers, 153 records
+
+
+def test_second_run_on_a_grown_log_adds_only_the_new_records(spark, tmp_path, cfg_factory):
+    grown = tmp_path / "grown"
+    shutil.copytree(LOG, grown)
+    seg = grown / "__cluster_metadata-0" / "00000000000000000000.log"
+    seg.chmod(0o644)
+    full = seg.read_bytes()
+    batches = [b for b in scan_batches(full) if isinstance(b, Batch)]
+    cut = batches[10]
+    seg.write_bytes(full[:cut.position])
+
+    cfg = cfg_factory(tmp_path / "lake")
+    (first,) = ingest(spark, cfg, [grown])
+    assert first.end_offset == cut.base_offset
+    seg.write_bytes(full)
+    (second,) = ingest(spark, cfg, [grown])
+    assert (second.start_offset, second.end_offset) == (cut.base_offset, 153)
+    assert first.records + second.records == 153
+
+    once = tmp_path / "once"
+    ingest(spark, cfg_factory(once), [LOG])
+    for name in GOLD:
+        assert _rows(spark, Lake(tmp_path / "lake"), name) == _rows(spark, Lake(once), name), name
