@@ -118,9 +118,9 @@ class Lake:
         data = data.cast(loose)
         if delete_keys is not None and delete_keys.num_rows:
             marks = self.conform(delete_keys, schema).cast(loose)
-            data = pa.concat_tables([
-                data.append_column("_delete", pa.array([False] * data.num_rows)),
-                marks.append_column("_delete", pa.array([True] * marks.num_rows))])
+            data = pa.concat_tables([  # typed: an empty list would infer type null
+                data.append_column("_delete", pa.array([False] * data.num_rows, pa.bool_())),
+                marks.append_column("_delete", pa.array([True] * marks.num_rows, pa.bool_()))])
         else:
             data = data.append_column("_delete", pa.array([False] * data.num_rows, pa.bool_()))
         on = " AND ".join(f"t.{k} = s.{k}" for k in schema.key)
