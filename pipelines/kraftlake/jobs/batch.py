@@ -50,8 +50,13 @@ def _log_records(lake: Lake, cluster_id: str, lo: int, hi: int) -> pa.Table:
     `timestamp` comes back as integer microseconds, the unit `check_tail` computes from the
     input's bytes (the column itself is a UTC timestamp, which would read as datetimes).
     """
-    t = lake.read_arrow("records", [("cluster_id", "==", cluster_id), ("offset", ">=", lo),
-                                    ("offset", "<", hi), ("source", "==", "log")])
+    return _int_timestamps(lake.read_arrow(
+        "records", [("cluster_id", "==", cluster_id), ("offset", ">=", lo),
+                    ("offset", "<", hi), ("source", "==", "log")]))
+
+
+def _int_timestamps(t: pa.Table) -> pa.Table:
+    """`timestamp` as integer microseconds, so lake rows and input rows compare equal."""
     i = t.schema.get_field_index("timestamp")
     return t.set_column(i, "timestamp", t.column(i).cast(pa.int64()))
 
@@ -205,7 +210,7 @@ def _text_tail_check(lake: Lake, cid: str, text: pa.Table, prev: dict, path: Pat
     rows = _lake_tail(lake, cid, end) if end > 0 else []
     if not rows:
         return
-    log = text.filter(pc.equal(text["source"], "log")).to_pylist()
+    log = _int_timestamps(text.filter(pc.equal(text["source"], "log"))).to_pylist()
     now = {r["offset"]: (r["epoch"], r["timestamp"], r["record_type"]) for r in log
            if r["offset"] is not None and r["offset"] < end}
     if not now and log and min(r["offset"] for r in log) >= end:
