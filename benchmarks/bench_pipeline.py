@@ -1,45 +1,54 @@
-"""Pipeline figures: batch ingest rows/s per stage, the cost of a small increment on a big
-lake versus an empty one, and streaming latency from append to visible.
+"""Pipeline figures: batch ingest rows/s per stage, the cost of a 1,000-record increment on a
+lake with the whole history versus one without it, and streaming latency from append to a
+visible event.
 
     .venv/bin/python benchmarks/bench_pipeline.py                        # mixed, 6 simulated hours
-    .venv/bin/python benchmarks/bench_pipeline.py --scenario large       # the issue's scale (slow)
-    .venv/bin/python benchmarks/bench_pipeline.py --pad-rows 10000000    # 10M-row timeline
+    .venv/bin/python benchmarks/bench_pipeline.py --scenario large       # the issue's scale
+    .venv/bin/python benchmarks/bench_pipeline.py --cluster /tmp/large   # an already simulated dir
 
 Prints figures; asserts nothing.
 
-1. Batch ingest of a simulated cluster: wall time, and for each table the rows written per
-   second of (DataFrame -> Arrow) + (Delta commit) time, as the job measures them.
-2. Increment cost: the log minus its last ~1,000 records is ingested, then the rest is
-   appended and ingested as one increment, whose wall time is measured; once on a lake that
-   holds only this cluster, once on a lake that also holds `--pad-rows` timeline rows (and
-   as many current rows) of another cluster. The target is a ratio of at most 1.5.
-3. Streaming: `kraftlake stream --trigger 1s` runs on the cut log; the remaining ~1,000
-   records are appended to the active segment; latency is the time until `ingest_progress`
-   shows them committed (by then every gold table of the micro-batch is written).
+The last (increments + stream appends) x ~1,000 records of the log are cut off first; they
+are appended back one tail at a time, as a running Kafka controller would write them.
+
+1. Batch ingest of the cut log into the *history* lake: wall time, records/s end to end,
+   and for each table the rows written per second of (DataFrame -> Arrow) + (Delta commit).
+2. Increment cost: each tail is appended and ingested as one increment, on two lakes of the
+   same cluster: the history lake (every state since offset 0: for `large` about 10 million
+   timeline rows) and a *snapshot* lake, started from the newest snapshot before the cut as
+   if retention had deleted the older segments (one state per partition plus the records
+   since). Both increments read the same seeds and write the same rows; the ratio of their
+   median wall times is the cost of history. Target: at most 1.5.
+3. Streaming: `kraftlake stream --trigger 1s` runs on the history lake; each remaining tail
+   is appended to the active segment, and the figures are the time until the tail's first
+   event is visible to a reader of `partition_events` and until its micro-batch committed.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.codec.logfiles import list_log_dir
 from kraftlake.config import load_config
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
-from kraftlake.lake.schema import table_schema
 from kraftlake.spark import get_spark
 
 TAIL_RECORDS = 1_000
+LOG = "__cluster_metadata-0"
 
 
 def simulate(out: Path, scenario: str, hours: float | None, seed: int) -> Path:
@@ -51,111 +60,116 @@ def simulate(out: Path, scenario: str, hours: float | None, seed: int) -> Path:
     return out
 
 
-def cut_copy(cluster: Path, dest: Path) -> tuple[Path, bytes, int]:
-    """Copy `cluster` to `dest` without the last ~TAIL_RECORDS records of its last segment.
+def cut_copy(cluster: Path, dest: Path, tails: int) -> tuple[list[bytes], list[int]]:
+    """Copy `cluster` to `dest` without its last `tails` x ~TAIL_RECORDS records.
 
-    Returns (dest, the bytes cut off, the first offset cut off). Snapshots past the cut are
-    left out, as they would not exist yet.
+    Returns the byte tails in log order and the first offset of each. Snapshots past the
+    cut are left out, as they would not exist yet.
     """
     shutil.copytree(cluster, dest)
-    log_dir = dest / "__cluster_metadata-0"
-    segments, snapshots = list_log_dir(log_dir)
+    segments, snapshots = list_log_dir(dest / LOG)
     last = segments[-1].path
     buf = last.read_bytes()
     batches = [b for b in scan_batches(buf) if isinstance(b, Batch)]
-    end_offset = batches[-1].next_offset
-    cut = next(b for b in batches if b.base_offset >= end_offset - TAIL_RECORDS)
-    last.write_bytes(buf[:cut.position])
+    end = batches[-1].next_offset
+    cuts = [next(b for b in batches if b.base_offset >= end - k * TAIL_RECORDS)
+            for k in range(tails, 0, -1)]
+    if cuts[0].base_offset < segments[-1].offset or cuts[0] is batches[0]:
+        raise SystemExit(f"the last segment of {cluster} holds too few records for "
+                         f"{tails} tails of {TAIL_RECORDS}")
+    bounds = [c.position for c in cuts] + [len(buf)]
+    last.write_bytes(buf[:bounds[0]])
     for s in snapshots:
-        if s.offset > cut.base_offset:
+        if s.offset > cuts[0].base_offset:
             s.path.unlink()
-    return dest, buf[cut.position:], cut.base_offset
+    return [buf[a:b] for a, b in itertools.pairwise(bounds)], \
+        [c.base_offset for c in cuts]
 
 
-def pad(lake: Lake, rows: int, chunk: int = 1_000_000) -> None:
-    """Fill partition_timeline and partition_current with `rows` rows of another cluster."""
-    for name in ("partition_timeline", "partition_current"):
-        schema = table_schema(name).arrow
-        done = 0
-        while done < rows:
-            n = min(chunk, rows - done)
-            ids = np.arange(done, done + n)
-            cols = {}
-            for f in schema:
-                t = f.type
-                if f.name == "cluster_id":
-                    cols[f.name] = pa.array(["padding-cluster"] * n, t)
-                elif f.name == "topic_id":
-                    cols[f.name] = pa.array([f"pad{i // 100:019d}" for i in ids], t)
-                elif f.name == "topic_name":
-                    cols[f.name] = pa.array([f"pad-{i // 100}" for i in ids], t)
-                elif f.name == "partition_id":
-                    cols[f.name] = pa.array(ids % 100, t)
-                elif pa.types.is_list(t):
-                    cols[f.name] = pa.array([[1, 2, 3]] * n, t) if pa.types.is_integer(
-                        t.value_type) else pa.array([[]] * n, t)
-                elif pa.types.is_integer(t):
-                    cols[f.name] = pa.array(ids, t)
-                elif pa.types.is_timestamp(t):
-                    cols[f.name] = pa.array(ids * 1_000, pa.int64()).cast(t)
-                elif pa.types.is_boolean(t):
-                    cols[f.name] = pa.array(np.zeros(n, dtype=bool), t)
-                else:
-                    cols[f.name] = pa.nulls(n, t) if f.nullable else pa.array(
-                        ["pad"] * n, t)
-            lake.append(name, pa.table(cols, schema=schema))
-            done += n
+def snapshot_copy(log_copy: Path, dest: Path) -> int:
+    """`log_copy` as retention would leave it: the newest snapshot and the segments from it."""
+    shutil.copytree(log_copy, dest)
+    segments, snapshots = list_log_dir(dest / LOG)
+    snap = max(s.offset for s in snapshots)
+    keep_from = max(s.offset for s in segments if s.offset <= snap)
+    for s in segments:
+        if s.offset < keep_from:
+            s.path.unlink()
+    for s in snapshots:
+        if s.offset != snap:
+            s.path.unlink()
+    return snap
 
 
-def increment_cost(spark, cluster: Path, work: Path, pad_rows: int) -> float:  # type: ignore[no-untyped-def]
-    cut_dir, tail, _ = cut_copy(cluster, work / "log")
-    cfg = load_config(lake=str(work / "lake"))
-    lake = Lake(cfg.lake)
-    lake.ensure_all()
-    if pad_rows:
-        t = time.perf_counter()
-        pad(lake, pad_rows)
-        print(f"  padded the lake with {pad_rows:,} timeline + current rows in "
-              f"{time.perf_counter() - t:.1f} s")
-    ingest(spark, cfg, [cut_dir])
-    segments, _ = list_log_dir(cut_dir / "__cluster_metadata-0")
+def append(log_copy: Path, tail: bytes) -> None:
+    segments, _ = list_log_dir(log_copy / LOG)
     with segments[-1].path.open("ab") as f:
         f.write(tail)
-    t = time.perf_counter()
-    res = ingest(spark, cfg, [cut_dir])
-    took = time.perf_counter() - t
-    print(f"  increment of {sum(r.records for r in res):,} records: {took:.1f} s")
+
+
+def rows(lake: Lake, name: str) -> int:
+    dt = lake.table(name)
+    return 0 if dt is None else pc.sum(pa.table(dt.get_add_actions(flatten=True))[
+        "num_records"]).as_py() or 0
+
+
+def increments(spark, cfg, log_copy: Path, tails: list[bytes]) -> list[float]:  # type: ignore[no-untyped-def]
+    took = []
+    for tail in tails:
+        append(log_copy, tail)
+        t = time.perf_counter()
+        res = ingest(spark, cfg, [log_copy])
+        took.append(time.perf_counter() - t)
+        print(f"    increment of {sum(r.records for r in res):,} records: {took[-1]:.1f} s")
     return took
 
 
-def stream_latency(cluster: Path, work: Path) -> float:
-    cut_dir, tail, first_cut = cut_copy(cluster, work / "log")
-    lake = work / "lake"
-    proc = subprocess.Popen([sys.executable, "-m", "kraftlake", "stream",
-                             str(cut_dir / "__cluster_metadata-0"), "--lake", str(lake),
-                             "--trigger", "1s"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
+                   firsts: list[int]) -> None:
+    """Run `kraftlake stream` on the history lake; append each tail and time it."""
+    err_path = lake_dir.parent / "stream.stderr"
+    with err_path.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "kraftlake", "stream", str(log_copy / LOG),
+                                 "--lake", str(lake_dir), "--trigger", "1s"],
+                                stdout=subprocess.DEVNULL, stderr=err)
+    lake = Lake(lake_dir)
     try:
-        def committed_to() -> int:
-            if not (lake / "ingest_progress").exists():
-                return -1
-            t = Lake(lake).read_arrow("ingest_progress")
-            return max(t.column("end_offset").to_pylist() or [-1])
-
-        deadline = time.time() + 900
-        while committed_to() < first_cut and time.time() < deadline:
+        started = time.time()
+        while "streaming " not in err_path.read_text():
+            if proc.poll() is not None or time.time() - started > 600:
+                raise SystemExit(f"the stream did not start:\n{err_path.read_text()}")
             time.sleep(0.5)
-        segments, _ = list_log_dir(cut_dir / "__cluster_metadata-0")
-        target = first_cut + TAIL_RECORDS // 2
-        t0 = time.perf_counter()
-        with segments[-1].path.open("ab") as f:
-            f.write(tail)
-        while committed_to() < target and time.time() < deadline:
-            time.sleep(0.1)
-        return time.perf_counter() - t0
+        time.sleep(5)  # its first triggers find nothing new
+        for tail, first in zip(tails, firsts, strict=True):
+            end = first + _records_in(tail)
+            done = threading.Event()
+            seen: dict[str, float] = {}
+            t0 = time.perf_counter()
+            append(log_copy, tail)
+            while not done.is_set():
+                now = time.perf_counter() - t0
+                if "event" not in seen and lake.read_arrow(
+                        "partition_events", [("offset", ">=", first), ("offset", "<", end)],
+                        ["offset"]).num_rows:
+                    seen["event"] = now
+                prog = lake.read_arrow("ingest_progress", columns=["end_offset"])
+                if prog.num_rows and pc.max(prog["end_offset"]).as_py() >= end:
+                    seen.setdefault("event", float("nan"))
+                    seen["committed"] = now
+                    done.set()
+                if proc.poll() is not None or now > 600:
+                    raise SystemExit(f"the stream stopped or stalled:\n{err_path.read_text()}")
+                time.sleep(0.2)
+            print(f"    append of {end - first:,} offsets: first event visible after "
+                  f"{seen['event']:.1f} s, micro-batch committed after {seen['committed']:.1f} s")
     finally:
         proc.kill()
         proc.wait()
+
+
+def _records_in(tail: bytes) -> int:
+    batches = [b for b in scan_batches(tail) if isinstance(b, Batch)]
+    return batches[-1].next_offset - batches[0].base_offset
 
 
 def main() -> None:
@@ -163,40 +177,60 @@ def main() -> None:
     ap.add_argument("--scenario", default="mixed")
     ap.add_argument("--hours", type=float, default=6.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--pad-rows", type=int, default=2_000_000)
-    ap.add_argument("--skip-stream", action="store_true")
+    ap.add_argument("--cluster", type=Path, help="an already simulated cluster directory")
+    ap.add_argument("--increments", type=int, default=3)
+    ap.add_argument("--appends", type=int, default=3, help="stream appends (0 = no stream)")
+    ap.add_argument("--work", type=Path, help="keep the lakes here (default: a temp dir)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp_s:
-        tmp = Path(tmp_s)
-        hours = None if args.scenario == "large" else args.hours
-        cluster = simulate(tmp / "cluster", args.scenario, hours, args.seed)
+        tmp = args.work or Path(tmp_s)
+        tmp.mkdir(parents=True, exist_ok=True)
+        if args.cluster:
+            cluster = args.cluster
+        else:
+            hours = None if args.scenario == "large" else args.hours
+            cluster = simulate(tmp / "cluster", args.scenario, hours, args.seed)
+        n_inc, n_app = args.increments, args.appends
+        tails, firsts = cut_copy(cluster, tmp / "history-log", n_inc + n_app)
+        snap = snapshot_copy(tmp / "history-log", tmp / "snapshot-log")
         spark = get_spark(load_config())
         spark.sparkContext.setLogLevel("ERROR")
 
-        print(f"1. batch ingest of `{args.scenario}` (seed {args.seed})")
-        cfg = load_config(lake=str(tmp / "lake-batch"))
+        print(f"1. batch ingest of {cluster.name} up to offset {firsts[0]:,}")
+        hist_cfg = load_config(lake=str(tmp / "history-lake"))
         t = time.perf_counter()
-        res = ingest(spark, cfg, [cluster])
+        r = ingest(spark, hist_cfg, [tmp / "history-log"])[0]
         wall = time.perf_counter() - t
-        r = res[0]
         print(f"  {r.records:,} records, {r.changes:,} changes, {r.timeline:,} timeline rows, "
               f"{r.events:,} events in {wall:.1f} s wall = {r.records / wall:,.0f} records/s")
-        rows = {"records": r.records, "partition_changes": r.changes,
-                "partition_timeline": r.timeline, "partition_events": r.events}
-        for name, (to_arrow, commit) in r.timings.items():
-            n = rows.get(name)
-            rate = f"{n / (to_arrow + commit):>12,.0f} rows/s" if n and to_arrow + commit else ""
-            print(f"  {name:<24} compute+collect {to_arrow:6.2f} s  commit {commit:6.2f} s {rate}")
+        stage_rows = {"decode": r.records, "bronze": r.records, "silver": r.records,
+                      "fold": r.timeline, "detect": r.events, "current": r.timeline}
+        for name, secs in r.stage_seconds.items():
+            n = stage_rows.get(name)
+            rate = f"{n / secs:>10,.0f} rows/s" if n and secs else ""
+            print(f"  stage {name:<10} {secs:8.1f} s {rate}")
+        print("  of which Delta commits: " + ", ".join(
+            f"{k} {v:.1f} s" for k, v in r.commit_seconds.items() if v >= 0.05))
 
         print(f"2. cost of a ~{TAIL_RECORDS:,}-record increment")
-        empty = increment_cost(spark, cluster, tmp / "inc-empty", 0)
-        big = increment_cost(spark, cluster, tmp / "inc-big", args.pad_rows)
-        print(f"  ratio big/empty lake: {big / empty:.2f} (target <= 1.5)")
+        snap_cfg = load_config(lake=str(tmp / "snapshot-lake"))
+        t = time.perf_counter()
+        ingest(spark, snap_cfg, [tmp / "snapshot-log"])
+        print(f"  snapshot lake: from snapshot {snap:,}, built in {time.perf_counter() - t:.1f} s,"
+              f" {rows(Lake(snap_cfg.lake), 'partition_timeline'):,} timeline rows")
+        small = increments(spark, snap_cfg, tmp / "snapshot-log", tails[:n_inc])
+        print(f"  history lake: {rows(Lake(hist_cfg.lake), 'partition_timeline'):,} "
+              f"timeline rows")
+        big = increments(spark, hist_cfg, tmp / "history-log", tails[:n_inc])
+        ratio = statistics.median(big) / statistics.median(small)
+        print(f"  median {statistics.median(big):.1f} s with history vs "
+              f"{statistics.median(small):.1f} s without: ratio {ratio:.2f} (target <= 1.5)")
         spark.stop()
 
-        if not args.skip_stream:
-            print("3. streaming latency, append -> committed (trigger 1s)")
-            print(f"  {stream_latency(cluster, tmp / 'stream'):.1f} s")
+        if n_app:
+            print("3. streaming latency on the history lake (trigger 1s)")
+            stream_latency(tmp / "history-log", Path(hist_cfg.lake), tails[n_inc:],
+                           firsts[n_inc:])
 
 
 if __name__ == "__main__":

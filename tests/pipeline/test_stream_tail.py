@@ -20,6 +20,7 @@ import pytest
 from kraftlake.codec.batch import Batch, encode_batch, scan_batches
 from kraftlake.jobs.batch import DivergedLogError, ingest
 from kraftlake.jobs.increment import last_progress
+from kraftlake.jobs.stream import processing_time
 from kraftlake.lake.delta import Lake
 from tests.conftest import REAL
 
@@ -107,7 +108,7 @@ def test_tail_append_partial_batch_and_roll(spark, tmp_path, cfg_factory):
     end1 = log.write(0, 300)
     cfg = cfg_factory(tmp_path / "stream")
     slake = Lake(cfg.lake)
-    q = start_stream(spark, cfg, log.dir, trigger="1 second")
+    q = start_stream(spark, cfg, log.dir, trigger="1s")  # the README's spelling
     try:
         wait_for(lambda: progress_end(slake, cid) == end1, q, "the first batches")
         end2 = log.write(300, 600, half_of_next=True)  # appended + a half-written batch
@@ -203,3 +204,16 @@ def test_diverged_tail_is_reported_not_ingested_twice(spark, tmp_path, cfg_facto
     with pytest.raises(DivergedLogError, match="same cluster id"):
         ingest(spark, cfg, [INDUS])
     assert {n: slake.table(n).version() for n in TABLES} == before
+
+
+@pytest.mark.parametrize(("given", "spark_form"), [
+    ("1s", "1 seconds"), ("500ms", "500 milliseconds"), ("5m", "5 minutes"), ("1h", "1 hours"),
+    ("2 seconds", "2 seconds"), ("1 second", "1 second"), ("0.5s", "0.5 seconds")])
+def test_trigger_short_forms_become_spark_intervals(given, spark_form):
+    assert processing_time(given) == spark_form
+
+
+@pytest.mark.parametrize("bad", ["", "1", "s", "fast", "1 fortnight", "-1s"])
+def test_a_bad_trigger_is_refused_before_the_stream_starts(bad):
+    with pytest.raises(ValueError, match="expected a number and a unit"):
+        processing_time(bad)

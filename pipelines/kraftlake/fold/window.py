@@ -123,7 +123,8 @@ def timeline_rows(folded: DataFrame, topic_names: DataFrame) -> DataFrame:
     return (rows.join(topic_names.select("cluster_id", "topic_id", "topic_name"),
                       ["cluster_id", "topic_id"], "left")
             .withColumnRenamed("offset", "valid_from_offset")
-            .withColumnRenamed("timestamp", "valid_from_ts"))
+            .withColumnRenamed("timestamp", "valid_from_ts")
+            .withColumn("is_current", F.col("valid_to_offset").isNull()))
 
 
 def current_rows(folded: DataFrame, topic_names: DataFrame) -> tuple[DataFrame, DataFrame]:

@@ -10,6 +10,7 @@ table that already committed it is skipped.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +23,25 @@ from ..sources.files import find_log_dirs, read_cluster_id
 from ..sources.plan import FRESH, offset_dict
 from .batch import DivergedLogError, app_id_for, check_tail
 from .increment import IncrementResult, last_progress, process_increment
+
+_UNITS = {"ms": "milliseconds", "s": "seconds", "sec": "seconds", "m": "minutes",
+          "min": "minutes", "h": "hours"}
+
+
+def processing_time(trigger: str) -> str:
+    """A trigger interval as Spark parses it: "1s" -> "1 seconds" ("500ms", "5m", "1h" too).
+
+    The README and conf/ use the short form; Spark's processingTime rejects it ("1s" is
+    not an interval to Spark) and would only fail once the query starts. Spark's own
+    spelling ("1 second") passes through.
+    """
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*", trigger.lower())
+    if m and m.group(2) in _UNITS:
+        return f"{m.group(1)} {_UNITS[m.group(2)]}"
+    if m and m.group(2).rstrip("s") in {"millisecond", "second", "minute", "hour"}:
+        return trigger.strip()
+    raise ValueError(f"trigger {trigger!r}: expected a number and a unit, e.g. 500ms, 1s, "
+                     f"5m, 1h")
 
 
 def _state(lake: Lake, app_id: str, checkpoint: Path, log_dir: Path) -> dict:
@@ -59,6 +79,7 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
                  max_offsets: int | None = None,
                  on_batch: Callable[[IncrementResult], None] | None = None) -> StreamingQuery:
     """Start the streaming query for one metadata-log directory (one cluster)."""
+    interval = None if available_now else processing_time(trigger or cfg.trigger)
     log_dir = find_log_dirs(Path(source))[0]
     cid = cluster_id or cfg.cluster_id or read_cluster_id(log_dir)
     if not cid:
@@ -84,8 +105,5 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
             on_batch(res)
 
     w = df.writeStream.foreachBatch(each).option("checkpointLocation", str(ck / "spark"))
-    if available_now:
-        w = w.trigger(availableNow=True)
-    else:
-        w = w.trigger(processingTime=trigger or cfg.trigger)
+    w = w.trigger(availableNow=True) if available_now else w.trigger(processingTime=interval)
     return w.queryName(f"kraftlake-{cid}").start()

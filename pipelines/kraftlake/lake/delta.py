@@ -33,6 +33,10 @@ def _predicate(f: pads.Expression, op: str, val: object) -> pads.Expression:
     raise ValueError(f"unknown filter operator {op!r}")
 
 
+class LakeLayoutError(ValueError):
+    """A table on disk does not have the layout this version of kraftlake writes."""
+
+
 class Lake:
     """A lake root; table `name` lives in `<root>/<name>`."""
 
@@ -79,11 +83,23 @@ class Lake:
         return CommitProperties(app_transactions=[Transaction(app_id, int(version))])
 
     def ensure(self, name: str) -> None:
-        """Create table `name` (empty) if it does not exist yet."""
-        if not self.exists(name):
-            schema = table_schema(name)
+        """Create table `name` (empty) if it does not exist yet.
+
+        An existing table partitioned otherwise than its schema says was written by an
+        older kraftlake; writing on would mix layouts, so it is refused with the remedy.
+        """
+        schema = table_schema(name)
+        dt = self.table(name)
+        if dt is None:
             write_deltalake(str(self.path(name)), schema.arrow.empty_table(), mode="append",
+                            partition_by=list(schema.partition_by) or None,
                             description=schema.doc)
+        elif tuple(dt.metadata().partition_columns) != schema.partition_by:
+            raise LakeLayoutError(
+                f"{self.path(name)}: table is partitioned by "
+                f"{list(dt.metadata().partition_columns)}, this kraftlake expects "
+                f"{list(schema.partition_by)}; it was written by an older version: ingest "
+                f"into a new lake (the log is the source of truth)")
 
     def ensure_all(self) -> None:
         for name in table_names():
@@ -99,6 +115,7 @@ class Lake:
         if data.num_rows == 0 and app_id is None:
             return True
         write_deltalake(str(self.path(name)), data, mode="append",
+                        partition_by=list(table_schema(name).partition_by) or None,
                         commit_properties=self._props(app_id, version))
         return True
 
@@ -145,7 +162,10 @@ class Lake:
         files = dt.file_uris() if dt is not None else []
         if not files:
             return spark.createDataFrame([], schema.spark)
-        return spark.read.schema(schema.spark).parquet(*files)
+        reader = spark.read.schema(schema.spark)
+        if schema.partition_by:  # partition values live in the paths (`col=value/`), as in Delta
+            reader = reader.option("basePath", self.path(name).as_uri())
+        return reader.parquet(*files)
 
     def read_arrow(self, name: str, filters: list | None = None,
                    columns: list[str] | None = None) -> pa.Table:

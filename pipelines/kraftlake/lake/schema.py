@@ -1,7 +1,10 @@
 """Lake table schemas, loaded from `schemas/tables/*.json` (data, not Python constants).
 
-Tables are not partitioned: one increment writes one cluster's rows into new files, so the
-per-file min/max statistics Delta keeps already prune by cluster and offset.
+Most tables are not partitioned: one increment writes one cluster's rows into new files, so
+the per-file min/max statistics Delta keeps already prune by cluster and offset. A table is
+partitioned only where an increment must rewrite rows in place (`partition_timeline` closes
+the states it supersedes): there the partitioning keeps the rewritable rows apart from the
+history, so an increment's cost does not grow with the history.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class TableSchema:
     doc: str
     key: tuple[str, ...]
     columns: tuple[dict, ...]
+    partition_by: tuple[str, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -63,7 +67,7 @@ def table_schema(name: str) -> TableSchema:
         raise KeyError(f"no table schema {path}")
     raw = json.loads(path.read_text())
     return TableSchema(raw["name"], raw["layer"], raw["doc"], tuple(raw["key"]),
-                       tuple(raw["columns"]))
+                       tuple(raw["columns"]), tuple(raw.get("partition_by", ())))
 
 
 def table_names() -> list[str]:
