@@ -40,3 +40,41 @@ def test_second_run_on_a_grown_log_adds_only_the_new_records(spark, tmp_path, cf
     ingest(spark, cfg_factory(once), [LOG])
     for name in GOLD:
         assert _rows(spark, Lake(tmp_path / "lake"), name) == _rows(spark, Lake(once), name), name
+
+
+BUSY = REAL / "nurlan-abdullazada__Docker-compose/data/kafka1"  # 188 records, 115 changes
+
+
+def _history_files(lake: Lake) -> set[str]:
+    """Files of closed timeline states (the `is_current=false` partition)."""
+    return {f for f in lake.table("partition_timeline").file_uris() if "is_current=false" in f}
+
+
+def test_an_increment_closes_states_without_rewriting_history(spark, tmp_path, cfg_factory):
+    """The second run closes current states of the first but rewrites none of the files of
+    closed states: that is what keeps an increment's cost independent of the history."""
+    grown = tmp_path / "grown"
+    shutil.copytree(BUSY, grown)
+    seg = grown / "__cluster_metadata-0" / "00000000000000000000.log"
+    seg.chmod(0o644)
+    full = seg.read_bytes()
+    batches = [b for b in scan_batches(full) if isinstance(b, Batch)]
+    seg.write_bytes(full[:batches[-1].position])  # 61 changes before, 54 in the last batch
+
+    lake = Lake(tmp_path / "lake")
+    cfg = cfg_factory(tmp_path / "lake")
+    ingest(spark, cfg, [grown])
+    history = _history_files(lake)
+    assert history, "the first half of this log already closes states"
+    seg.write_bytes(full)
+    (second,) = ingest(spark, cfg, [grown])
+    assert second.changes > 0
+    assert history <= _history_files(lake)
+    tl = lake.read_arrow("partition_timeline")
+    assert tl.column("is_current").to_pylist() == [
+        v is None for v in tl.column("valid_to_offset").to_pylist()]
+
+    once = tmp_path / "once"
+    ingest(spark, cfg_factory(once), [BUSY])
+    assert _rows(spark, lake, "partition_timeline") == _rows(spark, Lake(once),
+                                                             "partition_timeline")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
 
-from kraftlake.lake.delta import Lake
+from kraftlake.lake.delta import Lake, LakeLayoutError
 from kraftlake.lake.schema import table_schema
 
 
@@ -37,3 +39,31 @@ def test_upsert_with_only_deletions(tmp_path) -> None:
     assert lake.upsert("partition_current", nothing, "app", 1, delete_keys=keys)
     left = lake.read_arrow("partition_current").column("partition_id").to_pylist()
     assert sorted(left) == [0, 2]
+
+
+def test_timeline_rows_land_in_their_is_current_partition(spark, tmp_path) -> None:
+    """Spark sees `is_current` (kept in the paths, not in the files) as delta-rs does."""
+    lake = Lake(tmp_path)
+    schema = table_schema("partition_timeline").arrow
+    rows = []
+    for i, current in enumerate([False, False, True]):
+        row = _current_row("c", "AAAAAAAAAAAAAAAAAAAAAQ", 0)
+        row = {f.name: row.get(f.name) for f in schema}
+        row.update(valid_from_offset=i, seq=0, is_current=current,
+                   valid_to_offset=None if current else i + 1)
+        rows.append(row)
+    lake.append("partition_timeline", pa.Table.from_pylist(rows, schema=schema))
+    files = lake.table("partition_timeline").file_uris()
+    assert {("is_current=true" in f) for f in files} == {True, False}
+    got = lake.read_arrow("partition_timeline", [("is_current", "==", True)])
+    assert got.column("valid_from_offset").to_pylist() == [2]
+    seen = lake.read(spark, "partition_timeline").select("valid_from_offset", "is_current")
+    assert sorted(tuple(r) for r in seen.collect()) == [(0, False), (1, False), (2, True)]
+
+
+def test_a_table_of_another_layout_is_refused(tmp_path) -> None:
+    """A timeline written unpartitioned (kraftlake before is_current) is not written on."""
+    schema = table_schema("partition_timeline").arrow
+    write_deltalake(str(tmp_path / "partition_timeline"), schema.empty_table())
+    with pytest.raises(LakeLayoutError, match="written by an older version"):
+        Lake(tmp_path).ensure("partition_timeline")
