@@ -37,6 +37,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -45,6 +46,7 @@ from kraftlake.codec.logfiles import list_log_dir
 from kraftlake.config import load_config
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
+from kraftlake.lake.schema import table_schema
 from kraftlake.spark import get_spark
 
 TAIL_RECORDS = 1_000
@@ -105,6 +107,41 @@ def append(log_copy: Path, tail: bytes) -> None:
     segments, _ = list_log_dir(log_copy / LOG)
     with segments[-1].path.open("ab") as f:
         f.write(tail)
+
+
+def pad_history(lake: Lake, cluster_id: str, n: int, chunk: int = 1_000_000) -> None:
+    """Add `n` closed timeline states of the same cluster: the history of topics deleted
+    long ago (ids no log record names), so a lake can be given the history length of a
+    busy cluster's years without ingesting years of log."""
+    schema = table_schema("partition_timeline").arrow
+    for lo in range(0, n, chunk):
+        ids = np.arange(lo, min(n, lo + chunk))
+        cols = {}
+        for f in schema:
+            t, k = f.type, len(ids)
+            if f.name == "cluster_id":
+                cols[f.name] = pa.array([cluster_id] * k, t)
+            elif f.name == "topic_id":
+                cols[f.name] = pa.array([f"deleted{i // 1000:015d}" for i in ids], t)
+            elif f.name == "topic_name":
+                cols[f.name] = pa.array([f"deleted-{i // 1000}" for i in ids], t)
+            elif f.name in ("partition_id", "seq", "leader_recovery_state"):
+                cols[f.name] = pa.array(ids % 1000 if f.name == "partition_id"
+                                        else np.zeros(k, dtype=np.int64), t)
+            elif f.name == "is_current":
+                cols[f.name] = pa.array(np.zeros(k, dtype=bool), t)
+            elif pa.types.is_list(t):
+                cols[f.name] = pa.array([[1, 2, 3]] * k, t) if pa.types.is_integer(
+                    t.value_type) else pa.nulls(k, t)
+            elif pa.types.is_integer(t):
+                cols[f.name] = pa.array(ids + (f.name == "valid_to_offset"), t)
+            elif pa.types.is_timestamp(t):
+                cols[f.name] = pa.array(ids * 1_000, pa.int64()).cast(t)
+            else:
+                cols[f.name] = pa.array(["PartitionChangeRecord"] * k, t) \
+                    if f.name == "record_type" else pa.array(["log"] * k, t) \
+                    if f.name == "source" else pa.nulls(k, t)
+        lake.append("partition_timeline", pa.table(cols, schema=schema))
 
 
 def rows(lake: Lake, name: str) -> int:
@@ -180,6 +217,8 @@ def main() -> None:
     ap.add_argument("--cluster", type=Path, help="an already simulated cluster directory")
     ap.add_argument("--increments", type=int, default=3)
     ap.add_argument("--appends", type=int, default=3, help="stream appends (0 = no stream)")
+    ap.add_argument("--pad-history", type=int, default=0, metavar="ROWS",
+                    help="add ROWS closed timeline states (deleted topics) to the history lake")
     ap.add_argument("--work", type=Path, help="keep the lakes here (default: a temp dir)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp_s:
@@ -219,6 +258,11 @@ def main() -> None:
         print(f"  snapshot lake: from snapshot {snap:,}, built in {time.perf_counter() - t:.1f} s,"
               f" {rows(Lake(snap_cfg.lake), 'partition_timeline'):,} timeline rows")
         small = increments(spark, snap_cfg, tmp / "snapshot-log", tails[:n_inc])
+        if args.pad_history:
+            t = time.perf_counter()
+            pad_history(Lake(hist_cfg.lake), r.cluster_id, args.pad_history)
+            print(f"  history lake padded with {args.pad_history:,} closed states of deleted "
+                  f"topics in {time.perf_counter() - t:.1f} s")
         print(f"  history lake: {rows(Lake(hist_cfg.lake), 'partition_timeline'):,} "
               f"timeline rows")
         big = increments(spark, hist_cfg, tmp / "history-log", tails[:n_inc])
