@@ -8,6 +8,7 @@ must accept the same log grown longer.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.jobs.batch import ingest
@@ -18,15 +19,20 @@ from tests.pipeline.test_ingest import GOLD, _rows
 LOG = REAL / "vasifvortex__azercell_docker_project2/data/kafka1"  # 3 brokers, 153 records
 
 
-def test_second_run_on_a_grown_log_adds_only_the_new_records(spark, tmp_path, cfg_factory):
-    grown = tmp_path / "grown"
-    shutil.copytree(LOG, grown)
-    seg = grown / "__cluster_metadata-0" / "00000000000000000000.log"
+def _cut_copy(log: Path, dest: Path, batch: int) -> tuple[Path, Path, bytes, Batch]:
+    """A copy of `log` whose (only) segment ends before its `batch`-th batch: the log as a
+    scheduled run saw it earlier. Returns (copy, its segment, the full bytes, that batch)."""
+    shutil.copytree(log, dest)
+    seg = dest / "__cluster_metadata-0" / "00000000000000000000.log"
     seg.chmod(0o644)
     full = seg.read_bytes()
-    batches = [b for b in scan_batches(full) if isinstance(b, Batch)]
-    cut = batches[10]
+    cut = [b for b in scan_batches(full) if isinstance(b, Batch)][batch]
     seg.write_bytes(full[:cut.position])
+    return dest, seg, full, cut
+
+
+def test_second_run_on_a_grown_log_adds_only_the_new_records(spark, tmp_path, cfg_factory):
+    grown, seg, full, cut = _cut_copy(LOG, tmp_path / "grown", 10)
 
     cfg = cfg_factory(tmp_path / "lake")
     (first,) = ingest(spark, cfg, [grown])
@@ -53,13 +59,7 @@ def _history_files(lake: Lake) -> set[str]:
 def test_an_increment_closes_states_without_rewriting_history(spark, tmp_path, cfg_factory):
     """The second run closes current states of the first but rewrites none of the files of
     closed states: that is what keeps an increment's cost independent of the history."""
-    grown = tmp_path / "grown"
-    shutil.copytree(BUSY, grown)
-    seg = grown / "__cluster_metadata-0" / "00000000000000000000.log"
-    seg.chmod(0o644)
-    full = seg.read_bytes()
-    batches = [b for b in scan_batches(full) if isinstance(b, Batch)]
-    seg.write_bytes(full[:batches[-1].position])  # 61 changes before, 54 in the last batch
+    grown, seg, full, _ = _cut_copy(BUSY, tmp_path / "grown", -1)  # 61 changes, then 54
 
     lake = Lake(tmp_path / "lake")
     cfg = cfg_factory(tmp_path / "lake")
