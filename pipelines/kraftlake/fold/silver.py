@@ -63,16 +63,16 @@ def committed(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
     always committed state.
     """
     log = rel.filter(F.col("source") == "log")
-    w = Window.partitionBy("cluster_id").orderBy("offset")
+    # The nearest marker before a record, in both directions. Both are running frames
+    # (unbounded preceding .. the row before), which Spark computes in one pass; a frame
+    # reaching to unbounded *following* is recomputed for every row, O(n^2) per cluster.
+    before = (Window.unboundedPreceding, -1)
+    fwd = Window.partitionBy("cluster_id").orderBy("offset").rowsBetween(*before)
+    back = Window.partitionBy("cluster_id").orderBy(F.col("offset").desc()).rowsBetween(*before)
     marker = F.when(F.col("record_type").isin(MARKERS), F.col("record_type"))
     log = (log
-           .withColumn("_prev_marker", F.last(marker, True).over(
-               w.rowsBetween(Window.unboundedPreceding, -1)))
-           .withColumn("_next_marker", F.first(marker, True).over(
-               w.rowsBetween(1, Window.unboundedFollowing)))
-           .withColumn("_begin", F.last(F.when(F.col("record_type") == MARKERS[0],
-                                               F.col("offset")), True).over(
-               w.rowsBetween(Window.unboundedPreceding, 0))))
+           .withColumn("_prev_marker", F.last(marker, True).over(fwd))
+           .withColumn("_next_marker", F.last(marker, True).over(back)))
     in_txn = F.col("_prev_marker") == MARKERS[0]
     is_marker = F.col("record_type").isin(MARKERS)
     keep = ~is_marker & (~F.coalesce(in_txn, F.lit(False))
