@@ -33,7 +33,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -65,8 +64,9 @@ def simulate(out: Path, scenario: str, hours: float | None, seed: int) -> Path:
 def cut_copy(cluster: Path, dest: Path, tails: int) -> tuple[list[bytes], list[int]]:
     """Copy `cluster` to `dest` without its last `tails` x ~TAIL_RECORDS records.
 
-    Returns the byte tails in log order and the first offset of each. Snapshots past the
-    cut are left out, as they would not exist yet.
+    Returns the byte tails in log order and their offset bounds: the first offset of each
+    tail, then the log's end offset. Snapshots past the cut are left out, as they would not
+    exist yet.
     """
     shutil.copytree(cluster, dest)
     segments, snapshots = list_log_dir(dest / LOG)
@@ -85,7 +85,7 @@ def cut_copy(cluster: Path, dest: Path, tails: int) -> tuple[list[bytes], list[i
         if s.offset > cuts[0].base_offset:
             s.path.unlink()
     return [buf[a:b] for a, b in itertools.pairwise(bounds)], \
-        [c.base_offset for c in cuts]
+        [c.base_offset for c in cuts] + [end]
 
 
 def snapshot_copy(log_copy: Path, dest: Path) -> int:
@@ -114,22 +114,22 @@ def pad_history(lake: Lake, cluster_id: str, n: int, chunk: int = 1_000_000) -> 
     long ago (ids no log record names), so a lake can be given the history length of a
     busy cluster's years without ingesting years of log."""
     schema = table_schema("partition_timeline").arrow
+    fixed = {"cluster_id": cluster_id, "seq": 0, "leader_recovery_state": 0,
+             "is_current": False, "record_type": "PartitionChangeRecord", "source": "log"}
     for lo in range(0, n, chunk):
         ids = np.arange(lo, min(n, lo + chunk))
+        k = len(ids)
         cols = {}
         for f in schema:
-            t, k = f.type, len(ids)
-            if f.name == "cluster_id":
-                cols[f.name] = pa.array([cluster_id] * k, t)
+            t = f.type
+            if f.name in fixed:
+                cols[f.name] = pa.array([fixed[f.name]] * k, t)
             elif f.name == "topic_id":
                 cols[f.name] = pa.array([f"deleted{i // 1000:015d}" for i in ids], t)
             elif f.name == "topic_name":
                 cols[f.name] = pa.array([f"deleted-{i // 1000}" for i in ids], t)
-            elif f.name in ("partition_id", "seq", "leader_recovery_state"):
-                cols[f.name] = pa.array(ids % 1000 if f.name == "partition_id"
-                                        else np.zeros(k, dtype=np.int64), t)
-            elif f.name == "is_current":
-                cols[f.name] = pa.array(np.zeros(k, dtype=bool), t)
+            elif f.name == "partition_id":
+                cols[f.name] = pa.array(ids % 1000, t)
             elif pa.types.is_list(t):
                 cols[f.name] = pa.array([[1, 2, 3]] * k, t) if pa.types.is_integer(
                     t.value_type) else pa.nulls(k, t)
@@ -138,9 +138,7 @@ def pad_history(lake: Lake, cluster_id: str, n: int, chunk: int = 1_000_000) -> 
             elif pa.types.is_timestamp(t):
                 cols[f.name] = pa.array(ids * 1_000, pa.int64()).cast(t)
             else:
-                cols[f.name] = pa.array(["PartitionChangeRecord"] * k, t) \
-                    if f.name == "record_type" else pa.array(["log"] * k, t) \
-                    if f.name == "source" else pa.nulls(k, t)
+                cols[f.name] = pa.nulls(k, t)
         lake.append("partition_timeline", pa.table(cols, schema=schema))
 
 
@@ -162,7 +160,7 @@ def increments(spark, cfg, log_copy: Path, tails: list[bytes]) -> list[float]:  
 
 
 def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
-                   firsts: list[int]) -> None:
+                   offsets: list[int]) -> None:
     """Run `kraftlake stream` on the history lake; append each tail and time it."""
     err_path = lake_dir.parent / "stream.stderr"
     with err_path.open("w") as err:
@@ -177,13 +175,11 @@ def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
                 raise SystemExit(f"the stream did not start:\n{err_path.read_text()}")
             time.sleep(0.5)
         time.sleep(5)  # its first triggers find nothing new
-        for tail, first in zip(tails, firsts, strict=True):
-            end = first + _records_in(tail)
-            done = threading.Event()
+        for tail, (first, end) in zip(tails, itertools.pairwise(offsets), strict=True):
             seen: dict[str, float] = {}
             t0 = time.perf_counter()
             append(log_copy, tail)
-            while not done.is_set():
+            while "committed" not in seen:
                 now = time.perf_counter() - t0
                 if "event" not in seen and lake.read_arrow(
                         "partition_events", [("offset", ">=", first), ("offset", "<", end)],
@@ -193,7 +189,6 @@ def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
                 if prog.num_rows and pc.max(prog["end_offset"]).as_py() >= end:
                     seen.setdefault("event", float("nan"))
                     seen["committed"] = now
-                    done.set()
                 if proc.poll() is not None or now > 600:
                     raise SystemExit(f"the stream stopped or stalled:\n{err_path.read_text()}")
                 time.sleep(0.2)
@@ -202,11 +197,6 @@ def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
     finally:
         proc.kill()
         proc.wait()
-
-
-def _records_in(tail: bytes) -> int:
-    batches = [b for b in scan_batches(tail) if isinstance(b, Batch)]
-    return batches[-1].next_offset - batches[0].base_offset
 
 
 def main() -> None:
@@ -230,12 +220,12 @@ def main() -> None:
             hours = None if args.scenario == "large" else args.hours
             cluster = simulate(tmp / "cluster", args.scenario, hours, args.seed)
         n_inc, n_app = args.increments, args.appends
-        tails, firsts = cut_copy(cluster, tmp / "history-log", n_inc + n_app)
+        tails, offsets = cut_copy(cluster, tmp / "history-log", n_inc + n_app)
         snap = snapshot_copy(tmp / "history-log", tmp / "snapshot-log")
         spark = get_spark(load_config())
         spark.sparkContext.setLogLevel("ERROR")
 
-        print(f"1. batch ingest of {cluster.name} up to offset {firsts[0]:,}")
+        print(f"1. batch ingest of {cluster.name} up to offset {offsets[0]:,}")
         hist_cfg = load_config(lake=str(tmp / "history-lake"))
         t = time.perf_counter()
         r = ingest(spark, hist_cfg, [tmp / "history-log"])[0]
@@ -274,7 +264,7 @@ def main() -> None:
         if n_app:
             print("3. streaming latency on the history lake (trigger 1s)")
             stream_latency(tmp / "history-log", Path(hist_cfg.lake), tails[n_inc:],
-                           firsts[n_inc:])
+                           offsets[n_inc:])
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ class Lake:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
+        self._ensured: set[str] = set()  # tables created or checked by this instance
 
     # ------------------------------------------------------------------ metadata
 
@@ -87,7 +88,11 @@ class Lake:
 
         An existing table partitioned otherwise than its schema says was written by an
         older kraftlake; writing on would mix layouts, so it is refused with the remedy.
+        Checked once per table and instance: every write calls this, and loading a table's
+        Delta log each time would put that I/O on every micro-batch.
         """
+        if name in self._ensured:
+            return
         schema = table_schema(name)
         dt = self.table(name)
         if dt is None:
@@ -100,6 +105,7 @@ class Lake:
                 f"{list(dt.metadata().partition_columns)}, this kraftlake expects "
                 f"{list(schema.partition_by)}; it was written by an older version: ingest "
                 f"into a new lake (the log is the source of truth)")
+        self._ensured.add(name)
 
     def ensure_all(self) -> None:
         for name in table_names():
