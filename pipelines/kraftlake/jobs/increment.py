@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -33,6 +34,7 @@ from ..fold.silver import (
 from ..fold.window import current_rows, fold, timeline_rows
 from ..lake.delta import Lake
 from ..lake.schema import table_schema
+from ..lake.staging import Staged, Staging
 from ..quality.record_checks import check_records
 
 ORDER = ["records", "quarantine", "partition_changes", "topics", "brokers", "configs",
@@ -67,12 +69,6 @@ def last_progress(lake: Lake, app_id: str) -> dict | None:
         return None
     rows = t.to_pylist()
     return max(rows, key=lambda r: r["version"])
-
-
-def _arrow(df: DataFrame, name: str) -> pa.Table:
-    schema = table_schema(name)
-    cols = [c for c in schema.names if c in df.columns]
-    return df.select(*cols).toArrow()
 
 
 def _same_cluster(cid: str) -> str:
@@ -117,27 +113,34 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
         res.skipped = list(ORDER)
         return res
     src = src.persist()
+    staging = Staging(lake.root, app_id, version)
     try:
-        return _process(spark, lake, src, res, min_isr_default, snapshot_high, say)
+        res = _process(spark, lake, src, res, min_isr_default, snapshot_high, say, staging)
+        staging.clear()  # only after ingest_progress committed: a killed run rewrites it
+        return res
     finally:
         say.close()
         src.unpersist()
 
 
 def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResult,
-             min_isr_default: int, snapshot_high: int | None, say) -> IncrementResult:
+             min_isr_default: int, snapshot_high: int | None, say,
+             staging: Staging) -> IncrementResult:
     cid, app_id, version = res.cluster_id, res.app_id, res.version
 
-    def write(name: str, data: pa.Table | DataFrame, how: str = "append", **kw) -> None:
+    def write(name: str, data: pa.Table | DataFrame | Staged, how: str = "append",
+              **kw) -> None:
         if lake.committed(name, app_id, version):
             res.skipped.append(name)
             return
-        table = _arrow(data, name) if isinstance(data, DataFrame) else data
+        if isinstance(data, DataFrame):
+            data = staging.put(name, data)
+        rows = data.reader() if isinstance(data, Staged) else data
         t0 = time.perf_counter()
         if how == "append":
-            lake.append(name, table, app_id, version)
+            lake.append(name, rows, app_id, version)
         else:
-            lake.upsert(name, table, app_id, version, **kw)
+            lake.upsert(name, rows, app_id, version, **kw)
         res.commit_seconds[name] = round(time.perf_counter() - t0, 2)
 
     say("decode: read and decode the source")
@@ -154,9 +157,9 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
 
     # ---- bronze
     say("bronze: records")
-    rec_arrow = _arrow(records, "records")
-    res.records = rec_arrow.num_rows
-    write("records", rec_arrow)
+    staged_records = staging.put("records", records)
+    res.records = staged_records.rows
+    write("records", staged_records)
     problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
         "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),
         F.when(F.col("row_kind") == "record", F.lit(-1)).otherwise(
@@ -167,8 +170,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"))
     problems = problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
                                         "offset"])
-    q = _arrow(problems.unionByName(invalid), "quarantine")
-    res.quarantined = q.num_rows
+    q = staging.put("quarantine", problems.unionByName(invalid))
+    res.quarantined = q.rows
     write("quarantine", q)
 
     # ---- records held back by an open transaction last time are read again from bronze
@@ -218,7 +221,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         live = old_topics.filter(F.col("deleted_offset").isNull()).select(
             "cluster_id", "topic_id")
         _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_default, write,
-              say)
+              say, staging)
     done.unpersist()
     topic_names.unpersist()
 
@@ -236,7 +239,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     return res
 
 
-def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_default, write, say):
+def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_default, write, say,
+          staging):
     cid = res.cluster_id
     say("fold: partition timeline")
     cur_all = lake.read_arrow("partition_current", [("cluster_id", "==", cid)])
@@ -245,8 +249,8 @@ def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_defau
     seed_keys = cur_df.select(*KEY)
     changes = partition_changes(done, seed_keys, topic_names, live).unionByName(
         snapshot_removals(done, seed_keys), allowMissingColumns=True).persist()
-    ch = _arrow(changes, "partition_changes")
-    res.changes = ch.num_rows
+    ch = staging.put("partition_changes", changes)
+    res.changes = ch.rows
     write("partition_changes", ch)
     touched = changes.select(*KEY).distinct()
     seed = cur_df.join(touched, KEY, "left_semi")
@@ -255,35 +259,32 @@ def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_defau
     if res.changes:
         res.orphans = orphans.count()
     tl = timeline_rows(folded, topic_names)
-    tl_arrow = _arrow(tl, "partition_timeline")
-    res.timeline = tl_arrow.num_rows
+    tl_staged = staging.put("partition_timeline", tl)
+    res.timeline = tl_staged.rows
     # Only current states are ever closed, so the merge reads the current partition alone.
-    write("partition_timeline", tl_arrow, "upsert",
+    write("partition_timeline", tl_staged, "upsert",
           target_filter=f"t.is_current = true AND {_same_cluster(cid)}")
     say("detect: events")
-    ev = _arrow(detect_events(folded, topic_names, configs, min_isr_default), "partition_events")
-    res.events = ev.num_rows
-    counts: dict[str, int] = {}
-    for e in ev.column("event_type").to_pylist():
-        counts[e] = counts.get(e, 0) + 1
-    res.event_counts = counts
+    ev = staging.put("partition_events",
+                     detect_events(folded, topic_names, configs, min_isr_default))
+    res.events = ev.rows
+    counts = pc.value_counts(ev.column("event_type")).to_pylist()
+    res.event_counts = {c["values"]: c["counts"] for c in counts}
     write("partition_events", ev)
     points = check_points(src)
     if points.first() is not None:
         say("reconcile: snapshots")
-        tl_new = spark.createDataFrame(tl_arrow.to_pandas(), table_schema(
-            "partition_timeline").spark) if tl_arrow.num_rows else None
         old = _cluster(lake.read(spark, "partition_timeline"), cid)
-        if tl_new is not None:  # rows rewritten by this increment replace the old ones
+        if tl_staged.rows:  # rows rewritten by this increment replace the old ones
+            tl_new = tl_staged.dataframe(spark)
             k = [*KEY, "valid_from_offset", "seq"]
             old = old.join(tl_new.select(*k), k, "left_anti").unionByName(tl_new)
-        mism = reconcile(snapshot_states(src), points, old)
-        m = _arrow(mism, "snapshot_reconciliation")
-        res.mismatches = m.num_rows
+        m = staging.put("snapshot_reconciliation", reconcile(snapshot_states(src), points, old))
+        res.mismatches = m.rows
         write("snapshot_reconciliation", m, "upsert")
     say("current: partition_current")
     live, gone = current_rows(folded, topic_names)
-    write("partition_current", _arrow(live, "partition_current"), "upsert",
+    write("partition_current", live, "upsert",
           delete_keys=gone.toArrow(), target_filter=_same_cluster(cid))
     folded.unpersist()
     changes.unpersist()

@@ -8,6 +8,8 @@ tables that committed keep their rows, the others get exactly the same rows now.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,7 +17,10 @@ import pyarrow.dataset as pads
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 
-from .schema import TableSchema, table_names, table_schema
+from .schema import table_names, table_schema
+from .staging import conform, conformed_reader
+
+Rows = pa.Table | pa.RecordBatchReader
 
 
 def _predicate(f: pads.Expression, op: str, val: object) -> pads.Expression:
@@ -67,17 +72,6 @@ class Lake:
     # ------------------------------------------------------------------ writing
 
     @staticmethod
-    def conform(data: pa.Table, schema: TableSchema) -> pa.Table:
-        """Select and cast `data` to the table's columns (missing columns become null)."""
-        cols = []
-        for field in schema.arrow:
-            if field.name in data.column_names:
-                cols.append(data.column(field.name).cast(field.type))
-            else:
-                cols.append(pa.nulls(data.num_rows, field.type))
-        return pa.Table.from_arrays(cols, schema=schema.arrow)
-
-    @staticmethod
     def _props(app_id: str | None, version: int | None) -> CommitProperties | None:
         if app_id is None:
             return None
@@ -111,47 +105,60 @@ class Lake:
         for name in table_names():
             self.ensure(name)
 
-    def append(self, name: str, data: pa.Table, app_id: str | None = None,
+    def append(self, name: str, data: Rows, app_id: str | None = None,
                version: int | None = None) -> bool:
-        """Append rows once per (app_id, version); returns False if already committed."""
+        """Append rows once per (app_id, version); returns False if already committed.
+
+        `data` is a table or a stream of batches (e.g. `Staged.reader()`): a stream is
+        written as it is read, so the driver never holds all the rows.
+        """
         if app_id is not None and self.committed(name, app_id, version):
             return False
         self.ensure(name)
-        data = self.conform(data, table_schema(name))
-        if data.num_rows == 0 and app_id is None:
-            return True
+        schema = table_schema(name)
+        if isinstance(data, pa.Table):
+            if data.num_rows == 0 and app_id is None:
+                return True
+            data = conform(data, schema.arrow)
+        else:
+            data = conformed_reader(data, schema.arrow)
         write_deltalake(str(self.path(name)), data, mode="append",
-                        partition_by=list(table_schema(name).partition_by) or None,
+                        partition_by=list(schema.partition_by) or None,
                         commit_properties=self._props(app_id, version))
         return True
 
-    def upsert(self, name: str, data: pa.Table, app_id: str, version: int,
+    def upsert(self, name: str, data: Rows, app_id: str, version: int,
                delete_keys: pa.Table | None = None, target_filter: str = "") -> bool:
         """Merge rows on the table key (update or insert), once per (app_id, version).
 
         `delete_keys` (key columns only) are removed in the same commit. `target_filter`
         restricts which target rows can match (it lets delta-rs skip files by statistics).
+        `data` may be a stream of batches; delta-rs merges it as a stream (`streamed_exec`).
         """
         if self.committed(name, app_id, version):
             return False
         self.ensure(name)
         schema = table_schema(name)
-        data = self.conform(data, schema)
         loose = pa.schema([f.with_nullable(True) for f in schema.arrow])
-        data = data.cast(loose)
-        if delete_keys is not None and delete_keys.num_rows:
-            marks = self.conform(delete_keys, schema).cast(loose)
-            data = pa.concat_tables([  # typed: an empty list would infer type null
-                data.append_column("_delete", pa.array([False] * data.num_rows, pa.bool_())),
-                marks.append_column("_delete", pa.array([True] * marks.num_rows, pa.bool_()))])
-        else:
-            data = data.append_column("_delete", pa.array([False] * data.num_rows, pa.bool_()))
+        marked = loose.append(pa.field("_delete", pa.bool_()))
+
+        def mark(batches: Iterable[pa.RecordBatch], delete: bool) -> Iterator[pa.RecordBatch]:
+            for b in batches:
+                if b.num_rows:
+                    t = conform(b, loose)
+                    flag = pa.array([delete] * t.num_rows, pa.bool_())
+                    yield from t.append_column("_delete", flag).to_batches()
+
+        rows = data.to_batches() if isinstance(data, pa.Table) else data
+        deletes = delete_keys.to_batches() if delete_keys is not None else []
+        source = pa.RecordBatchReader.from_batches(
+            marked, chain(mark(rows, False), mark(deletes, True)))
         on = " AND ".join(f"t.{k} = s.{k}" for k in schema.key)
         if target_filter:
             on = f"{on} AND ({target_filter})"
         cols = {c: f"s.{c}" for c in schema.names}
         (DeltaTable(str(self.path(name)))
-         .merge(data, predicate=on, source_alias="s", target_alias="t",
+         .merge(source, predicate=on, source_alias="s", target_alias="t",
                 commit_properties=self._props(app_id, version))
          .when_matched_delete(predicate="s._delete = true")
          .when_matched_update(updates=cols, predicate="s._delete = false")

@@ -1,0 +1,103 @@
+"""Staging: how a table's new rows travel from Spark to delta-rs without the driver holding them.
+
+delta-rs writes on the driver, Spark computes on the executors. Collecting a DataFrame
+(`toArrow`) puts every new row of a table in driver memory at once, which is what made the
+first ingest of a week-long, 10-million-record log impossible on one machine. Instead, Spark
+tasks write each table's new rows as parquet into a per-increment staging directory
+(`<lake>/_kraftlake/staging/<app id>/<version>/<table>/`), and delta-rs reads them back as a
+stream of record batches: the driver holds one batch at a time, and each table still gets
+exactly one Delta commit per (app id, version), so the exactly-once argument is unchanged.
+
+A killed run leaves its staging directory behind; the re-run overwrites it (the rows are a
+function of the planned input, so they are the same rows) and removes it when done.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .schema import TableSchema, table_schema
+
+# delta-rs and Spark must agree on timestamps: Spark's default parquet timestamp (INT96) reads
+# back as nanoseconds without a time zone; microseconds adjusted to UTC are the Delta type.
+TIMESTAMP_CONF = ("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+
+
+def conform(data: pa.Table | pa.RecordBatch, schema: pa.Schema) -> pa.Table:
+    """Select and cast `data` to `schema`'s columns (missing columns become null)."""
+    cols = []
+    for field in schema:
+        if field.name in data.schema.names:
+            cols.append(data.column(field.name).cast(field.type))
+        else:
+            cols.append(pa.nulls(data.num_rows, field.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def conformed_reader(batches: Iterator[pa.RecordBatch] | pa.RecordBatchReader,
+                     schema: pa.Schema) -> pa.RecordBatchReader:
+    """A reader of `batches`, each conformed to `schema` (lazily: one batch in memory)."""
+    def gen() -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            if b.num_rows:
+                yield from conform(b, schema).to_batches()
+    return pa.RecordBatchReader.from_batches(schema, gen())
+
+
+class Staged:
+    """One table's new rows of one increment, as parquet files Spark wrote."""
+
+    def __init__(self, path: Path, schema: TableSchema) -> None:
+        self.path, self.schema = path, schema
+        self._ds = pads.dataset(str(path), format="parquet") if path.is_dir() else None
+        self.rows = self._ds.count_rows() if self._ds is not None else 0
+
+    def reader(self) -> pa.RecordBatchReader:
+        """The rows as a stream of batches in the table's Arrow schema."""
+        batches = self._ds.to_batches() if self._ds is not None and self.rows else iter(())
+        return conformed_reader(batches, self.schema.arrow)
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        """One column, read alone (cheap: parquet is columnar)."""
+        if self._ds is None or not self.rows:
+            return pa.chunked_array([], self.schema.arrow.field(name).type)
+        return self._ds.to_table(columns=[name]).column(name)
+
+    def dataframe(self, spark: SparkSession) -> DataFrame:
+        """The rows as a Spark DataFrame (read from the staged files, not the driver)."""
+        if not self.rows:
+            return spark.createDataFrame([], self.schema.spark)
+        return spark.read.schema(self.schema.spark).parquet(self.path.as_uri())
+
+
+class Staging:
+    """The staging directory of one increment (app id, version) of a lake."""
+
+    def __init__(self, lake_root: Path, app_id: str, version: int) -> None:
+        safe = app_id.replace(":", "_").replace("/", "_")
+        self.app_dir = lake_root / "_kraftlake" / "staging" / safe
+        self.dir = self.app_dir / f"{version:012d}"
+
+    def put(self, name: str, df: DataFrame) -> Staged:
+        """Write `df` as rows of table `name` in parquet (replacing a killed run's files)."""
+        schema = table_schema(name)
+        # typed as the table (the fold computes e.g. epochs as long); absent columns are null
+        cols = [(F.col(f.name) if f.name in df.columns else F.lit(None))
+                .cast(f.dataType).alias(f.name) for f in schema.spark.fields]
+        spark = df.sparkSession
+        if spark.conf.get(TIMESTAMP_CONF[0]) != TIMESTAMP_CONF[1]:
+            spark.conf.set(*TIMESTAMP_CONF)
+        path = self.dir / name
+        df.select(*cols).write.mode("overwrite").parquet(path.as_uri())
+        return Staged(path, schema)
+
+    def clear(self) -> None:
+        """Remove this app id's staging directories (this increment's and any killed run's)."""
+        shutil.rmtree(self.app_dir, ignore_errors=True)
