@@ -7,12 +7,15 @@ must accept the same log grown longer.
 
 from __future__ import annotations
 
+import base64
 import shutil
+import uuid
 from pathlib import Path
 
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
+from kraftlake.simulate.writer import LogWriter
 from tests.conftest import REAL
 from tests.pipeline.test_ingest import GOLD, _rows
 
@@ -78,3 +81,72 @@ def test_an_increment_closes_states_without_rewriting_history(spark, tmp_path, c
     ingest(spark, cfg_factory(once), [BUSY])
     assert _rows(spark, lake, "partition_timeline") == _rows(spark, Lake(once),
                                                              "partition_timeline")
+
+
+def _topic(name: str, n: int) -> str:
+    return base64.urlsafe_b64encode(uuid.UUID(int=n).bytes).decode().rstrip("=")
+
+
+def _recreated_topic_log(root: Path) -> tuple[Path, int]:
+    """A log where topic `orders` (min.insync.replicas=3) is deleted, then re-created under the
+    same name with no topic config, and its ISR shrinks to 2. Returns (root, the offset at
+    which the re-creation starts)."""
+    first, second = _topic("orders", 0xA1), _topic("orders", 0xB2)
+
+    def partition(tid: str) -> tuple[str, int, dict]:
+        return ("PartitionRecord", 0, {"partition_id": 0, "topic_id": tid, "replicas": [1, 2, 3],
+                                       "isr": [1, 2, 3], "removing_replicas": [],
+                                       "adding_replicas": [], "leader": 1, "leader_epoch": 0,
+                                       "partition_epoch": 0, "leader_recovery_state": 0})
+
+    def shrink(tid: str) -> tuple[str, int, dict]:
+        return ("PartitionChangeRecord", 0, {"partition_id": 0, "topic_id": tid, "isr": [1, 2]})
+
+    t0 = 1_700_000_000_000
+    w = LogWriter(root)
+    w.new_epoch(1, [1], t0)
+    w.append([("FeatureLevelRecord", 0, {"name": "metadata.version", "feature_level": 21})], t0)
+    w.append([("TopicRecord", 0, {"name": "orders", "topic_id": first}),
+              ("ConfigRecord", 0, {"resource_type": 2, "resource_name": "orders",
+                                   "name": "min.insync.replicas", "value": "3"}),
+              partition(first)], t0 + 10)
+    w.append([shrink(first)], t0 + 1000)
+    w.append([("RemoveTopicRecord", 0, {"topic_id": first})], t0 + 2000)
+    w.append_noop(t0 + 2500)
+    recreated = w.next
+    w.append([("TopicRecord", 0, {"name": "orders", "topic_id": second}), partition(second)],
+             t0 + 3000)
+    w.append([shrink(second)], t0 + 4000)
+    w.close()
+    w.write_companions(cluster_id="recreated-topic", node_id=1, directory_id=_topic("d", 1),
+                       bootstrap=[], leader_id=1, voters=[1], ts=t0, formatted="test")
+    return root, recreated
+
+
+def test_a_topic_recreated_in_a_later_increment_does_not_inherit_its_configs(
+        spark, tmp_path, cfg_factory):
+    """RemoveTopicRecord drops the topic's configs (kraft-semantics: a re-created topic starts
+    from the cluster defaults), also when the deletion was ingested by an earlier run."""
+    log, recreated = _recreated_topic_log(tmp_path / "log")
+    batches = [b for b in scan_batches(
+        (log / "__cluster_metadata-0" / "00000000000000000000.log").read_bytes())
+        if isinstance(b, Batch)]
+    cut = next(i for i, b in enumerate(batches) if b.base_offset == recreated)
+    grown, seg, full, _ = _cut_copy(log, tmp_path / "grown", cut)
+
+    cfg = cfg_factory(tmp_path / "lake")
+    ingest(spark, cfg, [grown])
+    seg.write_bytes(full)
+    (second,) = ingest(spark, cfg, [grown])
+    assert second.start_offset == recreated
+
+    lake = Lake(tmp_path / "lake")
+    events = lake.read_arrow("partition_events").to_pylist()
+    under = sorted(e["topic_id"] for e in events if e["event_type"] == "under_min_isr")
+    assert under == [_topic("orders", 0xA1)]  # the first incarnation only: 2 < 3
+    shrinks = {e["topic_id"]: e["min_isr"] for e in events if e["event_type"] == "isr_shrink"}
+    assert shrinks == {_topic("orders", 0xA1): 3, _topic("orders", 0xB2): 1}
+
+    once = tmp_path / "once"
+    ingest(spark, cfg_factory(once), [log])
+    assert _rows(spark, lake, "partition_events") == _rows(spark, Lake(once), "partition_events")

@@ -205,7 +205,10 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
                         ["topic_name", "created_offset", "created_ts"]],
                       *[F.coalesce(f"n.{c}", f"o.{c}").alias(c) for c in
                         ["deleted_offset", "deleted_ts"]]))
-    topic_names = merged.select("cluster_id", "topic_id", "topic_name").persist()
+    # deleted_offset too: a topic deleted by an earlier increment and re-created under the
+    # same name must not inherit the old topic's configs (detect.events.context_at)
+    topic_names = merged.select("cluster_id", "topic_id", "topic_name",
+                                "deleted_offset").persist()
     changed_topics = merged.join(new_topics.select("cluster_id", "topic_id"),
                                  ["cluster_id", "topic_id"], "left_semi")
     write("topics", changed_topics, "upsert")
