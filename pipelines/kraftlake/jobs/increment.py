@@ -33,7 +33,6 @@ from ..fold.silver import (
 )
 from ..fold.window import current_rows, fold, timeline_rows
 from ..lake.delta import Lake
-from ..lake.schema import table_schema
 from ..lake.staging import Staged, Staging
 from ..quality.record_checks import check_records
 
@@ -178,13 +177,11 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     prev = last_progress(lake, app_id)
     pend_from = prev.get("pending_txn_from") if prev else None
     if pend_from is not None and res.start_offset is not None and pend_from < res.start_offset:
-        back = lake.read_arrow("records", [("cluster_id", "==", cid), ("offset", ">=", pend_from),
-                                           ("offset", "<", res.start_offset)])
-        back = back.filter(pa.compute.equal(back["source"], "log"))
-        bdf = spark.createDataFrame(back.to_pandas(), table_schema("records").spark) \
-            if back.num_rows else None
-        rel_in = checked if bdf is None else checked.unionByName(
-            bdf.withColumn("row_kind", F.lit("record")), allowMissingColumns=True)
+        back = _cluster(lake.read(spark, "records"), cid).filter(
+            (F.col("offset") >= pend_from) & (F.col("offset") < res.start_offset)
+            & (F.col("source") == "log"))
+        rel_in = checked.unionByName(back.withColumn("row_kind", F.lit("record")),
+                                     allowMissingColumns=True)
     else:
         rel_in = checked
     rel = relevant(rel_in)
@@ -246,9 +243,7 @@ def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_defau
           staging):
     cid = res.cluster_id
     say("fold: partition timeline")
-    cur_all = lake.read_arrow("partition_current", [("cluster_id", "==", cid)])
-    cur_df = spark.createDataFrame(cur_all.to_pandas(), table_schema("partition_current").spark) \
-        if cur_all.num_rows else spark.createDataFrame([], table_schema("partition_current").spark)
+    cur_df = _cluster(lake.read(spark, "partition_current"), cid)
     seed_keys = cur_df.select(*KEY)
     changes = partition_changes(done, seed_keys, topic_names, live).unionByName(
         snapshot_removals(done, seed_keys), allowMissingColumns=True).persist()
