@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -142,6 +143,48 @@ def pad_history(lake: Lake, cluster_id: str, n: int, chunk: int = 1_000_000) -> 
         lake.append("partition_timeline", pa.table(cols, schema=schema))
 
 
+class PeakMemory:
+    """Peak resident memory of this process and all its descendants (the Spark JVM, Python
+    workers), sampled every `every` seconds from /proc: what the machine must have."""
+
+    def __init__(self, every: float = 0.5) -> None:
+        self.peak = 0
+        self._every, self._stop = every, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def tree_rss(root: int) -> int:
+        parent: dict[int, int] = {}
+        rss: dict[int, int] = {}
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                stat = (d / "stat").read_text()
+                parent[int(d.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+                rss[int(d.name)] = int(stat.rsplit(")", 1)[1].split()[21]) * 4096
+            except (OSError, IndexError, ValueError):
+                continue
+        total, todo = 0, [root]
+        while todo:
+            pid = todo.pop()
+            total += rss.get(pid, 0)
+            todo += [c for c, p in parent.items() if p == pid]
+        return total
+
+    def _run(self) -> None:
+        import os
+
+        while not self._stop.wait(self._every):
+            self.peak = max(self.peak, self.tree_rss(os.getpid()))
+
+    def take(self) -> float:
+        """Peak since the last call, in GiB (and start over)."""
+        peak, self.peak = self.peak, 0
+        return peak / (1 << 30)
+
+
 def rows(lake: Lake, name: str) -> int:
     dt = lake.table(name)
     return 0 if dt is None else pc.sum(pa.table(dt.get_add_actions(flatten=True))[
@@ -222,6 +265,7 @@ def main() -> None:
         n_inc, n_app = args.increments, args.appends
         tails, offsets = cut_copy(cluster, tmp / "history-log", n_inc + n_app)
         snap = snapshot_copy(tmp / "history-log", tmp / "snapshot-log")
+        memory = PeakMemory()
         spark = get_spark(load_config())
         spark.sparkContext.setLogLevel("ERROR")
 
@@ -240,6 +284,7 @@ def main() -> None:
             print(f"  stage {name:<10} {secs:8.1f} s {rate}")
         print("  of which Delta commits: " + ", ".join(
             f"{k} {v:.1f} s" for k, v in r.commit_seconds.items() if v >= 0.05))
+        print(f"  peak resident memory (driver, Spark JVM, workers): {memory.take():.1f} GiB")
 
         print(f"2. cost of a ~{TAIL_RECORDS:,}-record increment")
         snap_cfg = load_config(lake=str(tmp / "snapshot-lake"))
@@ -259,6 +304,7 @@ def main() -> None:
         ratio = statistics.median(big) / statistics.median(small)
         print(f"  median {statistics.median(big):.1f} s with history vs "
               f"{statistics.median(small):.1f} s without: ratio {ratio:.2f} (target <= 1.5)")
+        print(f"  peak resident memory: {memory.take():.1f} GiB")
         spark.stop()
 
         if n_app:

@@ -270,9 +270,14 @@ def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_defau
     res.event_counts = {c["values"]: c["counts"] for c in counts}
     write("partition_events", ev)
     points = check_points(src)
-    if points.first() is not None:
+    lo, hi = points.agg(F.min("snapshot_end_offset"), F.max("snapshot_end_offset")).first()
+    if lo is not None:
         say("reconcile: snapshots")
-        old = _cluster(lake.read(spark, "partition_timeline"), cid)
+        # only states valid at some check point; literal bounds let Spark skip the files of
+        # older history by their statistics, so the cost does not grow with the history
+        old = _cluster(lake.read(spark, "partition_timeline"), cid).filter(
+            (F.col("valid_from_offset") <= hi - 1)
+            & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo - 1)))
         if tl_staged.rows:  # rows rewritten by this increment replace the old ones
             tl_new = tl_staged.dataframe(spark)
             k = [*KEY, "valid_from_offset", "seq"]
