@@ -1,11 +1,14 @@
-"""Exactly once for real: `kraftlake stream --available-now` in a subprocess, SIGKILLed at
-random instants (at least three times), restarted until it completes; the lake must then
-equal one clean batch ingest of the same input.
+"""Exactly once for real: `kraftlake stream --available-now` and `kraftlake ingest` in a
+subprocess, SIGKILLed at random instants (at least three times), restarted until they
+complete; the lake must then equal one clean batch ingest of the same input.
 
 The whole process group is killed (the Python driver and its Spark JVM), which is what
-`kill -9` of a job does. Kills are placed after the job announced it is streaming, at a
-random delay (seeded, and printed on failure), so they land inside micro-batches: between
-Delta commits of one increment, or inside one.
+`kill -9` of a job does. Stream kills are placed after the job announced it is streaming, at
+a random delay (seeded, and printed on failure), so they land inside micro-batches: between
+Delta commits of one increment, or inside one. Ingest kills are placed after a stage message
+of the increment ("bronze: records", "fold: ...": each follows the commits of the stage
+before it), a different stage for every kill, so they land between or inside different
+table commits.
 
 No column is ignored in the comparison: no table written here holds an ingest time or other
 run-dependent value (the timestamps are the controller's, from the log).
@@ -13,8 +16,11 @@ run-dependent value (the timestamps are the controller's, from the log).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,8 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.jobs.batch import ingest
+from kraftlake.jobs.batch import app_id_for, ingest
+from kraftlake.jobs.increment import ORDER
 from kraftlake.lake.delta import Lake
+from kraftlake.lake.schema import table_names
 from tests.pipeline.test_stream_tail import NOMAN, GrowingLog, rows
 
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
@@ -40,26 +48,50 @@ CONF = """spark:
     spark.driver.memory: 1g
     spark.ui.showConsoleProgress: "false"
 """
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def _start(log_dir: Path, lake: Path, conf: Path, out: Path) -> subprocess.Popen:
+def _conf(tmp_path: Path) -> Path:
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(CONF)
+    return conf
+
+
+def _start(args: list[str], conf: Path, out: Path, **env: str) -> subprocess.Popen:
+    """`python -m kraftlake ARGS --master local[2] --conf CONF`, output appended to `out`,
+    in a session of its own so that its whole process group can be killed."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON":
-           sys.executable, "COLUMNS": "200"}
-    cmd = [sys.executable, "-m", "kraftlake", "stream", str(log_dir), "--lake", str(lake),
-           "--available-now", "--max-offsets", "400", "--master", "local[2]",
+           sys.executable, "COLUMNS": "200", **env}
+    cmd = [sys.executable, "-m", "kraftlake", *args, "--master", "local[2]",
            "--conf", str(conf)]
-    fh = open(out, "ab")  # noqa: SIM115 - closed by the child's exit; kept for the report
-    return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
+    with open(out, "ab") as fh:  # the child has its own copy of the descriptor
+        return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
 
 
-def _wait_started(p: subprocess.Popen, out: Path, timeout: float = 180) -> None:
-    """Until the job says it is streaming (or has already exited)."""
+def _wait_for(p: subprocess.Popen, out: Path, text: bytes, timeout: float = 180,
+              poll: float = 0.2) -> bool:
+    """Until the job's output holds `text` (True), or it has exited or `timeout` s passed."""
     deadline = time.time() + timeout
     while time.time() < deadline and p.poll() is None:
-        if b"streaming" in out.read_bytes():
-            return
-        time.sleep(0.2)
+        if text in out.read_bytes():
+            return True
+        time.sleep(poll)
+    return False
+
+
+def _kill(p: subprocess.Popen) -> bool:
+    """SIGKILL the job's process group (the driver and its JVM, as kill -9 of a job); True
+    if the kill landed, i.e. the job was still running and died of it."""
+    with contextlib.suppress(ProcessLookupError):  # gone: the job had exited by itself
+        os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    return p.returncode == -signal.SIGKILL
+
+
+def _tail(out: Path, n: int = 3000) -> str:
+    """The end of a job's output, without terminal control sequences."""
+    return ANSI.sub(b"", out.read_bytes()).decode(errors="replace").replace("\r", "\n")[-n:]
 
 
 @pytest.mark.slow  # about 6 minutes on two shared cores: every restart starts a JVM
@@ -69,8 +101,7 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
     last = max(i for i, b in enumerate(log.batches) if b.base_offset < 1200)
     end = log.write(0, last + 1)
     lake = tmp_path / "lake"
-    conf = tmp_path / "conf.yaml"
-    conf.write_text(CONF)
+    conf = _conf(tmp_path)
     seed = int(os.environ.get("KILL_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
     kills: list[float] = []  # delays (s) after "streaming" at which a SIGKILL landed
@@ -79,15 +110,15 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
         runs += 1
         out = tmp_path / f"run{runs}.out"
         out.write_bytes(b"")
-        p = _start(log.dir, lake, conf, out)
+        p = _start(["stream", str(log.dir), "--lake", str(lake), "--available-now",
+                    "--max-offsets", "400"], conf, out)
         if len(kills) < 3:
-            _wait_started(p, out)
+            _wait_for(p, out, b"streaming")
             delay = rng.uniform(0.5, 30.0)
             try:
                 p.wait(timeout=delay)
             except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)  # the driver and its JVM, as kill -9 of a job
-                p.wait()
+                _kill(p)
                 kills.append(round(delay, 1))
                 continue
         else:
@@ -104,3 +135,104 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
             f"{name} differs (seed {seed}, kills after {kills} s)"
     recs = slake.read(spark, "records")
     assert recs.count() == recs.select("offset").distinct().count() == end
+
+
+# Stage messages of one increment (jobs/increment.py), in the order they come; each one is
+# said after the commits of the stage before it: "bronze:" before `records` and `quarantine`,
+# "silver:" before `topics`, `brokers`, `configs`, "fold:" before `partition_changes` and
+# `partition_timeline`, "detect:" before `partition_events`, "current:" before
+# `partition_current`. Each lasts seconds (Spark computes), so a kill drawn within 8 s of
+# one of the first five still finds the job running.
+STAGES = ["decode:", "bronze:", "silver:", "fold:", "detect:"]
+MAX_DELAY = 8.0
+
+
+def _committed(lake: Path, app_id: str) -> list[str]:
+    """Tables that hold increment 0 of `app_id` (a killed run's commits)."""
+    lk = Lake(lake)
+    return [t for t in ORDER if lk.committed(t, app_id, 0)]
+
+
+def _next_commit(lake: Path, name: str) -> Path:
+    """The Delta log entry table `name`'s next commit will create."""
+    return lake / name / "_delta_log" / f"{Lake(lake).table(name).version() + 1:020d}.json"
+
+
+@pytest.mark.slow  # about 7 minutes on two shared cores: five runs of ~1 min and a clean one
+def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
+        spark, tmp_path, cfg_factory):
+    """`kraftlake ingest` of a real log (about 2,000 records, 159 partition changes) killed
+    three times at a random instant within a random stage, a different one each time, then
+    once just after `partition_current` committed (the window before `ingest_progress`
+    commits is a few milliseconds, no stage message reaches it); then restarted until it
+    exits 0. A further run finds nothing new and commits nothing, and every table, including
+    `ingest_progress` (one increment in both lakes), equals one clean ingest's."""
+    kafka = tmp_path / "kafka"
+    log_dir = kafka / "__cluster_metadata-0"
+    log_dir.mkdir(parents=True)
+    shutil.copyfile(NOMAN / "00000000000000000000.log", log_dir / "00000000000000000000.log")
+    (kafka / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=kill-ingest\n")
+    app_id = app_id_for("kill-ingest")
+    lake = tmp_path / "lake"
+    conf = _conf(tmp_path)
+    # cli/ingest.py shows the stage messages on a transient rich progress line, which rich
+    # draws on a terminal only: TTY_COMPATIBLE=1 makes it draw into the output file.
+    tty = {"TTY_COMPATIBLE": "1"}
+    seed = int(os.environ.get("KILL_SEED", random.randrange(1 << 30)))
+    print(f"KILL_SEED={seed}")
+    rng = random.Random(seed)
+    plan = [(s, rng.uniform(0, MAX_DELAY)) for s in sorted(
+        rng.sample(STAGES, 3), key=STAGES.index)] + [("current:", None)]
+    kills: list[tuple[str, float | None, list[str]]] = []  # landed: stage, delay, committed
+    runs, completed = 0, False
+    for stage, delay in plan:
+        runs += 1
+        out = tmp_path / f"ingest{runs}.out"
+        nxt = _next_commit(lake, "partition_current") if delay is None else None
+        p = _start(["ingest", str(log_dir), "--lake", str(lake)], conf, out, **tty)
+        if _wait_for(p, out, stage.encode(), timeout=600, poll=0.1):
+            if nxt is not None:  # kill as soon as partition_current has committed
+                while p.poll() is None and not nxt.exists():
+                    time.sleep(0.002)
+            else:
+                time.sleep(delay)
+            if _kill(p):
+                kills.append((stage, None if delay is None else round(delay, 1),
+                              _committed(lake, app_id)))
+                continue
+        p.wait(timeout=900)
+        assert p.returncode == 0, f"seed {seed}, run {runs}: {_tail(out)}"
+        completed = True  # before the kill landed: the checks below say if that is too few
+        break
+    if not completed:  # the restart without a kill must complete the increment
+        runs += 1
+        out = tmp_path / f"ingest{runs}.out"
+        p = _start(["ingest", str(log_dir), "--lake", str(lake)], conf, out, **tty)
+        p.wait(timeout=900)
+        assert p.returncode == 0, f"seed {seed}, run {runs} (the restart): {_tail(out)}"
+    print(f"seed {seed}: {runs} runs, kills (stage, delay s, tables committed) {kills}")
+    assert len(kills) >= 3, f"seed {seed}: only {len(kills)} kills landed: {kills}"
+    assert any(c and "ingest_progress" not in c for _, _, c in kills), \
+        f"seed {seed}: no kill landed between commits of the increment: {kills}"
+
+    klake = Lake(lake)
+    versions = {n: klake.table(n).version() for n in table_names()}
+    out = tmp_path / "again.out"
+    p = _start(["ingest", str(log_dir), "--lake", str(lake)], conf, out, **tty)
+    assert p.wait(timeout=600) == 0, f"seed {seed}, the run after: {_tail(out)}"
+    assert b"nothing new" in out.read_bytes(), f"seed {seed}, the run after: {_tail(out)}"
+    assert {n: Lake(lake).table(n).version() for n in table_names()} == versions, \
+        f"seed {seed}: the run after the completed one committed something"
+
+    clean = tmp_path / "clean"
+    ingest(spark, cfg_factory(clean), [log_dir])
+    blake = Lake(clean)
+    assert blake.read(spark, "partition_timeline").count() > 0  # a comparison worth making
+    differ = {}
+    for name in [*TABLES, "ingest_progress"]:
+        got, want = rows(spark, klake, name), rows(spark, blake, name)
+        if got != want:
+            differ[name] = {"rows": (len(got), len(want)),
+                            "killed lake only": sorted(set(got) - set(want))[:3],
+                            "clean lake only": sorted(set(want) - set(got))[:3]}
+    assert not differ, f"seed {seed}, kills {kills}: tables differ from a clean ingest: {differ}"
