@@ -22,7 +22,7 @@ _BUILTIN: dict[str, Any] = {
     "cluster_id": None,
     "min_insync_replicas_default": 1,
     "ingest": {"split_bytes": 32 * 1024 * 1024},
-    "stream": {"trigger": "1s", "checkpoint": None},
+    "stream": {"trigger": "1s", "checkpoint": None, "compact_every": 100},
     "spark": {"master": "local[*]", "app_name": "kraftlake", "conf": {}},
 }
 
@@ -35,6 +35,7 @@ class Config:
     split_bytes: int = 32 * 1024 * 1024
     trigger: str = "1s"
     checkpoint: Path | None = None
+    compact_every: int = 100  # a stream compacts the lake every N micro-batches (0 = never)
     spark_master: str = "local[*]"
     spark_app_name: str = "kraftlake"
     spark_conf: dict[str, str] = field(default_factory=dict)
@@ -67,6 +68,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         split_bytes=int(raw["ingest"]["split_bytes"]),
         trigger=str(raw["stream"]["trigger"]),
         checkpoint=Path(raw["stream"]["checkpoint"]) if raw["stream"].get("checkpoint") else None,
+        compact_every=int(raw["stream"].get("compact_every") or 0),
         spark_master=os.environ.get("KRAFTLAKE_SPARK_MASTER", spark["master"]),
         spark_app_name=spark["app_name"],
         spark_conf={str(k): str(v) for k, v in (spark.get("conf") or {}).items()},

@@ -5,6 +5,12 @@ again with the same offsets, hence the same rows. Its Delta transaction version 
 `base + batch_id`, where `base` is fixed the first time the stream starts on a lake (stored
 beside the Spark checkpoint), so a re-run carries the same (app id, version) and every
 table that already committed it is skipped.
+
+Every `stream.compact_every` micro-batches the stream compacts and checkpoints the lake's
+tables (`lake.maintain`) inside its own foreachBatch, after the increment has committed:
+compaction conflicts with a concurrent merge, and there it cannot run beside one of the
+stream's own. Vacuum is left to `kraftlake maintain`, which can be scheduled beside a
+running stream (`--no-compact`) and whose retention protects readers of older snapshots.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from ..config import Config
 from ..lake.delta import Lake
+from ..lake.maintain import maintain
 from ..sources.files import find_log_dirs, read_cluster_id
 from ..sources.plan import FRESH, offset_dict
 from .batch import DivergedLogError, app_id_for, check_tail
@@ -103,6 +110,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
                                 min_isr_default=cfg.min_insync_replicas_default)
         if on_batch is not None:
             on_batch(res)
+        if cfg.compact_every > 0 and (batch_id + 1) % cfg.compact_every == 0:
+            maintain(lake, vacuum=False)
 
     w = df.writeStream.foreachBatch(each).option("checkpointLocation", str(ck / "spark"))
     w = w.trigger(availableNow=True) if available_now else w.trigger(processingTime=interval)

@@ -1,0 +1,93 @@
+"""`kraftlake maintain --lake DIR`: compact, vacuum and checkpoint the lake's Delta tables.
+
+Meant for a scheduler (cron, Airflow): delta-rs only, no Spark, so it is quick to start. Exit
+status 1 when a table could not be maintained (a concurrent writer won a commit conflict), so
+the scheduler can retry it later.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import main
+
+if TYPE_CHECKING:
+    from ..lake.maintain import TableMaintenance
+
+
+def _size(n: int) -> str:
+    """Bytes as a short human figure (1.2 MiB)."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def _report(results: list[TableMaintenance], title: str) -> Table:
+    """One line per table ("vacuumed": files deleted by vacuum); the error column only when
+    a table failed."""
+    errors = any(r.error for r in results)
+    table = Table(title=title)
+    table.add_column("table", no_wrap=True)
+    for col in ("files", "size", "rows", "vacuumed", "seconds"):
+        table.add_column(col, justify="right", no_wrap=True)
+    if errors:
+        table.add_column("error")
+    for r in results:
+        table.add_row(r.table, f"{r.files_before} -> {r.files_after}",
+                      f"{_size(r.bytes_before)} -> {_size(r.bytes_after)}", str(r.rows),
+                      str(r.vacuumed), f"{r.seconds:.2f}", *((r.error or "",) if errors else ()))
+    return table
+
+
+@main.command()
+@click.option("--lake", "lake_dir", type=click.Path(file_okay=False, path_type=Path),
+              required=True, help="Lake directory (Delta tables).")
+@click.option("--table", "tables", multiple=True,
+              help="Table to maintain (repeatable; default: every table).")
+@click.option("--retention-hours", type=click.IntRange(min=0), default=168, show_default=True,
+              help="Vacuum deletes files no snapshot of the last N hours references.")
+@click.option("--allow-short-retention", is_flag=True,
+              help="Accept a retention below the tables' deletedFileRetentionDuration (a "
+                   "week); only when no reader can still be on an older snapshot.")
+@click.option("--no-compact", "no_compact", is_flag=True,
+              help="Only vacuum and checkpoint: safe beside a running ingest or stream.")
+def maintain(lake_dir: Path, tables: tuple[str, ...], retention_hours: int,
+             allow_short_retention: bool, no_compact: bool) -> None:
+    """Compact small files, vacuum unreferenced ones, checkpoint the Delta log of each table."""
+    from ..lake.delta import Lake
+    from ..lake.maintain import DEFAULT_RETENTION_HOURS
+    from ..lake.maintain import maintain as run
+    from ..lake.schema import table_names
+
+    known = table_names()
+    for t in tables:
+        if t not in known:
+            raise click.BadParameter(f"unknown table {t!r}; known: {', '.join(known)}",
+                                     param_hint="--table")
+    lake = Lake(lake_dir)
+    if not lake.exists("records"):
+        raise click.BadParameter(f"{lake_dir} holds no lake (no records table)",
+                                 param_hint="--lake")
+    if retention_hours < DEFAULT_RETENTION_HOURS and not allow_short_retention:
+        raise click.BadParameter(
+            f"{retention_hours} h is below Delta's default retention of "
+            f"{DEFAULT_RETENTION_HOURS} h: a reader of an older snapshot could lose its "
+            f"files; add --allow-short-retention if none can", param_hint="--retention-hours")
+    t0 = time.time()
+    results = run(lake, list(tables) or None, compact=not no_compact,
+                  retention_hours=retention_hours, enforce_retention=not allow_short_retention)
+    console = Console()
+    if not console.is_terminal:  # a scheduler's log: rich would squeeze the table to 80
+        console = Console(width=120)
+    console.print(_report(results, f"maintained {lake.root} in {time.time() - t0:.1f}s "
+                                     f"(retention {retention_hours} h)"))
+    if any(r.error for r in results):
+        raise SystemExit(1)

@@ -1,0 +1,191 @@
+"""Lake maintenance on a lake built the way scheduled runs and streams build one: a real
+metadata log ingested in several increments (a small file per table and increment, merges
+leaving tombstones), then compaction, vacuum and checkpoints. The rows must not change, nor
+the Delta transaction versions the exactly-once writes rely on, and the next increment must
+still add exactly the new records.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+from kraftlake.codec.batch import Batch, scan_batches
+from kraftlake.config import load_config
+from kraftlake.jobs.batch import app_id_for, ingest
+from kraftlake.lake.delta import Lake
+from kraftlake.lake.maintain import lake_app_ids, maintain
+from kraftlake.lake.schema import table_names
+from kraftlake.sources.files import read_cluster_id
+from tests.conftest import REAL
+
+BUSY = REAL / "nurlan-abdullazada__Docker-compose/data/kafka1"  # 188 records in 13 batches
+CUTS = (7, 12)  # the scheduled runs saw the log end before these batches (offsets 64, 131)
+STREAM_CUTS = (7, 11, 12)  # the stream's log grows to offsets 64, 71, 131, then 188
+DATA = ["records", "quarantine", "partition_changes", "topics", "brokers", "configs",
+        "partition_timeline", "partition_events", "snapshot_reconciliation",
+        "partition_current"]  # ingest_progress differs by design: one row per run
+
+
+def rows(spark, lake: Lake, name: str) -> list[str]:
+    """Sorted JSON rows of a table, every column (order-free comparison)."""
+    return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True)
+                  for r in lake.read(spark, name).collect())
+
+
+def every_row(spark, lake: Lake) -> dict[str, list[str]]:
+    return {n: rows(spark, lake, n) for n in table_names()}
+
+
+def referenced(lake: Lake, name: str) -> set[str]:
+    """Data files of the table's current snapshot, relative to the table's directory."""
+    adds = pa.table(lake.table(name).get_add_actions(flatten=True))
+    return set(adds.column("path").to_pylist())
+
+
+def files_per_partition(lake: Lake, name: str) -> Counter:
+    """Files of the current snapshot per partition directory ("" = unpartitioned)."""
+    return Counter(p.rsplit("/", 1)[0] if "/" in p else "" for p in referenced(lake, name))
+
+
+def files_on_disk(lake: Lake, name: str) -> set[str]:
+    """Data files in the table's directory, referenced or not."""
+    root = lake.path(name)
+    return {str(p.relative_to(root)) for p in root.rglob("*.parquet")
+            if "_delta_log" not in p.parts}
+
+
+def txn_versions(lake: Lake, app_id: str) -> dict[str, int | None]:
+    return {n: lake.txn_version(n, app_id) for n in table_names()}
+
+
+def has_checkpoint(lake: Lake, name: str) -> bool:
+    """The table's current version is checkpointed (`<version>.checkpoint.parquet`)."""
+    v = lake.table(name).version()
+    return (lake.path(name) / "_delta_log" / f"{v:020d}.checkpoint.parquet").is_file()
+
+
+def growing_copy(log: Path, dest: Path) -> tuple[Path, Path, bytes, list[Batch]]:
+    """A writable copy of `log`; returns (copy, its segment, the full bytes, the batches)."""
+    shutil.copytree(log, dest)
+    seg = dest / "__cluster_metadata-0" / "00000000000000000000.log"
+    seg.chmod(0o644)
+    full = seg.read_bytes()
+    return dest, seg, full, [b for b in scan_batches(full) if isinstance(b, Batch)]
+
+
+@pytest.fixture(scope="module")
+def once(spark, tmp_path_factory, cfg_factory) -> Lake:
+    """The whole log in one run: what every incremental lake must equal."""
+    path = tmp_path_factory.mktemp("once") / "lake"
+    ingest(spark, cfg_factory(path), [BUSY])
+    return Lake(path)
+
+
+def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
+        spark, tmp_path, cfg_factory, once):
+    grown, seg, full, batches = growing_copy(BUSY, tmp_path / "grown")
+    cfg = cfg_factory(tmp_path / "lake")
+    lake = Lake(cfg.lake)
+    for i in CUTS:  # scheduled runs, each on a longer log
+        seg.write_bytes(full[:batches[i].position])
+        (res,) = ingest(spark, cfg, [grown])
+        assert res.end_offset == batches[i].base_offset
+    app_id = app_id_for(read_cluster_id(seg.parent))
+    assert lake_app_ids(lake) == [app_id]
+    before = every_row(spark, lake)
+    parts_before = {n: files_per_partition(lake, n) for n in table_names()}
+    txns = txn_versions(lake, app_id)
+    assert txns["records"] == txns["ingest_progress"] == res.version == len(CUTS) - 1
+    assert sum(parts_before["records"].values()) >= len(CUTS)
+
+    # default retention: compaction and checkpoints, but nothing is old enough to vacuum
+    done = {r.table: r for r in maintain(lake)}
+    assert set(done) == set(table_names())
+    for name, r in done.items():
+        parts = files_per_partition(lake, name)
+        assert r.error is None, (name, r.error)
+        assert (r.files_before, r.files_after) == (sum(parts_before[name].values()),
+                                                   sum(parts.values())), name
+        assert set(parts) == set(parts_before[name]), name
+        assert all(n == 1 for n in parts.values()), (name, parts)  # the tables are tiny
+        if r.files_before > len(parts):
+            assert r.files_after < r.files_before, name
+        assert r.vacuumed == 0, name
+        assert has_checkpoint(lake, name), name
+        assert files_on_disk(lake, name) >= referenced(lake, name)
+    assert done["records"].files_after == 1 and done["records"].rows == 131
+    assert len(files_on_disk(lake, "records")) == done["records"].files_before + 1
+    assert every_row(spark, lake) == before
+    assert txn_versions(lake, app_id) == txns
+
+    # a short retention is refused unless asked for, then deletes every tombstoned file
+    cli = ["maintain", "--lake", str(lake.root), "--retention-hours", "0"]
+    from kraftlake.cli import main
+    refused = CliRunner().invoke(main, cli)
+    assert refused.exit_code == 2 and "--allow-short-retention" in refused.output
+    assert len(files_on_disk(lake, "records")) == done["records"].files_before + 1
+    out = CliRunner().invoke(main, [*cli, "--allow-short-retention"])
+    assert out.exit_code == 0, out.output
+    assert "partition_timeline" in out.output
+    for name in done:
+        assert files_on_disk(lake, name) == referenced(lake, name), name
+    assert every_row(spark, lake) == before
+    assert txn_versions(lake, app_id) == txns
+
+    # the next scheduled run adds exactly the new records; a re-run adds nothing
+    seg.write_bytes(full)
+    (nxt,) = ingest(spark, cfg, [grown])
+    assert (nxt.start_offset, nxt.end_offset, nxt.records) == (131, 188, 57)
+    for name in DATA:
+        assert rows(spark, lake, name) == rows(spark, once, name), name
+    versions = {n: lake.table(n).version() for n in DATA}
+    (again,) = ingest(spark, cfg, [grown])
+    assert again.version == -1
+    assert {n: lake.table(n).version() for n in DATA} == versions
+
+
+def test_the_stream_compacts_every_n_micro_batches(spark, tmp_path, cfg_factory, once):
+    """With `stream.compact_every: 2` the stream compacts and checkpoints after every second
+    micro-batch, inside its foreachBatch, and never vacuums. The micro-batch count runs on
+    across restarts (Spark's batch ids). Its tables still equal a one-shot ingest, and every
+    table's transaction version is the last micro-batch's."""
+    from kraftlake.jobs.stream import start_stream
+
+    _, seg, full, batches = growing_copy(BUSY, tmp_path / "kafka")
+    cfg = cfg_factory(tmp_path / "lake", compact_every=2)
+    seen = []
+    for end in [batches[i].position for i in STREAM_CUTS] + [len(full)]:
+        seg.write_bytes(full[:end])  # one available-now run per growth: one micro-batch
+        q = start_stream(spark, cfg, seg.parent, available_now=True, on_batch=seen.append)
+        q.awaitTermination(600)
+        assert q.exception() is None and not q.isActive
+    assert [r.end_offset for r in seen] == [64, 71, 131, 188]
+
+    lake = Lake(cfg.lake)
+    ops = [h["operation"] for h in lake.table("records").history()]
+    assert ops.count("OPTIMIZE") == 2  # after the second and the fourth micro-batch
+    assert not any(op.startswith("VACUUM") for op in ops)
+    assert sum(files_per_partition(lake, "records").values()) == 1
+    for name in table_names():
+        assert has_checkpoint(lake, name), name
+    app_id = app_id_for(read_cluster_id(seg.parent))
+    for name in ("records", "partition_timeline", "partition_current", "ingest_progress"):
+        assert lake.txn_version(name, app_id) == seen[-1].version == 3, name
+    for name in DATA:
+        assert rows(spark, lake, name) == rows(spark, once, name), name
+
+
+def test_compact_every_comes_from_the_config(tmp_path):
+    assert load_config(tmp_path / "absent.yaml").compact_every == 100
+    conf = tmp_path / "k.yaml"
+    conf.write_text("stream:\n  compact_every: 0\n")
+    assert load_config(conf).compact_every == 0
+    conf.write_text("stream:\n  compact_every: 7\n")
+    assert load_config(conf).compact_every == 7
