@@ -39,8 +39,10 @@ def latest(index: LogDirIndex, start: dict, max_offsets: int | None = None,
     reset = -1
     diverged_at = -1
     if nxt > 0 and start.get("crc", -1) >= 0:
+        # the batch holding nxt - 1 must be the one read last time (same CRC); a read may
+        # have ended inside it (max offsets), so it can hold offsets from nxt on as well
         e = index.batch_before_on_disk(nxt)
-        if e is not None and (e.crc != start["crc"] or e.last_offset != nxt - 1):
+        if e is not None and e.crc != start["crc"]:
             diverged_at = nxt  # bytes before `nxt` changed since we read them
         elif e is None and log_start is not None and log_start < nxt \
                 and index.log_end < nxt:
