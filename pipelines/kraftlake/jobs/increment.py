@@ -6,16 +6,21 @@ transaction id (app_id, version); a table that already committed that id is skip
 job killed at any instant and re-run with the same input writes exactly the missing tables.
 
 Write order matters for that argument: `partition_current` (the seed of the next increment)
-is written after everything derived from the old seed, and `ingest_progress` last.
+is written after everything derived from the old seed; `topics` after it, because the gold
+layer needs the topics alive *before* the increment, which a re-run can only read back while
+`topics` has not committed yet (once `partition_current` has, gold is not recomputed:
+its counts come back from that commit's metadata); `ingest_progress` last.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -36,9 +41,25 @@ from ..lake.delta import Lake
 from ..lake.staging import Staged, Staging
 from ..quality.record_checks import check_records
 
-ORDER = ["records", "quarantine", "partition_changes", "topics", "brokers", "configs",
+# The frames an increment reuses (decoded source, committed records, changes, fold) are kept
+# on local disk, not in the JVM heap: a first ingest of a week-long log holds ~10 million
+# rows in each, and caching them in memory ran a 4 GiB driver out of heap (the columnar cache
+# builds its buffers on the heap while it unrolls). Reading them back from local disk costs
+# little next to recomputing them (the decode is Python).
+SPILL = StorageLevel.DISK_ONLY
+
+ORDER = ["records", "quarantine", "brokers", "configs", "partition_changes",
          "partition_timeline", "partition_events", "snapshot_reconciliation",
-         "partition_current", "ingest_progress"]
+         "partition_current", "topics", "ingest_progress"]
+GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
+
+# Fault injection for the restart tests: the name of a table after whose commit an increment
+# stops, leaving the lake exactly as a job killed at that point would.
+FAIL_AFTER: str | None = None
+
+
+class InjectedFailure(RuntimeError):
+    """Raised at the FAIL_AFTER point."""
 
 
 @dataclass
@@ -111,7 +132,7 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
     if lake.committed("ingest_progress", app_id, version):
         res.skipped = list(ORDER)
         return res
-    src = src.persist()
+    src = src.persist(SPILL)
     staging = Staging(lake.root, app_id, version)
     try:
         res = _process(spark, lake, src, res, min_isr_default, snapshot_high, say, staging)
@@ -141,6 +162,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         else:
             lake.upsert(name, rows, app_id, version, **kw)
         res.commit_seconds[name] = round(time.perf_counter() - t0, 2)
+        if name == FAIL_AFTER:
+            raise InjectedFailure(f"stopped after the commit of {name}")
 
     say("decode: read and decode the source")
     bounds = src.filter((F.col("row_kind") == "record") & (F.col("source") == "log")).agg(
@@ -186,7 +209,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         rel_in = checked
     rel = relevant(rel_in)
     done, pending = committed(rel)
-    done = done.persist()
+    done = done.persist(SPILL)
     pend = pending.first()
     res.pending_txn_from = pend["pending_txn_from"] if pend else None
 
@@ -208,7 +231,6 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
                                 "deleted_offset").persist()
     changed_topics = merged.join(new_topics.select("cluster_id", "topic_id"),
                                  ["cluster_id", "topic_id"], "left_semi")
-    write("topics", changed_topics, "upsert")
     write("brokers", brokers_of(effective))
     new_cfg = configs_of(effective)
     write("configs", new_cfg)
@@ -217,11 +239,13 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     if lake.committed("partition_current", app_id, version):
         res.skipped += ["partition_changes", "partition_timeline", "partition_events",
                         "snapshot_reconciliation", "partition_current"]
+        _restore_gold_counts(res, lake.commit_metadata("partition_current", app_id, version))
     else:
         live = old_topics.filter(F.col("deleted_offset").isNull()).select(
             "cluster_id", "topic_id")
         _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_default, write,
               say, staging)
+    write("topics", changed_topics, "upsert")
     done.unpersist()
     topic_names.unpersist()
 
@@ -239,6 +263,21 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     return res
 
 
+def _gold_counts(res: IncrementResult) -> dict[str, str]:
+    """What gold wrote, kept in the `partition_current` commit for a re-run that skips gold."""
+    counts = {f"kraftlake.{k}": str(getattr(res, k)) for k in GOLD_COUNTS}
+    counts["kraftlake.event_counts"] = json.dumps(res.event_counts, sort_keys=True)
+    return counts
+
+
+def _restore_gold_counts(res: IncrementResult, meta: dict[str, str] | None) -> None:
+    if not meta:  # committed by a kraftlake that kept no counts: they stay unknown (0)
+        return
+    for k in GOLD_COUNTS:
+        setattr(res, k, int(meta.get(f"kraftlake.{k}", 0)))
+    res.event_counts = json.loads(meta.get("kraftlake.event_counts", "{}"))
+
+
 def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_default, write, say,
           staging):
     cid = res.cluster_id
@@ -246,14 +285,14 @@ def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_defau
     cur_df = _cluster(lake.read(spark, "partition_current"), cid)
     seed_keys = cur_df.select(*KEY)
     changes = partition_changes(done, seed_keys, topic_names, live).unionByName(
-        snapshot_removals(done, seed_keys), allowMissingColumns=True).persist()
+        snapshot_removals(done, seed_keys), allowMissingColumns=True).persist(SPILL)
     ch = staging.put("partition_changes", changes)
     res.changes = ch.rows
     write("partition_changes", ch)
     touched = changes.select(*KEY).distinct()
     seed = cur_df.join(touched, KEY, "left_semi")
     folded, orphans = fold(changes, seed)
-    folded = folded.persist()
+    folded = folded.persist(SPILL)
     if res.changes:
         res.orphans = orphans.count()
     tl = timeline_rows(folded, topic_names)
@@ -288,6 +327,7 @@ def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_defau
     say("current: partition_current")
     live, gone = current_rows(folded, topic_names)
     write("partition_current", live, "upsert",
-          delete_keys=gone.toArrow(), target_filter=_same_cluster(cid))
+          delete_keys=gone.toArrow(), target_filter=_same_cluster(cid),
+          metadata=_gold_counts(res))
     folded.unpersist()
     changes.unpersist()

@@ -21,6 +21,7 @@ from .schema import table_names, table_schema
 from .staging import conform, conformed_reader
 
 Rows = pa.Table | pa.RecordBatchReader
+META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"  # in every commit's info
 
 
 def _predicate(f: pads.Expression, op: str, val: object) -> pads.Expression:
@@ -72,10 +73,28 @@ class Lake:
     # ------------------------------------------------------------------ writing
 
     @staticmethod
-    def _props(app_id: str | None, version: int | None) -> CommitProperties | None:
+    def _props(app_id: str | None, version: int | None,
+               metadata: dict[str, str] | None = None) -> CommitProperties | None:
         if app_id is None:
             return None
-        return CommitProperties(app_transactions=[Transaction(app_id, int(version))])
+        meta = {META_APP: app_id, META_VERSION: str(version), **(metadata or {})}
+        return CommitProperties(app_transactions=[Transaction(app_id, int(version))],
+                                custom_metadata=meta)
+
+    def commit_metadata(self, name: str, app_id: str, version: int) -> dict[str, str] | None:
+        """The metadata written with the commit of (app_id, version) to `name`, if any.
+
+        Lets a re-run that skips an already committed table learn what that commit wrote.
+        The newest commits are searched first: the one sought is normally among them.
+        """
+        dt = self.table(name)
+        if dt is None or not self.committed(name, app_id, version):
+            return None
+        for limit in (50, None):
+            for h in dt.history(limit=limit):
+                if h.get(META_APP) == app_id and h.get(META_VERSION) == str(version):
+                    return {k: v for k, v in h.items() if isinstance(v, str)}
+        return None
 
     def ensure(self, name: str) -> None:
         """Create table `name` (empty) if it does not exist yet.
@@ -128,12 +147,14 @@ class Lake:
         return True
 
     def upsert(self, name: str, data: Rows, app_id: str, version: int,
-               delete_keys: pa.Table | None = None, target_filter: str = "") -> bool:
+               delete_keys: pa.Table | None = None, target_filter: str = "",
+               metadata: dict[str, str] | None = None) -> bool:
         """Merge rows on the table key (update or insert), once per (app_id, version).
 
         `delete_keys` (key columns only) are removed in the same commit. `target_filter`
         restricts which target rows can match (it lets delta-rs skip files by statistics).
         `data` may be a stream of batches; delta-rs merges it as a stream (`streamed_exec`).
+        `metadata` goes into the commit (see `commit_metadata`).
         """
         if self.committed(name, app_id, version):
             return False
@@ -159,7 +180,7 @@ class Lake:
         cols = {c: f"s.{c}" for c in schema.names}
         (DeltaTable(str(self.path(name)))
          .merge(source, predicate=on, source_alias="s", target_alias="t",
-                commit_properties=self._props(app_id, version))
+                commit_properties=self._props(app_id, version, metadata))
          .when_matched_delete(predicate="s._delete = true")
          .when_matched_update(updates=cols, predicate="s._delete = false")
          .when_not_matched_insert(updates=cols, predicate="s._delete = false")

@@ -1,0 +1,69 @@
+"""An increment stopped right after any of its table commits is completed exactly by a re-run.
+
+test_kill_restart.py kills real processes at random instants, which lands where it lands;
+this test visits chosen commit points deterministically (`increment.FAIL_AFTER` stops the
+increment right after that table's commit, leaving the lake as a kill there would). The
+second increment of the log deletes a topic, re-creates it under the same name and shrinks
+an ISR, so gold depends on the topics alive before the increment and on the seeds: the two
+states a re-run must not read back from its own earlier commits.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from kraftlake.codec.batch import Batch, scan_batches
+from kraftlake.codec.logfiles import records_of_batch
+from kraftlake.jobs import increment
+from kraftlake.jobs.batch import ingest
+from kraftlake.lake.delta import Lake
+from kraftlake.lake.schema import table_names
+from tests.pipeline.test_ingest import _rows
+from tests.pipeline.test_ingest_growth import _cut_copy, _recreated_topic_log
+
+TABLES = [t for t in table_names() if t != "quality_results"]
+# each point leaves a different set of tables committed (see increment.ORDER)
+POINTS = ["configs", "partition_timeline", "partition_current", "topics"]
+
+
+@pytest.fixture(scope="module")
+def setup(spark, tmp_path_factory, cfg_factory) -> dict:
+    """The grown log, a lake holding its first increment, and the clean two-run lake."""
+    base = tmp_path_factory.mktemp("restart")
+    log, _ = _recreated_topic_log(base / "log")
+    seg = log / "__cluster_metadata-0" / "00000000000000000000.log"
+    batches = [b for b in scan_batches(seg.read_bytes()) if isinstance(b, Batch)]
+    removal = next(i for i, b in enumerate(batches)
+                   if any(r.type == "RemoveTopicRecord" for r in records_of_batch(b)))
+    grown, grown_seg, full, _ = _cut_copy(log, base / "grown", removal)
+    first = base / "first"
+    ingest(spark, cfg_factory(first), [grown])
+    grown_seg.write_bytes(full)
+    clean = base / "clean"
+    shutil.copytree(first, clean)
+    (res,) = ingest(spark, cfg_factory(clean), [grown])
+    assert res.start_offset == batches[removal].base_offset
+    assert res.event_counts.get("partition_deleted") == 1
+    return {"grown": grown, "first": first, "clean": clean, "res": res}
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
+        spark, tmp_path, cfg_factory, setup, point, monkeypatch):
+    lake = tmp_path / "lake"
+    shutil.copytree(setup["first"], lake)
+    monkeypatch.setattr(increment, "FAIL_AFTER", point)
+    with pytest.raises(increment.InjectedFailure):
+        ingest(spark, cfg_factory(lake), [setup["grown"]])
+    assert Lake(lake).committed(point, "kraftlake:recreated-topic", 1)
+    assert not Lake(lake).committed("ingest_progress", "kraftlake:recreated-topic", 1)
+    monkeypatch.setattr(increment, "FAIL_AFTER", None)
+
+    (res,) = ingest(spark, cfg_factory(lake), [setup["grown"]])
+    want = setup["res"]
+    assert (res.records, res.changes, res.events, res.event_counts) == \
+        (want.records, want.changes, want.events, want.event_counts)
+    for name in TABLES:
+        assert _rows(spark, Lake(lake), name) == _rows(spark, Lake(setup["clean"]), name), name
