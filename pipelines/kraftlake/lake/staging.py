@@ -55,18 +55,22 @@ class Staged:
     """One table's new rows of one increment, as parquet files Spark wrote."""
 
     def __init__(self, path: Path, schema: TableSchema) -> None:
+        # Spark creates the directory even for no rows: a missing one means the rows went
+        # elsewhere (e.g. a path Spark spelled differently), which must not pass as "empty"
+        if not (path / "_SUCCESS").is_file():
+            raise FileNotFoundError(f"{path}: Spark wrote no staged rows here (no _SUCCESS)")
         self.path, self.schema = path, schema
-        self._ds = pads.dataset(str(path), format="parquet") if path.is_dir() else None
-        self.rows = self._ds.count_rows() if self._ds is not None else 0
+        self._ds = pads.dataset(str(path), format="parquet")
+        self.rows = self._ds.count_rows()
 
     def reader(self) -> pa.RecordBatchReader:
         """The rows as a stream of batches in the table's Arrow schema."""
-        batches = self._ds.to_batches() if self._ds is not None and self.rows else iter(())
+        batches = self._ds.to_batches() if self.rows else iter(())
         return conformed_reader(batches, self.schema.arrow)
 
     def column(self, name: str) -> pa.ChunkedArray:
         """One column, read alone (cheap: parquet is columnar)."""
-        if self._ds is None or not self.rows:
+        if not self.rows:
             return pa.chunked_array([], self.schema.arrow.field(name).type)
         return self._ds.to_table(columns=[name]).column(name)
 
@@ -74,7 +78,7 @@ class Staged:
         """The rows as a Spark DataFrame (read from the staged files, not the driver)."""
         if not self.rows:
             return spark.createDataFrame([], self.schema.spark)
-        return spark.read.schema(self.schema.spark).parquet(self.path.as_uri())
+        return spark.read.schema(self.schema.spark).parquet(str(self.path))
 
 
 class Staging:
@@ -95,7 +99,7 @@ class Staging:
         if spark.conf.get(TIMESTAMP_CONF[0]) != TIMESTAMP_CONF[1]:
             spark.conf.set(*TIMESTAMP_CONF)
         path = self.dir / name
-        df.select(*cols).write.mode("overwrite").parquet(path.as_uri())
+        df.select(*cols).write.mode("overwrite").parquet(str(path))
         return Staged(path, schema)
 
     def clear(self) -> None:
