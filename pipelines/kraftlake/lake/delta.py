@@ -164,11 +164,9 @@ class Lake:
         marked = loose.append(pa.field("_delete", pa.bool_()))
 
         def mark(batches: Iterable[pa.RecordBatch], delete: bool) -> Iterator[pa.RecordBatch]:
-            for b in batches:
-                if b.num_rows:
-                    t = conform(b, loose)
-                    flag = pa.array([delete] * t.num_rows, pa.bool_())
-                    yield from t.append_column("_delete", flag).to_batches()
+            for t in conformed_reader(batches, loose):
+                flag = pa.array([delete] * t.num_rows, pa.bool_())
+                yield t.append_column("_delete", flag)
 
         rows = data.to_batches() if isinstance(data, pa.Table) else data
         deletes = delete_keys.to_batches() if delete_keys is not None else []

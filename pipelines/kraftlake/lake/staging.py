@@ -64,9 +64,8 @@ class Staged:
         self.rows = self._ds.count_rows()
 
     def reader(self) -> pa.RecordBatchReader:
-        """The rows as a stream of batches in the table's Arrow schema."""
-        batches = self._ds.to_batches() if self.rows else iter(())
-        return conformed_reader(batches, self.schema.arrow)
+        """The rows as a stream of batches (the Lake conforms them to the table as it writes)."""
+        return self._ds.scanner().to_reader()
 
     def column(self, name: str) -> pa.ChunkedArray:
         """One column, read alone (cheap: parquet is columnar)."""
