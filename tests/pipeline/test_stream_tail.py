@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kraftlake.codec.batch import Batch, encode_batch, scan_batches
-from kraftlake.jobs.batch import DivergedLogError, ingest
+from kraftlake.jobs.batch import ingest
 from kraftlake.jobs.increment import last_progress
 from kraftlake.jobs.stream import processing_time
 from kraftlake.lake.delta import Lake
@@ -27,6 +27,7 @@ from tests.conftest import REAL
 NOMAN = REAL / "nomanazeem__Kafka-java/kafka-logs/__cluster_metadata-0"
 INDUS = REAL / "IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0"
 OGS = REAL / "ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0"
+TINY = REAL / "christseng89__RealTime_Analysis/kafka-logs"  # 600 bytes, another cluster id
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "quarantine", "topics", "brokers", "configs"]
 
@@ -175,7 +176,11 @@ def test_diverged_tail_is_reported_not_ingested_twice(spark, tmp_path, cfg_facto
     """The last ingested batches are rewritten with other bytes: the stream reports one
     `diverged` quarantine row and does not ingest those offsets again. Then the
     shared-cluster-id bug: a batch ingest of another log with the same cluster id into that
-    lake is refused and changes nothing."""
+    lake is refused, its divergence (with the input's bytes) is kept in `quarantine` once,
+    no other table changes, and the other input of the same run is ingested."""
+    from click.testing import CliRunner
+
+    from kraftlake.cli import main
     from kraftlake.jobs.stream import start_stream
 
     cid = "5L6g3nShT-eMCtK--X86sw"  # the apache/kafka image default, as in both fixtures
@@ -199,11 +204,31 @@ def test_diverged_tail_is_reported_not_ingested_twice(spark, tmp_path, cfg_facto
     assert [(d.offset, d.end_offset) for d in div] == [(end1, end1)]
     recs = slake.read(spark, "records").filter("source = 'log'")
     assert recs.count() == recs.select("offset").distinct().count() == end2
+    before = {n: slake.read(spark, n).filter(f"cluster_id = '{cid}'").count() for n in TABLES}
+    before["quarantine"] += 1  # the refusal
 
-    before = {n: slake.table(n).version() for n in TABLES}
-    with pytest.raises(DivergedLogError, match="same cluster id"):
-        ingest(spark, cfg, [INDUS])
-    assert {n: slake.table(n).version() for n in TABLES} == before
+    results = ingest(spark, cfg, [INDUS, TINY])  # TINY: another cluster, in the same run
+    assert [r.cluster_id for r in results] == [cid, "NfneYjE3SpS3Orx0jFuqGA"]
+    assert "same cluster id" in results[0].refused and results[0].records == 0
+    assert results[1].refused is None and results[1].records > 0
+    for name in TABLES:  # nothing of the refused log reached any table but quarantine
+        rows = slake.read(spark, name).filter(f"cluster_id = '{cid}'")
+        assert rows.count() == before[name], name
+
+    def refusals():
+        return slake.read(spark, "quarantine").filter(
+            f"kind = 'diverged' AND cluster_id = '{cid}' AND source_file LIKE '%IndusWargods%'"
+        ).collect()
+
+    (ref,) = refusals()
+    with open(ref.source_file, "rb") as fh:  # the input's batch at the differing offset
+        fh.seek(ref.byte_position)
+        assert ref.raw == fh.read(len(ref.raw)) and len(ref.raw) > 61
+    assert "same cluster id" in ref.reason and 0 <= ref.offset < end2
+
+    out = CliRunner().invoke(main, ["ingest", str(INDUS), "--lake", str(cfg.lake)])
+    assert out.exit_code == 1 and "refused" in out.output
+    assert len(refusals()) == 1  # the re-run merged onto the same row
 
 
 @pytest.mark.parametrize(("given", "spark_form"), [

@@ -28,9 +28,11 @@ def spark_options(f):
 def ingest(sources: tuple[Path, ...], lake: Path | None, cluster_id: str | None,
            master: str | None, conf_file: str | None) -> None:
     """Ingest __cluster_metadata-0 directories or kafka-dump-log texts (new records only)
-    into the Delta lake; a text needs --cluster-id."""
+    into the Delta lake; a text needs --cluster-id.
+
+    Exit status 1 when an input was refused (it diverges from what the lake holds for its
+    cluster id; the other inputs are ingested), 2 when the command could not start."""
     from ..config import load_config
-    from ..jobs.batch import DivergedLogError
     from ..jobs.batch import ingest as run
     from ..spark import get_spark
 
@@ -44,7 +46,7 @@ def ingest(sources: tuple[Path, ...], lake: Path | None, cluster_id: str | None,
         try:
             results = run(spark, cfg, list(sources), cluster_id,
                           log=lambda m: progress.update(task, description=m))
-        except (DivergedLogError, ValueError) as exc:  # refused input: say why, change nothing
+        except ValueError as exc:  # e.g. no cluster id for an input: say why, change nothing
             progress.stop()
             console.print(f"[red]refused:[/red] {exc}")
             raise SystemExit(2) from None
@@ -54,7 +56,7 @@ def ingest(sources: tuple[Path, ...], lake: Path | None, cluster_id: str | None,
         table.add_column(col)
     for r in results:
         if r.version < 0:
-            table.add_row(r.cluster_id, "nothing new", *["0"] * 8)
+            table.add_row(r.cluster_id, "refused" if r.refused else "nothing new", *["0"] * 8)
             continue
         table.add_row(r.cluster_id, f"{r.start_offset}..{r.end_offset}", str(r.records),
                       str(r.quarantined), str(r.changes), str(r.timeline), str(r.events),
@@ -62,9 +64,14 @@ def ingest(sources: tuple[Path, ...], lake: Path | None, cluster_id: str | None,
                       str(r.orphans))
     Console().print(table)
     for r in results:
+        if r.refused:
+            console.print(f"[red]refused:[/red] {r.refused} (kept in `quarantine`, kind "
+                          f"'diverged')")
         if r.quarantined:
             console.print(f"[yellow]{r.cluster_id}: {r.quarantined} quarantined item(s); "
                           f"see table `quarantine`")
         if r.pending_txn_from is not None:
             console.print(f"{r.cluster_id}: metadata transaction open since offset "
                           f"{r.pending_txn_from}; its records are published when it ends")
+    if any(r.refused for r in results):
+        raise SystemExit(1)

@@ -11,13 +11,16 @@ Before reading on from where the lake stopped, the records the lake already hold
 last ingested batch are compared with what the input has at those offsets (`check_tail`).
 Two clusters can share a cluster id (the apache/kafka image's default one): without that
 comparison the second would be read on from the first one's end offset and appended under
-the same cluster as if it were its continuation. A mismatch refuses the input instead.
+the same cluster as if it were its continuation. A mismatch refuses that input: nothing of
+it is ingested, a `diverged` row in `quarantine` keeps the reason and the input's bytes at
+the offset that differs, and the run goes on with its other sources.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,8 +39,37 @@ from ..sources.plan import FRESH, latest, offset_dict
 from .increment import IncrementResult, last_progress, process_increment
 
 
+@dataclass(frozen=True)
+class Divergence:
+    """Where an input disagrees with what the lake ingested for its cluster id: the
+    evidence a `diverged` quarantine row keeps (`raw` = the input's batch at `offset`)."""
+
+    cluster_id: str
+    source_file: str
+    offset: int
+    reason: str
+    byte_position: int = -1
+    raw: bytes | None = None
+
+
 class DivergedLogError(ValueError):
     """The input disagrees with what the lake already ingested for its cluster id."""
+
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(divergence.reason)
+        self.divergence = divergence
+
+
+def quarantine_refusal(lake: Lake, d: Divergence) -> None:
+    """Keep a refused input's divergence in `quarantine` (once: a re-run of the same refused
+    input merges onto the same key, so the row is not repeated)."""
+    app_id = f"kraftlake-refusals:{d.cluster_id}"
+    last = lake.txn_version("quarantine", app_id)
+    row = pa.table({"cluster_id": [d.cluster_id], "source_file": [d.source_file],
+                    "byte_position": [d.byte_position], "offset": [d.offset],
+                    "end_offset": pa.nulls(1, pa.int64()), "kind": ["diverged"],
+                    "reason": [d.reason], "raw": pa.array([d.raw], pa.binary())})
+    lake.upsert("quarantine", row, app_id, 0 if last is None else last + 1)
 
 
 def app_id_for(cluster_id: str) -> str:
@@ -83,7 +115,8 @@ def _mismatch(lake_rows: list[dict], now: dict[int, tuple]) -> int | None:
     return None
 
 
-def check_tail(lake: Lake, cluster_id: str, log_dir: Path, end_offset: int) -> str | None:
+def check_tail(lake: Lake, cluster_id: str, log_dir: Path,
+               end_offset: int) -> Divergence | None:
     """Why `log_dir` cannot continue the lake's cluster at `end_offset` (None if it can).
 
     The batch holding `end_offset - 1` is read from the input and its records compared
@@ -102,9 +135,10 @@ def check_tail(lake: Lake, cluster_id: str, log_dir: Path, end_offset: int) -> s
         return None
     e = index.batch_before(end_offset)
     if e is None:
-        return (f"{log_dir}: the lake already holds cluster {cluster_id} up to offset "
-                f"{end_offset - 1}, but this log ends at offset {index.log_end - 1}: it is "
-                f"another log with the same cluster id (or a truncated one)")
+        return Divergence(cluster_id, str(log_dir), index.log_end, (
+            f"{log_dir}: the lake already holds cluster {cluster_id} up to offset "
+            f"{end_offset - 1}, but this log ends at offset {index.log_end - 1}: it is "
+            f"another log with the same cluster id (or a truncated one)"))
     seg = next(s for s in index.ordered() if e in s.entries)
     with open(seg.path, "rb") as fh:
         fh.seek(e.position)
@@ -117,17 +151,11 @@ def check_tail(lake: Lake, cluster_id: str, log_dir: Path, end_offset: int) -> s
     bad = _mismatch(rows, now)
     if bad is None:
         return None
-    return (f"{log_dir}: offset {bad} differs from what the lake ingested for cluster "
-            f"{cluster_id} (epoch, timestamp or bytes): this is another log with the same "
-            f"cluster id, or its tail diverged; refusing to append it. Ingest it into "
-            f"another lake or pass a distinct --cluster-id.")
-
-
-def _refuse_if_diverged(lake: Lake, cluster_id: str, log_dir: Path, prev: dict | None) -> None:
-    if prev is not None and prev.get("end_offset"):
-        why = check_tail(lake, cluster_id, log_dir, int(prev["end_offset"]))
-        if why:
-            raise DivergedLogError(why)
+    return Divergence(cluster_id, str(seg.path), bad, (
+        f"{log_dir}: offset {bad} differs from what the lake ingested for cluster "
+        f"{cluster_id} (epoch, timestamp or bytes): this is another log with the same "
+        f"cluster id, or its tail diverged; refusing to append it. Ingest it into "
+        f"another lake or pass a distinct --cluster-id."), e.position, buf)
 
 
 def _plan_file(lake: Lake, app_id: str, version: int) -> Path:
@@ -147,7 +175,10 @@ def next_range(lake: Lake, app_id: str, log_dir: Path) -> tuple[int, dict, dict]
     if prev is None:
         start = offset_dict(FRESH)
     else:
-        _refuse_if_diverged(lake, cid, log_dir, prev)
+        if prev.get("end_offset"):
+            d = check_tail(lake, cid, log_dir, int(prev["end_offset"]))
+            if d is not None:
+                raise DivergedLogError(d)
         start = offset_dict(prev["end_offset"], prev["snapshot_high"]
                             if prev["snapshot_high"] is not None else -1)
         start["crc"] = -1  # checked above against the lake's own rows
@@ -165,18 +196,34 @@ def next_range(lake: Lake, app_id: str, log_dir: Path) -> tuple[int, dict, dict]
 def ingest(spark: SparkSession, cfg: Config, sources: list[Path], cluster_id: str | None = None,
            log: Callable[[str], None] | None = None) -> list[IncrementResult]:
     """Ingest every `__cluster_metadata-0` found in `sources`, and every kafka-dump-log text
-    among them (cluster id required), into the lake of `cfg`."""
+    among them (cluster id required), into the lake of `cfg`.
+
+    An input that diverges from what the lake holds for its cluster id is refused (its
+    result has `refused` set, its divergence is in `quarantine`) and the others go on.
+    """
     lake = Lake(cfg.lake)
     lake.ensure_all()
     say = log or (lambda _m: None)
     results = []
+
+    def guarded(job: Callable[[], IncrementResult]) -> IncrementResult:
+        try:
+            return job()
+        except DivergedLogError as exc:
+            d = exc.divergence
+            quarantine_refusal(lake, d)
+            say(f"refused: {d.reason}")
+            return IncrementResult(d.cluster_id, app_id_for(d.cluster_id), -1, refused=d.reason)
+
     for src in sources:
         src = Path(src)
         if src.is_file() and looks_like_dump_log(src):
-            results.append(_ingest_text(spark, lake, cfg, src, cluster_id or cfg.cluster_id, say))
+            results.append(guarded(lambda s=src: _ingest_text(
+                spark, lake, cfg, s, cluster_id or cfg.cluster_id, say)))
             continue
         for d in find_log_dirs(src):
-            results.append(_ingest_dir(spark, lake, cfg, d, cluster_id, say))
+            results.append(guarded(lambda d=d: _ingest_dir(
+                spark, lake, cfg, d, cluster_id, say)))
     return results
 
 
@@ -217,10 +264,10 @@ def _text_tail_check(lake: Lake, cid: str, text: pa.Table, prev: dict, path: Pat
         return  # the text starts after what the lake holds: nothing to compare
     bad = _mismatch(rows, now)
     if bad is not None:
-        raise DivergedLogError(
+        raise DivergedLogError(Divergence(cid, str(path), bad, (
             f"{path}: offset {bad} differs from what the lake ingested for cluster {cid}: "
             f"this dump is of another log with the same cluster id (or a diverged tail); "
-            f"refusing to append it")
+            f"refusing to append it")))
 
 
 def _ingest_text(spark: SparkSession, lake: Lake, cfg: Config, path: Path,

@@ -28,7 +28,7 @@ from ..lake.delta import Lake
 from ..lake.maintain import maintain
 from ..sources.files import find_log_dirs, read_cluster_id
 from ..sources.plan import FRESH, offset_dict
-from .batch import DivergedLogError, app_id_for, check_tail
+from .batch import DivergedLogError, app_id_for, check_tail, quarantine_refusal
 from .increment import IncrementResult, last_progress, process_increment
 
 _UNITS = {"ms": "milliseconds", "s": "seconds", "sec": "seconds", "m": "minutes",
@@ -56,16 +56,18 @@ def _state(lake: Lake, app_id: str, checkpoint: Path, log_dir: Path) -> dict:
 
     Starting after a batch ingest (or another stream) of the same cluster id, the input's
     bytes at the last ingested offsets must be the ones the lake holds; otherwise this is
-    another log that happens to share the cluster id, and it is refused.
+    another log that happens to share the cluster id: it is refused, and the divergence
+    kept in `quarantine`.
     """
     f = checkpoint / "kraftlake.json"
     if f.is_file():
         return json.loads(f.read_text())
     prev = last_progress(lake, app_id)
     if prev is not None and prev.get("end_offset"):
-        why = check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]))
-        if why:
-            raise DivergedLogError(why)
+        d = check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]))
+        if d is not None:
+            quarantine_refusal(lake, d)
+            raise DivergedLogError(d)
     if prev is None:
         start = offset_dict(FRESH)
         base = 0
@@ -108,10 +110,13 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
         version = st["base_version"] + batch_id
         res = process_increment(spark, lake, batch, cid, app_id, version,
                                 min_isr_default=cfg.min_insync_replicas_default)
+        if cfg.compact_every > 0 and (batch_id + 1) % cfg.compact_every == 0:
+            # a table whose compaction lost a commit conflict (someone else compacted or
+            # wrote it meanwhile) is left as it was and compacted next time: reported only
+            res.maintenance_errors = [f"{m.table}: {m.error}"
+                                      for m in maintain(lake, vacuum=False) if m.error]
         if on_batch is not None:
             on_batch(res)
-        if cfg.compact_every > 0 and (batch_id + 1) % cfg.compact_every == 0:
-            maintain(lake, vacuum=False)
 
     w = df.writeStream.foreachBatch(each).option("checkpointLocation", str(ck / "spark"))
     w = w.trigger(availableNow=True) if available_now else w.trigger(processingTime=interval)
