@@ -167,6 +167,7 @@ def test_the_stream_compacts_every_n_micro_batches(spark, tmp_path, cfg_factory,
         q.awaitTermination(600)
         assert q.exception() is None and not q.isActive
     assert [r.end_offset for r in seen] == [64, 71, 131, 188]
+    assert [r.maintenance_errors for r in seen] == [[]] * 4
 
     lake = Lake(cfg.lake)
     ops = [h["operation"] for h in lake.table("records").history()]

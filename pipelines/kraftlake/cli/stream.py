@@ -40,6 +40,8 @@ def stream(source: Path, lake: Path | None, cluster_id: str | None, trigger: str
                           f"{r.records} records, {r.changes} changes, {r.events} events"
                           + (f" ({ev})" if ev else "")
                           + (f", {r.quarantined} quarantined" if r.quarantined else ""))
+        for err in r.maintenance_errors:
+            console.print(f"[yellow]compaction skipped, retried later:[/yellow] {err}")
 
     from ..jobs.batch import DivergedLogError
 
