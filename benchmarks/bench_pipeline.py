@@ -5,6 +5,9 @@ visible event.
     .venv/bin/python benchmarks/bench_pipeline.py                        # mixed, 6 simulated hours
     .venv/bin/python benchmarks/bench_pipeline.py --scenario large       # the issue's scale
     .venv/bin/python benchmarks/bench_pipeline.py --cluster /tmp/large   # an already simulated dir
+    .venv/bin/python benchmarks/bench_pipeline.py --cluster /tmp/large --work /tmp/b
+        # keeps the lakes in /tmp/b; run again with the same --work to re-measure steps 2 and
+        # 3 (e.g. after a code change) without the first ingest
 
 Prints figures; asserts nothing.
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import shutil
 import statistics
 import subprocess
@@ -198,7 +202,9 @@ def increments(spark, cfg, log_copy: Path, tails: list[bytes]) -> list[float]:  
         t = time.perf_counter()
         res = ingest(spark, cfg, [log_copy])
         took.append(time.perf_counter() - t)
-        print(f"    increment of {sum(r.records for r in res):,} records: {took[-1]:.1f} s")
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in res[0].stage_seconds.items())
+        print(f"    increment of {sum(r.records for r in res):,} records: {took[-1]:.1f} s "
+              f"({stages})")
     return took
 
 
@@ -242,6 +248,53 @@ def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
         proc.wait()
 
 
+LOGS_AND_LAKES = ("history-log", "snapshot-log", "history-lake", "snapshot-lake")
+
+
+def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory, spark) -> dict:  # type: ignore[no-untyped-def]
+    """Step 1: the cut log, its snapshot copy and both lakes, saved under `tmp/base` with
+    the tails, so that a later run with the same --work only restores them."""
+    tail_bytes, offsets = cut_copy(cluster, tmp / "history-log", tails)
+    snap = snapshot_copy(tmp / "history-log", tmp / "snapshot-log")
+    print(f"1. batch ingest of {cluster.name} up to offset {offsets[0]:,}")
+    t = time.perf_counter()
+    r = ingest(spark, load_config(lake=str(tmp / "history-lake")), [tmp / "history-log"])[0]
+    wall = time.perf_counter() - t
+    print(f"  {r.records:,} records, {r.changes:,} changes, {r.timeline:,} timeline rows, "
+          f"{r.events:,} events in {wall:.1f} s wall = {r.records / wall:,.0f} records/s")
+    stage_rows = {"decode": r.records, "bronze": r.records, "silver": r.records,
+                  "fold": r.timeline, "detect": r.events, "current": r.timeline}
+    for name, secs in r.stage_seconds.items():
+        n = stage_rows.get(name)
+        rate = f"{n / secs:>10,.0f} rows/s" if n and secs else ""
+        print(f"  stage {name:<10} {secs:8.1f} s {rate}")
+    print("  of which Delta commits: " + ", ".join(
+        f"{k} {v:.1f} s" for k, v in r.commit_seconds.items() if v >= 0.05))
+    print(f"  peak resident memory (driver, Spark JVM, workers): {memory.take():.1f} GiB")
+    t = time.perf_counter()
+    ingest(spark, load_config(lake=str(tmp / "snapshot-lake")), [tmp / "snapshot-log"])
+    print(f"  snapshot lake: from snapshot {snap:,}, built in {time.perf_counter() - t:.1f} s")
+    base = tmp / "base"
+    for name in LOGS_AND_LAKES:
+        shutil.copytree(tmp / name, base / name)
+    for i, b in enumerate(tail_bytes):
+        (base / f"tail-{i:03d}.bin").write_bytes(b)
+    setup = {"offsets": offsets, "snap": snap, "cluster_id": r.cluster_id, "tails": tails}
+    (base / "setup.json").write_text(json.dumps(setup))
+    return setup
+
+
+def restore(tmp: Path) -> tuple[dict, list[bytes]]:
+    """The logs and lakes as `build` left them (before any increment), and the tails."""
+    base = tmp / "base"
+    setup = json.loads((base / "setup.json").read_text())
+    for name in LOGS_AND_LAKES:
+        shutil.rmtree(tmp / name, ignore_errors=True)
+        shutil.copytree(base / name, tmp / name)
+    tails = [(base / f"tail-{i:03d}.bin").read_bytes() for i in range(setup["tails"])]
+    return setup, tails
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", default="mixed")
@@ -252,50 +305,40 @@ def main() -> None:
     ap.add_argument("--appends", type=int, default=3, help="stream appends (0 = no stream)")
     ap.add_argument("--pad-history", type=int, default=0, metavar="ROWS",
                     help="add ROWS closed timeline states (deleted topics) to the history lake")
-    ap.add_argument("--work", type=Path, help="keep the lakes here (default: a temp dir)")
+    ap.add_argument("--work", type=Path, help="keep the lakes here (default: a temp dir); a "
+                    "later run with the same --work reuses them (step 1 is skipped)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = args.work or Path(tmp_s)
         tmp.mkdir(parents=True, exist_ok=True)
-        if args.cluster:
-            cluster = args.cluster
-        else:
-            hours = None if args.scenario == "large" else args.hours
-            cluster = simulate(tmp / "cluster", args.scenario, hours, args.seed)
         n_inc, n_app = args.increments, args.appends
-        tails, offsets = cut_copy(cluster, tmp / "history-log", n_inc + n_app)
-        snap = snapshot_copy(tmp / "history-log", tmp / "snapshot-log")
         memory = PeakMemory()
         spark = get_spark(load_config())
         spark.sparkContext.setLogLevel("ERROR")
-
-        print(f"1. batch ingest of {cluster.name} up to offset {offsets[0]:,}")
+        if (tmp / "base" / "setup.json").is_file():
+            print(f"1. reusing the lakes built earlier in {tmp / 'base'}")
+        else:
+            if args.cluster:
+                cluster = args.cluster
+            else:
+                hours = None if args.scenario == "large" else args.hours
+                cluster = simulate(tmp / "cluster", args.scenario, hours, args.seed)
+            build(tmp, cluster, n_inc + n_app, memory, spark)
+        setup, tails = restore(tmp)
+        if len(tails) < n_inc + n_app:
+            raise SystemExit(f"{tmp / 'base'} holds {len(tails)} tails; fewer increments "
+                             f"and appends, or a new --work")
+        offsets, snap = setup["offsets"], setup["snap"]
         hist_cfg = load_config(lake=str(tmp / "history-lake"))
-        t = time.perf_counter()
-        r = ingest(spark, hist_cfg, [tmp / "history-log"])[0]
-        wall = time.perf_counter() - t
-        print(f"  {r.records:,} records, {r.changes:,} changes, {r.timeline:,} timeline rows, "
-              f"{r.events:,} events in {wall:.1f} s wall = {r.records / wall:,.0f} records/s")
-        stage_rows = {"decode": r.records, "bronze": r.records, "silver": r.records,
-                      "fold": r.timeline, "detect": r.events, "current": r.timeline}
-        for name, secs in r.stage_seconds.items():
-            n = stage_rows.get(name)
-            rate = f"{n / secs:>10,.0f} rows/s" if n and secs else ""
-            print(f"  stage {name:<10} {secs:8.1f} s {rate}")
-        print("  of which Delta commits: " + ", ".join(
-            f"{k} {v:.1f} s" for k, v in r.commit_seconds.items() if v >= 0.05))
-        print(f"  peak resident memory (driver, Spark JVM, workers): {memory.take():.1f} GiB")
+        snap_cfg = load_config(lake=str(tmp / "snapshot-lake"))
 
         print(f"2. cost of a ~{TAIL_RECORDS:,}-record increment")
-        snap_cfg = load_config(lake=str(tmp / "snapshot-lake"))
-        t = time.perf_counter()
-        ingest(spark, snap_cfg, [tmp / "snapshot-log"])
-        print(f"  snapshot lake: from snapshot {snap:,}, built in {time.perf_counter() - t:.1f} s,"
-              f" {rows(Lake(snap_cfg.lake), 'partition_timeline'):,} timeline rows")
+        print(f"  snapshot lake (from snapshot {snap:,}): "
+              f"{rows(Lake(snap_cfg.lake), 'partition_timeline'):,} timeline rows")
         small = increments(spark, snap_cfg, tmp / "snapshot-log", tails[:n_inc])
         if args.pad_history:
             t = time.perf_counter()
-            pad_history(Lake(hist_cfg.lake), r.cluster_id, args.pad_history)
+            pad_history(Lake(hist_cfg.lake), setup["cluster_id"], args.pad_history)
             print(f"  history lake padded with {args.pad_history:,} closed states of deleted "
                   f"topics in {time.perf_counter() - t:.1f} s")
         print(f"  history lake: {rows(Lake(hist_cfg.lake), 'partition_timeline'):,} "
