@@ -251,7 +251,8 @@ def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
 LOGS_AND_LAKES = ("history-log", "snapshot-log", "history-lake", "snapshot-lake")
 
 
-def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory, spark) -> dict:  # type: ignore[no-untyped-def]
+def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory,
+          spark) -> tuple[dict, list[bytes]]:  # type: ignore[no-untyped-def]
     """Step 1: the cut log, its snapshot copy and both lakes, saved under `tmp/base` with
     the tails, so that a later run with the same --work only restores them."""
     tail_bytes, offsets = cut_copy(cluster, tmp / "history-log", tails)
@@ -281,7 +282,7 @@ def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory, spark) -> di
         (base / f"tail-{i:03d}.bin").write_bytes(b)
     setup = {"offsets": offsets, "snap": snap, "cluster_id": r.cluster_id, "tails": tails}
     (base / "setup.json").write_text(json.dumps(setup))
-    return setup
+    return setup, tail_bytes
 
 
 def restore(tmp: Path) -> tuple[dict, list[bytes]]:
@@ -317,14 +318,14 @@ def main() -> None:
         spark.sparkContext.setLogLevel("ERROR")
         if (tmp / "base" / "setup.json").is_file():
             print(f"1. reusing the lakes built earlier in {tmp / 'base'}")
+            setup, tails = restore(tmp)
         else:
             if args.cluster:
                 cluster = args.cluster
             else:
                 hours = None if args.scenario == "large" else args.hours
                 cluster = simulate(tmp / "cluster", args.scenario, hours, args.seed)
-            build(tmp, cluster, n_inc + n_app, memory, spark)
-        setup, tails = restore(tmp)
+            setup, tails = build(tmp, cluster, n_inc + n_app, memory, spark)
         if len(tails) < n_inc + n_app:
             raise SystemExit(f"{tmp / 'base'} holds {len(tails)} tails; fewer increments "
                              f"and appends, or a new --work")

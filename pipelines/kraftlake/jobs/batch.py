@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,9 +61,11 @@ class DivergedLogError(ValueError):
         self.divergence = divergence
 
 
-def quarantine_refusal(lake: Lake, d: Divergence) -> None:
-    """Keep a refused input's divergence in `quarantine` (once: a re-run of the same refused
-    input merges onto the same key, so the row is not repeated)."""
+def _refuse(lake: Lake, d: Divergence) -> NoReturn:
+    """Keep a refused input's divergence in `quarantine`, then refuse it.
+
+    The row is merged on its key, so refusing the same input again does not repeat it.
+    """
     app_id = f"kraftlake-refusals:{d.cluster_id}"
     last = lake.txn_version("quarantine", app_id)
     row = pa.table({"cluster_id": [d.cluster_id], "source_file": [d.source_file],
@@ -70,6 +73,7 @@ def quarantine_refusal(lake: Lake, d: Divergence) -> None:
                     "end_offset": pa.nulls(1, pa.int64()), "kind": ["diverged"],
                     "reason": [d.reason], "raw": pa.array([d.raw], pa.binary())})
     lake.upsert("quarantine", row, app_id, 0 if last is None else last + 1)
+    raise DivergedLogError(d)
 
 
 def app_id_for(cluster_id: str) -> str:
@@ -158,6 +162,15 @@ def check_tail(lake: Lake, cluster_id: str, log_dir: Path,
         f"another lake or pass a distinct --cluster-id."), e.position, buf)
 
 
+def refuse_if_diverged(lake: Lake, log_dir: Path, prev: dict) -> None:
+    """Refuse `log_dir` (`DivergedLogError`, the divergence kept in `quarantine`) unless it
+    continues what the lake holds after increment `prev` of its cluster."""
+    if prev.get("end_offset"):
+        d = check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]))
+        if d is not None:
+            _refuse(lake, d)
+
+
 def _plan_file(lake: Lake, app_id: str, version: int) -> Path:
     safe = app_id.replace(":", "_").replace("/", "_")
     return lake.root / "_kraftlake" / "plans" / safe / f"{version:012d}.json"
@@ -171,14 +184,10 @@ def next_range(lake: Lake, app_id: str, log_dir: Path) -> tuple[int, dict, dict]
     if pf.is_file():  # a killed run: do exactly what it planned
         plan = json.loads(pf.read_text())
         return version, plan["start"], plan["end"]
-    cid = prev["cluster_id"] if prev else None
     if prev is None:
         start = offset_dict(FRESH)
     else:
-        if prev.get("end_offset"):
-            d = check_tail(lake, cid, log_dir, int(prev["end_offset"]))
-            if d is not None:
-                raise DivergedLogError(d)
+        refuse_if_diverged(lake, log_dir, prev)
         start = offset_dict(prev["end_offset"], prev["snapshot_high"]
                             if prev["snapshot_high"] is not None else -1)
         start["crc"] = -1  # checked above against the lake's own rows
@@ -209,9 +218,8 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[Path], cluster_id: st
     def guarded(job: Callable[[], IncrementResult]) -> IncrementResult:
         try:
             return job()
-        except DivergedLogError as exc:
+        except DivergedLogError as exc:  # already kept in quarantine
             d = exc.divergence
-            quarantine_refusal(lake, d)
             say(f"refused: {d.reason}")
             return IncrementResult(d.cluster_id, app_id_for(d.cluster_id), -1, refused=d.reason)
 
@@ -264,7 +272,7 @@ def _text_tail_check(lake: Lake, cid: str, text: pa.Table, prev: dict, path: Pat
         return  # the text starts after what the lake holds: nothing to compare
     bad = _mismatch(rows, now)
     if bad is not None:
-        raise DivergedLogError(Divergence(cid, str(path), bad, (
+        _refuse(lake, Divergence(cid, str(path), bad, (
             f"{path}: offset {bad} differs from what the lake ingested for cluster {cid}: "
             f"this dump is of another log with the same cluster id (or a diverged tail); "
             f"refusing to append it")))

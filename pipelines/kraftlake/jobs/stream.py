@@ -28,7 +28,7 @@ from ..lake.delta import Lake
 from ..lake.maintain import maintain
 from ..sources.files import find_log_dirs, read_cluster_id
 from ..sources.plan import FRESH, offset_dict
-from .batch import DivergedLogError, app_id_for, check_tail, quarantine_refusal
+from .batch import app_id_for, refuse_if_diverged
 from .increment import IncrementResult, last_progress, process_increment
 
 _UNITS = {"ms": "milliseconds", "s": "seconds", "sec": "seconds", "m": "minutes",
@@ -63,11 +63,8 @@ def _state(lake: Lake, app_id: str, checkpoint: Path, log_dir: Path) -> dict:
     if f.is_file():
         return json.loads(f.read_text())
     prev = last_progress(lake, app_id)
-    if prev is not None and prev.get("end_offset"):
-        d = check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]))
-        if d is not None:
-            quarantine_refusal(lake, d)
-            raise DivergedLogError(d)
+    if prev is not None:
+        refuse_if_diverged(lake, log_dir, prev)
     if prev is None:
         start = offset_dict(FRESH)
         base = 0
