@@ -41,11 +41,11 @@ from ..lake.delta import Lake
 from ..lake.staging import Staged, Staging
 from ..quality.record_checks import check_records
 
-# The frames an increment reuses (decoded source, committed records, changes, fold) are kept
-# on local disk, not in the JVM heap: a first ingest of a week-long log holds ~10 million
-# rows in each, and caching them in memory ran a 4 GiB driver out of heap (the columnar cache
-# builds its buffers on the heap while it unrolls). Reading them back from local disk costs
-# little next to recomputing them (the decode is Python).
+# The decoded source is reused by every stage; it is kept on local disk, not in the JVM heap:
+# a first ingest of a week-long log holds ~10 million rows, and caching them in memory ran a
+# 4 GiB driver out of heap (the columnar cache builds its buffers on the heap while it
+# unrolls). Reading them back from local disk costs little next to decoding again (Python).
+# The frames derived from it are staged as files instead (`Staging.frame`).
 SPILL = StorageLevel.DISK_ONLY
 
 ORDER = ["records", "quarantine", "brokers", "configs", "partition_changes",
@@ -211,7 +211,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         rel_in = checked
     rel = relevant(rel_in)
     done, pending = committed(rel)
-    done = done.persist(SPILL)
+    done = staging.frame("committed", done)
     pend = pending.first()
     res.pending_txn_from = pend["pending_txn_from"] if pend else None
 
@@ -229,8 +229,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
                         ["deleted_offset", "deleted_ts"]]))
     # deleted_offset too: a topic deleted by an earlier increment and re-created under the
     # same name must not inherit the old topic's configs (detect.events.context_at)
-    topic_names = merged.select("cluster_id", "topic_id", "topic_name",
-                                "deleted_offset").persist()
+    topic_names = staging.frame("topic_names", merged.select(
+        "cluster_id", "topic_id", "topic_name", "deleted_offset"))
     changed_topics = merged.join(new_topics.select("cluster_id", "topic_id"),
                                  ["cluster_id", "topic_id"], "left_semi")
     write("brokers", brokers_of(effective))
@@ -248,8 +248,6 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_default, write,
               say, staging)
     write("topics", changed_topics, "upsert")
-    done.unpersist()
-    topic_names.unpersist()
 
     say("progress: ingest_progress")
     prog = pa.table({
@@ -286,15 +284,16 @@ def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_defau
     say("fold: partition timeline")
     cur_df = _cluster(lake.read(spark, "partition_current"), cid)
     seed_keys = cur_df.select(*KEY)
-    changes = partition_changes(done, seed_keys, topic_names, live).unionByName(
-        snapshot_removals(done, seed_keys), allowMissingColumns=True).persist(SPILL)
+    changes = staging.frame("changes", partition_changes(
+        done, seed_keys, topic_names, live).unionByName(
+        snapshot_removals(done, seed_keys), allowMissingColumns=True))
     ch = staging.put("partition_changes", changes)
     res.changes = ch.rows
     write("partition_changes", ch)
     touched = changes.select(*KEY).distinct()
     seed = cur_df.join(touched, KEY, "left_semi")
     folded, orphans = fold(changes, seed)
-    folded = folded.persist(SPILL)
+    folded = staging.frame("folded", folded)
     if res.changes:
         res.orphans = orphans.count()
     tl = timeline_rows(folded, topic_names)
@@ -331,5 +330,3 @@ def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_defau
     write("partition_current", live, "upsert",
           delete_keys=gone.toArrow(), target_filter=_same_cluster(cid),
           metadata=_gold_counts(res))
-    folded.unpersist()
-    changes.unpersist()

@@ -8,6 +8,10 @@ tasks write each table's new rows as parquet into a per-increment staging direct
 stream of record batches: the driver holds one batch at a time, and each table still gets
 exactly one Delta commit per (app id, version), so the exactly-once argument is unchanged.
 
+The intermediate frames an increment reuses (committed records, changes, the fold) are kept the
+same way (`Staging.frame`), read back as a plain parquet scan, rather than `persist()`ed: see
+`Staging.frame` for why.
+
 A killed run leaves its staging directory behind; the re-run overwrites it (the rows are a
 function of the planned input, so they are the same rows) and removes it when done.
 """
@@ -49,6 +53,13 @@ def conformed_reader(batches: Iterator[pa.RecordBatch] | pa.RecordBatchReader,
             if b.num_rows:
                 yield from conform(b, schema).to_batches()
     return pa.RecordBatchReader.from_batches(schema, gen())
+
+
+def _write(df: DataFrame, path: Path) -> None:
+    spark = df.sparkSession
+    if spark.conf.get(TIMESTAMP_CONF[0]) != TIMESTAMP_CONF[1]:
+        spark.conf.set(*TIMESTAMP_CONF)
+    df.write.mode("overwrite").parquet(str(path))
 
 
 class Staged:
@@ -94,12 +105,24 @@ class Staging:
         # typed as the table (the fold computes e.g. epochs as long); absent columns are null
         cols = [(F.col(f.name) if f.name in df.columns else F.lit(None))
                 .cast(f.dataType).alias(f.name) for f in schema.spark.fields]
-        spark = df.sparkSession
-        if spark.conf.get(TIMESTAMP_CONF[0]) != TIMESTAMP_CONF[1]:
-            spark.conf.set(*TIMESTAMP_CONF)
         path = self.dir / name
-        df.select(*cols).write.mode("overwrite").parquet(str(path))
+        _write(df.select(*cols), path)
         return Staged(path, schema)
+
+    def frame(self, name: str, df: DataFrame) -> DataFrame:
+        """Compute `df` once into `_work/<name>` and return it as a scan of those files.
+
+        Why not `persist()`: a persisted frame keeps its whole logical plan, and PySpark
+        analyses that plan again at every transformation built on it. The fold's plan is
+        thousands of nodes and event detection makes hundreds of transformations on it, so
+        building (not running) the detection cost ~7 s per increment, whatever its size.
+        A scan of parquet files is a plan of one node. Files also need no `unpersist()` on
+        every error path (cached frames of a failed increment stayed in the executors), and
+        a killed run's files are overwritten by the re-run like the tables' staged rows.
+        """
+        path = self.dir / "_work" / name
+        _write(df, path)
+        return df.sparkSession.read.schema(df.schema).parquet(str(path))
 
     def clear(self) -> None:
         """Remove this app id's staging directories (this increment's and any killed run's)."""
