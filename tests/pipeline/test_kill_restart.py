@@ -46,6 +46,7 @@ CONF = """spark:
     spark.default.parallelism: "2"
     spark.sql.session.timeZone: UTC
     spark.driver.memory: 1g
+    spark.buffer.pageSize: 4m
     spark.ui.showConsoleProgress: "false"
 """
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
