@@ -119,8 +119,8 @@ def _mismatch(lake_rows: list[dict], now: dict[int, tuple]) -> int | None:
     return None
 
 
-def check_tail(lake: Lake, cluster_id: str, log_dir: Path,
-               end_offset: int) -> Divergence | None:
+def check_tail(lake: Lake, cluster_id: str, log_dir: Path, end_offset: int,
+               index: LogDirIndex | None = None) -> Divergence | None:
     """Why `log_dir` cannot continue the lake's cluster at `end_offset` (None if it can).
 
     The batch holding `end_offset - 1` is read from the input and its records compared
@@ -134,7 +134,7 @@ def check_tail(lake: Lake, cluster_id: str, log_dir: Path,
     rows = _lake_tail(lake, cluster_id, end_offset)
     if not rows:
         return None  # nothing to compare with (e.g. the lake started from a snapshot)
-    index = LogDirIndex(log_dir).refresh()
+    index = (index or LogDirIndex(log_dir)).refresh()
     if index.log_start is not None and index.log_start >= end_offset:
         return None
     e = index.batch_before(end_offset)
@@ -162,11 +162,12 @@ def check_tail(lake: Lake, cluster_id: str, log_dir: Path,
         f"another lake or pass a distinct --cluster-id."), e.position, buf)
 
 
-def refuse_if_diverged(lake: Lake, log_dir: Path, prev: dict) -> None:
+def refuse_if_diverged(lake: Lake, log_dir: Path, prev: dict,
+                       index: LogDirIndex | None = None) -> None:
     """Refuse `log_dir` (`DivergedLogError`, the divergence kept in `quarantine`) unless it
     continues what the lake holds after increment `prev` of its cluster."""
     if prev.get("end_offset"):
-        d = check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]))
+        d = check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]), index)
         if d is not None:
             _refuse(lake, d)
 
@@ -184,14 +185,15 @@ def next_range(lake: Lake, app_id: str, log_dir: Path) -> tuple[int, dict, dict]
     if pf.is_file():  # a killed run: do exactly what it planned
         plan = json.loads(pf.read_text())
         return version, plan["start"], plan["end"]
+    index = LogDirIndex(log_dir)  # one walk of the batch headers for the check and the end
     if prev is None:
         start = offset_dict(FRESH)
     else:
-        refuse_if_diverged(lake, log_dir, prev)
+        refuse_if_diverged(lake, log_dir, prev, index)
         start = offset_dict(prev["end_offset"], prev["snapshot_high"]
                             if prev["snapshot_high"] is not None else -1)
         start["crc"] = -1  # checked above against the lake's own rows
-    end = latest(LogDirIndex(log_dir), start)
+    end = latest(index, start)
     if end is start or (end["offset"] == start["offset"] and end["reset"] < 0
                         and end["snap"] == start["snap"]):
         return None
