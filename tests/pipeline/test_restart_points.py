@@ -57,6 +57,8 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
     monkeypatch.setattr(increment, "FAIL_AFTER", point)
     with pytest.raises(increment.InjectedFailure):
         ingest(spark, cfg_factory(lake), [setup["grown"]])
+    # a failed increment leaves nothing cached in the executors (a stream retries forever)
+    assert spark.sparkContext._jsc.getPersistentRDDs().isEmpty()
     assert Lake(lake).committed(point, "kraftlake:recreated-topic", 1)
     assert not Lake(lake).committed("ingest_progress", "kraftlake:recreated-topic", 1)
     monkeypatch.setattr(increment, "FAIL_AFTER", None)
