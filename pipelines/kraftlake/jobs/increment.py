@@ -284,10 +284,11 @@ def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_defau
     say("fold: partition timeline")
     cur_df = _cluster(lake.read(spark, "partition_current"), cid)
     seed_keys = cur_df.select(*KEY)
-    changes = staging.frame("changes", partition_changes(
+    # the table's staged rows are the fold's input too (they hold every column it reads)
+    ch = staging.put("partition_changes", partition_changes(
         done, seed_keys, topic_names, live).unionByName(
         snapshot_removals(done, seed_keys), allowMissingColumns=True))
-    ch = staging.put("partition_changes", changes)
+    changes = ch.dataframe(spark)
     res.changes = ch.rows
     write("partition_changes", ch)
     touched = changes.select(*KEY).distinct()

@@ -8,9 +8,10 @@ tasks write each table's new rows as parquet into a per-increment staging direct
 stream of record batches: the driver holds one batch at a time, and each table still gets
 exactly one Delta commit per (app id, version), so the exactly-once argument is unchanged.
 
-The intermediate frames an increment reuses (committed records, changes, the fold) are kept the
-same way (`Staging.frame`), read back as a plain parquet scan, rather than `persist()`ed: see
-`Staging.frame` for why.
+The intermediate frames an increment reuses (committed records, topic names, the fold) are
+kept the same way (`Staging.frame`), read back as a plain parquet scan, rather than
+`persist()`ed: see `Staging.frame` for why. Partition changes need no frame of their own:
+their staged table rows are the fold's input.
 
 A killed run leaves its staging directory behind; the re-run overwrites it (the rows are a
 function of the planned input, so they are the same rows) and removes it when done.
