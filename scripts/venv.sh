@@ -18,6 +18,8 @@ ensure_venv() {
   fi
   export PATH="$PWD/.venv/bin:$PATH"
   export PYSPARK_PYTHON="$PWD/.venv/bin/python"
+  # the pinned JVM jars (delta-spark, hadoop-aws), from Maven Central once; offline after
+  .venv/bin/python -m kraftlake.jvm >/dev/null || exit 1
 }
 
 # The Data Docs test opens the quality report in a real headless Chromium (Debian's
