@@ -16,6 +16,7 @@ TEST_SPARK_CONF = {
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
+    "spark.databricks.delta.snapshotPartitions": "2",
 }
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +19,7 @@ from pyspark.sql import types as T
 from ..codec.batch import Problem, scan_batches
 from ..codec.logfiles import records_of_batch
 from ..lake.schema import table_schema
+from ..uris import basename, read_bytes
 from .files import ReadRange
 
 EXTRA = [("row_kind", "string"), ("byte_position", "long"), ("end_offset", "long"),
@@ -68,16 +68,10 @@ class _Rows:
             [pa.array(self.cols[f.name], type=f.type) for f in schema], schema=schema)
 
 
-def _read_bytes(path: str, start: int, end: int) -> bytes:
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        return fh.read() if end < 0 else fh.read(end - start)
-
-
 def read_range(r: ReadRange, max_rows: int = 50_000) -> Iterator[pa.RecordBatch]:
     """Yield Arrow batches of source rows for one planned range."""
     rows = _Rows()
-    name = Path(r.path).name if r.path else ""
+    name = basename(r.path) if r.path else ""
     if r.kind in ("gap", "diverged"):
         rows.add(cluster_id=r.cluster_id, row_kind=r.kind, offset=r.lo, end_offset=r.hi,
                  position=-1, byte_position=-1, source="log", source_file=name,
@@ -85,7 +79,7 @@ def read_range(r: ReadRange, max_rows: int = 50_000) -> Iterator[pa.RecordBatch]
         yield rows.batch()
         return
     try:
-        buf = _read_bytes(r.path, r.start, r.end)
+        buf = read_bytes(r.path, r.start, r.end)
     except FileNotFoundError:
         rows.add(cluster_id=r.cluster_id, row_kind="gap", offset=r.lo, end_offset=r.hi,
                  position=-1, byte_position=-1, source="log", source_file=name,
