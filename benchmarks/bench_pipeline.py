@@ -48,6 +48,7 @@ import pyarrow.compute as pc
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.codec.logfiles import list_log_dir
 from kraftlake.config import load_config
+from kraftlake.fold.replay import replay_dir
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_schema
@@ -258,10 +259,15 @@ def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory,
     snap = snapshot_copy(tmp / "history-log", tmp / "snapshot-log")
     print(f"1. batch ingest of {cluster.name} up to offset {offsets[0]:,}")
     t = time.perf_counter()
+    _, steps = replay_dir(tmp / "history-log" / LOG)
+    yard = time.perf_counter() - t
+    t = time.perf_counter()
     r = ingest(spark, load_config(lake=str(tmp / "history-lake")), [tmp / "history-log"])[0]
     wall = time.perf_counter() - t
     print(f"  {r.records:,} records, {r.changes:,} changes, {r.timeline:,} timeline rows, "
           f"{r.events:,} events in {wall:.1f} s wall = {r.records / wall:,.0f} records/s")
+    print(f"  yardstick, the sequential replay (fold/replay.py) on one core: decode + fold "
+          f"in {yard:.1f} s ({len(steps):,} steps); ingest / replay = {wall / yard:.1f}")
     stage_rows = {"decode": r.records, "bronze": r.records, "silver": r.records,
                   "fold": r.timeline, "detect": r.events, "current": r.timeline}
     for name, secs in r.stage_seconds.items():

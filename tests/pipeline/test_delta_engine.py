@@ -11,6 +11,7 @@ import time
 
 import deltalake
 import pytest
+from pyspark.errors import StreamingQueryException
 
 from kraftlake.jobs import increment
 from kraftlake.jobs.batch import app_id_for, ingest
@@ -76,8 +77,8 @@ def test_ingest_finishes_a_killed_streams_increment(spark, tmp_path, cfg_factory
     increment.FAIL_AFTER = "records"
     try:
         q = start_stream(spark, cfg, log.dir, available_now=True)
-        q.awaitTermination(600)
-        assert q.exception() is not None  # stopped after the commit of records
+        with pytest.raises(StreamingQueryException, match="stopped after the commit of records"):
+            q.awaitTermination(600)
     finally:
         increment.FAIL_AFTER = None
     stream_app = app_id_for(CID, "stream")
