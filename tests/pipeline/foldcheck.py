@@ -1,4 +1,4 @@
-"""Helpers comparing the Spark fold with the reference replay (`kraftlake.fold.replay`)."""
+"""Helpers comparing the Spark fold with the reference replay (`kraftlake.reference.replay`)."""
 
 from __future__ import annotations
 

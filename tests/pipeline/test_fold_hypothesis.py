@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftlake.codec.records import Record
-from kraftlake.fold.replay import Replay
+from kraftlake.reference.replay import Replay
 from kraftlake.sources.decode import source_spark_schema
 from tests.pipeline.foldcheck import normalise, replay_rows, spark_fold_rows
 

@@ -30,16 +30,11 @@ from rich.table import Table
 
 from kraftlake.cli import main
 from kraftlake.cli.ingest import spark_options
+from kraftlake.kraft.events import EVENT_TYPES
 
 # (topic_id, partition_id, offset, event_type): the identity of an event in labels.jsonl
 EventKey = tuple[str, int, int, str]
 
-EVENT_TYPES = (
-    "unclean_election", "recovery_completed", "elr_change", "elr_election", "clean_election",
-    "preferred_election", "leader_offline", "isr_shrink", "isr_expand", "under_min_isr",
-    "reassignment_started", "reassignment_completed", "reassignment_cancelled",
-    "partition_created", "partition_deleted",
-)
 
 # Sized so the whole demo (simulate + Spark ingest + report) takes 1-3 minutes on 2 cores.
 DEMO_HOURS = 3.0
@@ -56,8 +51,8 @@ def simulate_cluster(out: Path, scenario: str = "mixed", seed: int = 0,
     Same arguments as the CLI => byte-identical output, so labels of a demo run can be
     reproduced with `kraftlake simulate --scenario S --seed N --hours H [--elr]`.
     """
+    from kraftlake.kraft.versions import MV_LATEST
     from kraftlake.simulate.cluster import SimConfig
-    from kraftlake.simulate.model import MV_LATEST
     from kraftlake.simulate.scenarios import DEFAULTS, Params
     from kraftlake.simulate.scenarios import simulate as run
 
