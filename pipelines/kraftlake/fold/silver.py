@@ -133,7 +133,7 @@ def brokers_of(rec: DataFrame) -> DataFrame:
     ics_raw = _j("in_controlled_shutdown")
     ics = (F.when(t == "RegisterBrokerRecord", ics_raw == "true")
            .when(ics_raw == "1", F.lit(True)))
-    return (rec.filter(t.isin(BROKER_TYPES))
+    return (rec.filter(t.isin(*BROKER_TYPES))
             .select("cluster_id", "offset", "seq", "timestamp", "record_type",
                     F.coalesce(_j("broker_id"), _j("id")).cast("int").alias("broker_id"),
                     F.coalesce(_j("broker_epoch"), _j("epoch")).cast("long").alias(
