@@ -288,6 +288,20 @@ def report(console: Console, events: list[dict[str, Any]], score: Score,
                               f"missed {score.fn_examples.get(name, [])[:2]}")
 
 
+def is_kraftlake_lake(path: Path) -> bool:
+    """Whether every entry of `path` is a kraftlake table directory (a Delta log inside) or
+    kraftlake's own `_kraftlake/` work directory: what `demo --force` may delete. A home
+    directory, a source tree or any other data never looks like that."""
+    from kraftlake.lake.schema import table_names
+
+    tables = set(table_names())
+    entries = list(path.iterdir())
+    return bool(entries) and all(
+        e.is_dir() and not e.is_symlink()
+        and (e.name == "_kraftlake" or (e.name in tables and (e / "_delta_log").is_dir()))
+        for e in entries)
+
+
 @main.command()
 @click.option("--lake", default=None, type=click.Path(path_type=Path),
               help="Lake directory (default: lake/ in a new temporary directory). Must not "
@@ -299,7 +313,8 @@ def report(console: Console, events: list[dict[str, Any]], score: Score,
               help="Simulated duration.")
 @click.option("--elr/--no-elr", default=True, show_default=True,
               help="Eligible leader replicas on (adds the ELR incidents to `mixed`).")
-@click.option("--force", is_flag=True, help="Replace a non-empty --lake.")
+@click.option("--force", is_flag=True,
+              help="Replace a non-empty --lake, only if it is a kraftlake lake.")
 @spark_options
 def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
          force: bool, master: str | None, conf_file: str | None) -> None:
@@ -309,9 +324,15 @@ def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
 
     if scenario not in SCENARIOS:
         raise click.UsageError(f"unknown scenario {scenario!r} (one of {', '.join(SCENARIOS)})")
+    from kraftlake.config import load_config
+
+    load_config(conf_file, lake=lake)  # a bad --conf fails now, not after the simulation
     if lake is not None and lake.exists() and any(lake.iterdir()):
         if not force:
             raise click.UsageError(f"{lake} exists and is not empty (use --force)")
+        if not is_kraftlake_lake(lake):
+            raise click.UsageError(f"{lake} is not a kraftlake lake: --force only replaces "
+                                   f"one (its entries must all be kraftlake tables)")
         shutil.rmtree(lake)
     work = Path(tempfile.mkdtemp(prefix="kraftlake-demo-"))
     sim_dir = work / "cluster"
@@ -326,7 +347,6 @@ def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
         summary = simulate_cluster(sim_dir, scenario, seed, hours, elr, progress=lambda d, n:
                                    prog.update(task, completed=1000 * d // max(1, n)))
         prog.update(task, completed=1000, description="starting Spark", total=None)
-        from kraftlake.config import load_config
         from kraftlake.spark import get_spark
 
         spark = get_spark(load_config(conf_file, lake=lake), master=master)
