@@ -35,11 +35,13 @@ from kraftlake.kraft.partition import (
 )
 from kraftlake.kraft.records import LEADER_CHANGE
 from kraftlake.kraft.versions import (
+    ELR_FEATURE,
     MV_3_2_IV0,
     MV_3_3_IV0,
     MV_3_6_IV0,
     MV_3_7_IV2,
     MV_4_0_IV1,
+    MV_FEATURE,
     MV_FIRST_ELR,
 )
 
@@ -326,9 +328,9 @@ def check_snapshot_file(lf: LogFile) -> list[Violation]:
                                                      f"SnapshotFooter"))
     data = [r for b, rs in batches if not b.is_control for r in rs]
     mv_first = data and data[0].type == "FeatureLevelRecord" and \
-        data[0].data is not None and data[0].data.get("name") == "metadata.version"
+        data[0].data is not None and data[0].data.get("name") == MV_FEATURE
     has_mv = any(r.type == "FeatureLevelRecord" and r.data and
-                 r.data.get("name") == "metadata.version" for r in data)
+                 r.data.get("name") == MV_FEATURE for r in data)
     if has_mv and not mv_first:
         out.append(Violation(30, E, lf.offset, None,
                              f"{where}: first data record is not metadata.version"))
@@ -351,7 +353,7 @@ def compare_with_snapshot(live: Replay, lf: LogFile) -> list[Violation]:
     snap.load_snapshot(read_records(lf), lf.offset)
     out: list[Violation] = []
     off = lf.offset - 1
-    elr_ok = snap.features.get("eligible.leader.replicas.version", 1) != 0
+    elr_ok = snap.features.get(ELR_FEATURE, 1) != 0
     if snap.topics != live.topics:
         only_s = set(snap.topics) - set(live.topics)
         only_l = set(live.topics) - set(snap.topics)

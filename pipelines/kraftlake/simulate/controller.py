@@ -35,7 +35,13 @@ from kraftlake.kraft.configs import (
     controller_min_isr,
     resolve_min_isr,
 )
-from kraftlake.kraft.partition import NO_LEADER, RECOVERED, RECOVERING, PartitionRegistration
+from kraftlake.kraft.partition import (
+    NO_LEADER,
+    RECOVERED,
+    RECOVERING,
+    UNASSIGNED_DIR,
+    PartitionRegistration,
+)
 from kraftlake.kraft.versions import (
     ELR_FEATURE,
     MV_3_3_IV0,
@@ -214,7 +220,7 @@ class Controller:
         return self.image.unclean_enabled(self.image.topics.get(topic_id))
 
     def default_dir(self, broker: int) -> str:
-        return self.broker_dirs.get(broker, "AAAAAAAAAAAAAAAAAAAAAQ")
+        return self.broker_dirs.get(broker, UNASSIGNED_DIR)
 
     def _build(self, tp: TP, *, acceptable: Callable[[int], bool],
                election: Election | None = None, **targets: Any) -> Decision:
@@ -268,7 +274,7 @@ class Controller:
             "features": self._supported_features()})])
 
     def _supported_features(self) -> list[dict[str, Any]]:
-        feats = [{"name": "metadata.version", "min_supported_version": 1,
+        feats = [{"name": MV_FEATURE, "min_supported_version": 1,
                   "max_supported_version": max(self.mv, 27)}]
         if self.config.elr_enabled:
             feats.append({"name": ELR_FEATURE, "min_supported_version": 0,
