@@ -48,10 +48,10 @@ import pyarrow.compute as pc
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.codec.logfiles import list_log_dir
 from kraftlake.config import load_config
-from kraftlake.fold.replay import replay_dir
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_schema
+from kraftlake.reference.replay import replay_dir
 from kraftlake.spark import get_spark
 
 TAIL_RECORDS = 1_000
@@ -266,7 +266,7 @@ def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory,
     wall = time.perf_counter() - t
     print(f"  {r.records:,} records, {r.changes:,} changes, {r.timeline:,} timeline rows, "
           f"{r.events:,} events in {wall:.1f} s wall = {r.records / wall:,.0f} records/s")
-    print(f"  yardstick, the sequential replay (fold/replay.py) on one core: decode + fold "
+    print(f"  yardstick, the sequential replay (reference/replay.py) on one core: decode + fold "
           f"in {yard:.1f} s ({len(steps):,} steps); ingest / replay = {wall / yard:.1f}")
     stage_rows = {"decode": r.records, "bronze": r.records, "silver": r.records,
                   "fold": r.timeline, "detect": r.events, "current": r.timeline}
