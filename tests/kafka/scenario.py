@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,48 @@ def alter_topic(c: KafkaCluster, topic: str, config: str) -> None:
 
 def part(c: KafkaCluster, topic: str, p: int = 0) -> dict[str, object]:
     return c.describe(topic)[(topic, p)]
+
+
+@dataclass
+class Incidents:
+    """The cluster after the scenario, and copies of what it wrote."""
+
+    cluster: KafkaCluster
+    steps: list[str]
+    controller_log: Path  # a copy of the controller's __cluster_metadata-0
+    observer_log: Path  # a copy of broker 2's (an observer's) __cluster_metadata-0
+    describe: dict[tuple[str, int], dict[str, object]]  # kafka-topics --describe
+    counters: dict[str, int]  # the controller's election counters (JMX)
+    shell: dict[tuple[str, int], dict[str, object]]  # metadata shell, per partition
+
+
+COUNTERS = ("UncleanLeaderElectionsPerSec", "ElectionFromEligibleLeaderReplicasPerSec")
+
+
+def copy_log(src: Path, dest: Path) -> Path:
+    """A copy of a live `__cluster_metadata-0` (segments, snapshots; no index files)."""
+    out = dest / "__cluster_metadata-0"
+    out.mkdir(parents=True)
+    for f in sorted(src.iterdir()):
+        if f.suffix in (".log", ".checkpoint"):
+            shutil.copy2(f, out / f.name)
+    return out
+
+def observe(c: KafkaCluster, steps: list[str], work: Path) -> Incidents:
+    """Kafka's own view once the scenario has settled, and copies of the logs it wrote."""
+    settle(c)
+    describe = c.describe()
+    counters = {name: c.jmx(name) for name in COUNTERS}
+    # a snapshot the controller writes after this moment holds the state just described
+    since = time.time() + 1
+    wait_for("a snapshot of the controller's log written after the scenario",
+             lambda: any(f.stat().st_mtime > since for f in
+                         c.controller.metadata_log.glob("*.checkpoint")))
+    controller_log = copy_log(c.controller.metadata_log, work / "controller")
+    snapshot = max(controller_log.glob("*.checkpoint"))
+    return Incidents(c, steps, controller_log,
+                     copy_log(c.nodes[2].metadata_log, work / "broker-2"),
+                     describe, counters, shell_partitions(c, snapshot))
 
 
 def settle(c: KafkaCluster) -> None:

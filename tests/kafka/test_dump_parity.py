@@ -26,8 +26,8 @@ from kraftlake.codec.records import Record
 from kraftlake.codec.schema import registry
 from tests.conftest import REAL, real_files
 
-from .conftest import Incidents
 from .dumplog import KafkaRecord, dump, split_dump
+from .scenario import Incidents
 
 REDACTED = "[redacted]"
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Incidents
+from .scenario import Incidents
 
 
 def kraftlake(*args: str) -> str:
