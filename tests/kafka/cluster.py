@@ -105,6 +105,7 @@ class Node:
     jmx_port: int | None = None
     proc: subprocess.Popen | None = None
     started_at: int = 0  # size of server.log when this process was started
+    paused: bool = False  # SIGSTOPped
 
     @property
     def log(self) -> Path:
@@ -152,8 +153,9 @@ class KafkaCluster:
 
     @property
     def bootstrap(self) -> str:
+        """The brokers an admin client may talk to now: running and not paused."""
         return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values()
-                        if n.role == "broker")
+                        if n.role == "broker" and n.alive() and not n.paused)
 
     def _properties(self, node: Node) -> str:
         ctl = self.controller
@@ -265,6 +267,7 @@ class KafkaCluster:
         node = self.nodes[node_id]
         assert node.proc is not None
         node.proc.send_signal(sig)
+        node.paused = sig == signal.SIGSTOP
         if sig in (signal.SIGKILL, signal.SIGTERM):
             node.proc.wait(timeout=60)
 
@@ -284,7 +287,11 @@ class KafkaCluster:
 
     def describe(self, topic: str | None = None) -> dict[tuple[str, int], dict[str, object]]:
         """Per partition: Leader, Replicas, Isr, Elr, LastKnownElr as `--describe` prints them."""
-        out = self.topics("--describe", *(("--topic", topic) if topic else ()))
+        args = ("--describe", *(("--topic", topic) if topic else ()))
+        try:
+            out = self.topics(*args)
+        except RuntimeError:  # a paused or dying broker answered nothing: ask once more
+            out = self.topics(*args)
         parts: dict[tuple[str, int], dict[str, object]] = {}
         for line in out.splitlines():
             m = re.match(r"\s*Topic: (\S+)\s+Partition: (\d+)\s+(.*)", line)

@@ -33,24 +33,43 @@ def sql(lake: Path, query: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
-@pytest.fixture(scope="module")
-def lake(incidents: Incidents, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    lake = tmp_path_factory.mktemp("lake")
-    kraftlake("ingest", str(incidents.controller_log), "--lake", str(lake),
-              "--cluster-id", incidents.cluster.cluster_id)
+def ingest(log: Path, cluster_id: str, lake: Path) -> Path:
+    kraftlake("ingest", str(log), "--lake", str(lake), "--cluster-id", cluster_id)
     return lake
 
 
-@pytest.fixture(scope="module")
-def current(lake: Path) -> dict[tuple[str, int], dict[str, Any]]:
+def read_current(lake: Path) -> dict[tuple[str, int], dict[str, Any]]:
     rows = sql(lake, "SELECT topic_name, partition_id, leader, leader_epoch, partition_epoch, "
                      "isr, eligible_leader_replicas, last_known_elr, replicas, "
                      "leader_recovery_state FROM partition_current")
     return {(r["topic_name"], r["partition_id"]): r for r in rows}
 
 
+@pytest.fixture(scope="module")
+def lake(incidents: Incidents, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ingest(incidents.controller_log, incidents.cluster.cluster_id,
+                  tmp_path_factory.mktemp("lake"))
+
+
+@pytest.fixture(scope="module")
+def current(lake: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    return read_current(lake)
+
+
 def test_partition_current_equals_kafka_topics_describe(incidents: Incidents,
                                                         current) -> None:
+    assert_equals_describe(incidents, current)
+
+
+def test_observer_log_gives_kafkas_view_too(incidents: Incidents, tmp_path: Path) -> None:
+    """A broker's copy of the metadata log (an observer's, written by replication, with its
+    own segment rolls and snapshots) ingested alone gives the same current state."""
+    observer = ingest(incidents.observer_log, incidents.cluster.cluster_id, tmp_path / "lake")
+    assert_equals_describe(incidents, read_current(observer))
+
+
+def assert_equals_describe(incidents: Incidents,
+                           current: dict[tuple[str, int], dict[str, Any]]) -> None:
     kafka = incidents.describe
     assert kafka, "kafka-topics --describe printed no partitions"
     mismatches = []
