@@ -101,7 +101,7 @@ def observe(c: KafkaCluster, steps: list[str], work: Path) -> Incidents:
     snapshot = max(controller_log.glob("*.checkpoint"))
     return Incidents(c, steps, controller_log,
                      copy_log(c.nodes[2].metadata_log, work / "broker-2"),
-                     describe, counters, shell_partitions(c, snapshot))
+                     describe, counters, shell_partitions(c, snapshot, set(describe)))
 
 
 def settle(c: KafkaCluster) -> None:
@@ -112,15 +112,28 @@ def settle(c: KafkaCluster) -> None:
     wait_for("every partition led", quiet)
 
 
-def shell_partitions(c: KafkaCluster, snapshot: Path) -> dict[tuple[str, int], dict[str, Any]]:
+def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, int]]
+                     ) -> dict[tuple[str, int], dict[str, Any]]:
     """The metadata shell's PartitionRegistration of every partition in `snapshot` (a copy:
     the shell refuses a directory a running node has locked)."""
-    listing = c.tool(SHELL, "--snapshot", str(snapshot), "find", "/image/topics/byName").stdout
-    paths = [p for p in listing.split() if re.fullmatch(r"/image/topics/byName/[^/]+/\d+", p)]
+    want = {f"/image/topics/byName/{t}/{p}" for t, p in expected}
+    for _ in range(5):  # see below: the shell may answer before it has loaded everything
+        listing = c.tool(SHELL, "--snapshot", str(snapshot), "find",
+                         "/image/topics/byName").stdout
+        paths = [p for p in listing.split()
+                 if re.fullmatch(r"/image/topics/byName/[^/]+/\d+", p)]
+        if want <= set(paths):
+            break
+    assert want <= set(paths), f"the metadata shell lacks {want - set(paths)}:\n{listing}"
     parts: dict[tuple[str, int], dict[str, Any]] = {}
     for path in paths:
-        text = c.tool(SHELL, "--snapshot", str(snapshot), "cat", path).stdout
-        m = re.search(r"PartitionRegistration\((.*)\)", text)
+        # the shell may run its command before it has loaded the whole snapshot ("No such
+        # file or directory" for a path `find` just listed): ask again
+        for _ in range(5):
+            text = c.tool(SHELL, "--snapshot", str(snapshot), "cat", path).stdout
+            m = re.search(r"PartitionRegistration\((.*)\)", text)
+            if m:
+                break
         assert m, f"metadata shell printed no PartitionRegistration for {path}:\n{text}"
         fields = dict(re.findall(r"(\w+)=(\[[^\]]*\]|[^,]+)", m.group(1)))
         _, _, _, _, topic, p = path.split("/")
