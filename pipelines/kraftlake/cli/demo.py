@@ -193,9 +193,10 @@ def _ids(v: list[int] | None) -> str:
     return "[" + ",".join(str(x) for x in (v or [])) + "]"
 
 
-def report(console: Console, events: list[dict[str, Any]], score: Score,
+def report(console: Console, events: list[dict[str, Any]], score: Score | None,
            n_labels: int) -> None:
-    """Print the incidents (readable tables) and the ground-truth check."""
+    """Print the incidents (readable tables) and the ground-truth check (none for a log real
+    Kafka wrote: it has no labels; `report_kafka_view` compares it with Kafka instead)."""
     by_type: dict[str, list[dict[str, Any]]] = {}
     for e in sorted(events, key=lambda e: (e["offset"], e["topic_name"] or "",
                                            e["partition_id"])):
@@ -274,6 +275,8 @@ def report(console: Console, events: list[dict[str, Any]], score: Score,
     console.print(t)
 
     n_ev = len(event_keys(events))
+    if score is None:
+        return
     if score.exact:
         console.print(f"[bold green]ground truth: {n_ev} events == {n_labels} labelled events "
                       f"(labels.jsonl): exact match[/]")
@@ -302,6 +305,88 @@ def is_kraftlake_lake(path: Path) -> bool:
         for e in entries)
 
 
+# ------------------------------------------------------------ --example real-incident
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"  # the checkout's examples/
+KAFKA_COUNTERS = {"unclean_election": "UncleanLeaderElectionsPerSec",
+                  "elr_election": "ElectionFromEligibleLeaderReplicasPerSec"}
+
+
+def lake_current(spark: Any, lake: Path, cluster_id: str) -> dict[tuple[str, int], Any]:
+    """`partition_current` of one cluster, by (topic name, partition)."""
+    from pyspark.sql import functions as F
+
+    from kraftlake.lake.delta import Lake
+
+    df = Lake(lake).read(spark, "partition_current").filter(F.col("cluster_id") == cluster_id)
+    return {(r["topic_name"], r["partition_id"]): r.asDict() for r in df.collect()}
+
+
+def report_kafka_view(console: Console, events: list[dict[str, Any]],
+                      current: dict[tuple[str, int], Any], view: dict[str, Any]) -> bool:
+    """Hold what kraftlake found against what Kafka itself reported (kafka-view.json beside
+    the example): election counts against the controller's JMX counters, partition_current
+    against kafka-topics --describe and the metadata shell. True when all agree."""
+    ok = True
+    counts = Counter(e["event_type"] for e in events)
+    t = Table(title="kraftlake vs Kafka's controller (JMX counters)", title_justify="left")
+    for c in ("event", "kraftlake", "Kafka", ""):
+        t.add_column(c)
+    for event, counter in KAFKA_COUNTERS.items():
+        theirs = view["controller_counters"][counter]
+        same = counts[event] == theirs
+        ok &= same
+        t.add_row(event, str(counts[event]), f"{theirs} ({counter})",
+                  "[green]equal[/]" if same else "[red]differs[/]")
+    console.print(t)
+    shell = {(r["topic"], r["partition"]): r for r in view["metadata_shell"]}
+    t = Table(title="partition_current vs kafka-topics --describe and the metadata shell",
+              title_justify="left")
+    for c in ("partition", "leader", "isr", "elr", "leader epoch", "recovery", ""):
+        t.add_column(c)
+    for k in view["describe"]:
+        ours = current.get((k["topic"], k["partition"])) or {}
+        sh = shell.get((k["topic"], k["partition"]), {})
+        want = (k["Leader"], k["Isr"], k.get("Elr", []), sh.get("leaderEpoch"),
+                {"RECOVERED": 0, "RECOVERING": 1}.get(sh.get("leaderRecoveryState")))
+        got = (ours.get("leader"), ours.get("isr"), ours.get("eligible_leader_replicas") or [],
+               ours.get("leader_epoch"), ours.get("leader_recovery_state"))
+        ok &= want == got
+        t.add_row(f"{k['topic']}:{k['partition']}", *(str(x) for x in got),
+                  "[green]equal[/]" if want == got else f"[red]Kafka {want}[/]")
+    console.print(t)
+    console.print("[bold green]kraftlake agrees with Kafka[/]" if ok else
+                  "[bold red]kraftlake disagrees with Kafka (rows above)[/]")
+    return ok
+
+
+def run_example(name: str, lake: Path, master: str | None, conf_file: str | None) -> None:
+    """Ingest `examples/<name>` (a log real Kafka wrote) instead of simulating; print the
+    incidents and compare them with Kafka's own view saved beside the log."""
+    from kraftlake.config import load_config
+    from kraftlake.spark import get_spark
+
+    src = EXAMPLES / name
+    if not (src / "kafka-view.json").is_file():
+        raise click.UsageError(f"no example {name!r} with a kafka-view.json under {EXAMPLES}")
+    view = json.loads((src / "kafka-view.json").read_text())
+    out = Console() if Console().is_terminal else Console(width=160)
+    t0 = time.time()
+    spark = get_spark(load_config(conf_file, lake=lake), master=master)
+    ingest_dir(spark, src, lake, conf_file=conf_file)
+    cid = read_cluster_id(src)
+    events = lake_events(spark, lake, cid)
+    out.print(f"[bold]kraftlake demo --example {name}[/]: a metadata log Apache Kafka "
+              f"{view['kafka_version']} wrote while the test harness drove: "
+              + "; ".join(s.split(" ", 1)[1] for s in view["steps"]))
+    out.print(f"log: {src}   lake: {lake}   cluster id: {cid}")
+    report(out, events, None, 0)
+    ok = report_kafka_view(out, events, lake_current(spark, lake, cid), view)
+    out.print(f"done in {time.time() - t0:.0f} s")
+    if not ok:
+        raise SystemExit(1)
+
+
 @main.command()
 @click.option("--lake", default=None, type=click.Path(path_type=Path),
               help="Lake directory (default: lake/ in a new temporary directory). Must not "
@@ -315,9 +400,12 @@ def is_kraftlake_lake(path: Path) -> bool:
               help="Eligible leader replicas on (adds the ELR incidents to `mixed`).")
 @click.option("--force", is_flag=True,
               help="Replace a non-empty --lake, only if it is a kraftlake lake.")
+@click.option("--example", default=None,
+              help="Ingest examples/EXAMPLE (a log real Kafka wrote, e.g. real-incident) "
+                   "instead of simulating, and compare with Kafka's view saved beside it.")
 @spark_options
 def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
-         force: bool, master: str | None, conf_file: str | None) -> None:
+         force: bool, example: str | None, master: str | None, conf_file: str | None) -> None:
     """Simulate a KRaft cluster with incidents, ingest its metadata log, print the incidents
     found and check them against the simulator's ground truth."""
     from kraftlake.simulate.scenarios import SCENARIOS
@@ -337,6 +425,9 @@ def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
     work = Path(tempfile.mkdtemp(prefix="kraftlake-demo-"))
     sim_dir = work / "cluster"
     lake = lake or work / "lake"
+    if example is not None:
+        run_example(example, lake, master, conf_file)
+        return
     out, err = Console(), Console(stderr=True)
     if not out.is_terminal:  # piped or captured: do not squeeze the tables into 80 columns
         out = Console(width=160)

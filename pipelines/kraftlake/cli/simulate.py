@@ -16,6 +16,8 @@ from kraftlake.simulate.cluster import SimConfig
 from kraftlake.simulate.scenarios import DEFAULTS, SCENARIOS, Params
 from kraftlake.simulate.scenarios import simulate as run
 
+ELR_BY_DEFAULT_FROM = 27  # 4.1-IV1: from here `kafka-storage format` turns ELR on by default
+
 
 @main.command()
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path),
@@ -29,7 +31,9 @@ from kraftlake.simulate.scenarios import simulate as run
 @click.option("--partitions", type=int, default=None, help="Partitions per topic.")
 @click.option("--replication-factor", type=int, default=None)
 @click.option("--hours", type=float, default=None, help="Simulated duration.")
-@click.option("--elr/--no-elr", default=None, help="Eligible leader replicas (needs MV >= 23).")
+@click.option("--elr/--no-elr", default=None,
+              help="Eligible leader replicas (needs MV >= 23; default on from MV 27, 4.1, "
+                   "as Kafka does).")
 @click.option("--metadata-version", "mv", default=None,
               help=f"Feature level or release, e.g. 27 or 3.7-IV2 (default {MV_LATEST}).")
 @click.option("--min-isr", type=int, default=2, show_default=True,
@@ -55,7 +59,10 @@ def simulate(out: Path, scenario: str, seed: int, brokers: int | None, topics: i
         replication_factor=replication_factor or d.get("replication_factor", 3),
         hours=hours if hours is not None else d.get("hours", 24.0))
     level = parse_metadata_version(mv) if mv is not None else MV_LATEST
-    use_elr = elr if elr is not None else bool(d.get("elr", False)) and level >= 23
+    # Kafka enables ELR (eligible.leader.replicas.version 1) by default on clusters formatted
+    # at 4.1 or later (a real 4.3.1 cluster of tests/kafka bootstraps with it), so does this
+    use_elr = elr if elr is not None else (
+        level >= ELR_BY_DEFAULT_FROM or (bool(d.get("elr", False)) and level >= 23))
     if params.replication_factor > params.brokers:
         raise click.UsageError("--replication-factor is larger than --brokers")
     try:

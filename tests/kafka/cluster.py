@@ -1,0 +1,325 @@
+"""A real Apache Kafka KRaft cluster in separate JVMs: the truth kraftlake is checked against.
+
+One controller and N brokers on 127.0.0.1, each `java -cp <pinned jars> kafka.Kafka
+server.properties` with a small heap, formatted with Kafka's own `kafka.tools.StorageTool`
+under one cluster id. The jars come from the pinned poms beside this file (resolved once at
+setup by test.sh), so a run after setup needs no network. The controller's metadata log is
+configured to roll segments and write snapshots quickly (through the internal minimums
+Kafka's own tests use), so a few minutes of activity exercise rolls and snapshots.
+
+Kafka's tools (TopicCommand, DumpLogSegments, JmxTool, ...) run as whole processes through
+`tool`, exactly as an operator runs them. A node that does not come up raises
+`KafkaStartError` carrying the tail of Kafka's own log.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from base64 import urlsafe_b64encode
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kraftlake.jvm import resolve
+
+POMS = Path(__file__).resolve().parent / "poms"
+VERSIONS = ("4.3.1", "3.9.1")
+
+LOG4J2 = """\
+status = warn
+appender.f.type = File
+appender.f.name = F
+appender.f.fileName = {log}
+appender.f.layout.type = PatternLayout
+appender.f.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.f.ref = F
+logger.raft.name = org.apache.kafka.raft
+logger.raft.level = WARN
+logger.periodic.name = org.apache.kafka.controller.PeriodicTaskControlManager
+logger.periodic.level = WARN
+"""
+
+
+class KafkaStartError(RuntimeError):
+    """A Kafka node did not start; the message carries the tail of its log."""
+
+
+def classpath(version: str) -> str:
+    """The pinned jars of Kafka `version` as one Java classpath."""
+    return os.pathsep.join(resolve(POMS / f"kafka-{version}.pom.xml"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def new_cluster_id() -> str:
+    """A random Kafka cluster id; like Kafka's Uuid.randomUuid, never one starting with '-'
+    (the command-line parsers would take it for an option)."""
+    while True:
+        cid = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+def tail(path: Path, lines: int = 60) -> str:
+    if not path.is_file():
+        return f"({path} was never written)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def java(version: str, main: str, *args: str, heap: str = "128m",
+         jvm: tuple[str, ...] = ()) -> list[str]:
+    """The command line running `main` of Kafka `version` (small heap, quick start-up)."""
+    return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Djava.awt.headless=true", *jvm, "-cp", classpath(version), main, *args]
+
+
+def run_tool(version: str, main: str, *args: str, check: bool = True,
+             timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run one of Kafka's command-line tools (a whole JVM), as an operator would."""
+    proc = subprocess.run(java(version, main, *args), capture_output=True, text=True,
+                          timeout=timeout)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{main} {' '.join(args)} exited {proc.returncode}:\n"
+                           f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@dataclass
+class Node:
+    """One Kafka process (the controller or a broker) and its files."""
+
+    node_id: int
+    role: str  # "controller" or "broker"
+    port: int
+    home: Path
+    jmx_port: int | None = None
+    proc: subprocess.Popen | None = None
+    started_at: int = 0  # size of server.log when this process was started
+    paused: bool = False  # SIGSTOPped
+
+    @property
+    def log(self) -> Path:
+        return self.home / "server.log"
+
+    @property
+    def data(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def metadata_log(self) -> Path:
+        """This node's copy of `__cluster_metadata-0` (the controller's, or an observer's)."""
+        return self.data / "__cluster_metadata-0"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+@dataclass
+class KafkaCluster:
+    """1 controller + `brokers` brokers of Kafka `version` under `root`.
+
+    Four brokers by default: the scenarios put replicas on brokers 2-4 only and keep broker
+    5 up, because Kafka's admin API (describe, elections, configs) needs one live broker
+    while all three replicas of a partition are down."""
+
+    root: Path
+    version: str = VERSIONS[0]
+    brokers: int = 4
+    overrides: dict[str, str] = field(default_factory=dict)  # extra controller+broker settings
+    cluster_id: str = field(default_factory=lambda: new_cluster_id())
+    nodes: dict[int, Node] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.nodes[1] = Node(1, "controller", free_port(), self.root / "controller",
+                             jmx_port=free_port())
+        for i in range(2, 2 + self.brokers):
+            self.nodes[i] = Node(i, "broker", free_port(), self.root / f"broker-{i}")
+
+    # -- configuration ------------------------------------------------------------------
+    @property
+    def controller(self) -> Node:
+        return self.nodes[1]
+
+    @property
+    def bootstrap(self) -> str:
+        """The brokers an admin client may talk to now: running and not paused."""
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values()
+                        if n.role == "broker" and n.alive() and not n.paused)
+
+    def _properties(self, node: Node) -> str:
+        ctl = self.controller
+        common = {
+            "node.id": node.node_id,
+            "process.roles": node.role,
+            "controller.quorum.voters": f"{ctl.node_id}@127.0.0.1:{ctl.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": node.data,
+            # quick segment rolls and snapshots of the metadata log: Kafka refuses segments
+            # under 8 MiB unless its internal minimum is lowered (4.x: internal.*; 3.9: *.min.*)
+            "metadata.log.segment.ms": 20000,
+            "metadata.log.max.record.bytes.between.snapshots": 8192,
+            "metadata.log.max.snapshot.interval.ms": 10000,
+            "metadata.max.retention.ms": 3_600_000,
+            "metadata.max.retention.bytes": -1,
+            "log.cleaner.dedupe.buffer.size": 1048577 * 2,
+            "log.cleaner.threads": 1,
+            "num.network.threads": 2,
+            "num.io.threads": 2,
+            "num.partitions": 1,
+            "offsets.topic.replication.factor": 1,
+            "transaction.state.log.replication.factor": 1,
+            "group.initial.rebalance.delay.ms": 0,
+            # the controller checks for partitions to elect uncleanly every 5 min by default
+            "unclean.leader.election.interval.ms": 1000,
+        }
+        if self.version.startswith("3."):
+            common["metadata.log.segment.min.bytes"] = 16384
+            common["metadata.log.segment.bytes"] = 16384
+        else:
+            common["internal.metadata.log.segment.bytes"] = 16384
+        if node.role == "controller":
+            common["listeners"] = f"CONTROLLER://127.0.0.1:{node.port}"
+        else:
+            common["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port}"
+            common["inter.broker.listener.name"] = "PLAINTEXT"
+            common["replica.lag.time.max.ms"] = 5000
+            common["broker.heartbeat.interval.ms"] = 1000
+            common["broker.session.timeout.ms"] = 6000
+        common.update(self.overrides)
+        return "".join(f"{k}={v}\n" for k, v in common.items())
+
+    # -- processes ------------------------------------------------------------------------
+    def tool(self, main: str, *args: str, check: bool = True,
+             timeout: float = 120) -> subprocess.CompletedProcess:
+        """Run one of this cluster's version of Kafka's tools."""
+        return run_tool(self.version, main, *args, check=check, timeout=timeout)
+
+    def start(self) -> KafkaCluster:
+        for node in self.nodes.values():
+            node.home.mkdir(parents=True, exist_ok=True)
+            conf = node.home / "server.properties"
+            conf.write_text(self._properties(node))
+            (node.home / "log4j2.properties").write_text(LOG4J2.format(log=node.log))
+            self.tool("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+                      "-c", str(conf), "--ignore-formatted")
+        self.start_node(1)
+        for node_id in self.broker_ids():
+            self.start_node(node_id, wait=False)
+        for node_id in self.broker_ids():
+            self._wait_started(self.nodes[node_id])
+        return self
+
+    def broker_ids(self) -> list[int]:
+        return [i for i, n in self.nodes.items() if n.role == "broker"]
+
+    def start_node(self, node_id: int, wait: bool = True) -> None:
+        node = self.nodes[node_id]
+        jvm = [f"-Dlog4j2.configurationFile={node.home / 'log4j2.properties'}",
+               f"-Dkafka.logs.dir={node.home}"]
+        if node.jmx_port:
+            jvm += ["-Dcom.sun.management.jmxremote",
+                    f"-Dcom.sun.management.jmxremote.port={node.jmx_port}",
+                    f"-Dcom.sun.management.jmxremote.rmi.port={node.jmx_port}",
+                    "-Dcom.sun.management.jmxremote.authenticate=false",
+                    "-Dcom.sun.management.jmxremote.ssl=false",
+                    "-Djava.rmi.server.hostname=127.0.0.1"]
+        node.started_at = node.log.stat().st_size if node.log.is_file() else 0
+        with open(node.home / "stdout.log", "ab") as out:
+            node.proc = subprocess.Popen(
+                java(self.version, "kafka.Kafka", str(node.home / "server.properties"),
+                     heap="320m" if node.role == "broker" else "256m", jvm=tuple(jvm)),
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        if wait:
+            self._wait_started(node)
+
+    def _wait_started(self, node: Node, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not node.alive():
+                break
+            if node.log.is_file():
+                with open(node.log, "rb") as f:
+                    f.seek(node.started_at)
+                    if b"Kafka Server started" in f.read():
+                        return
+            time.sleep(0.5)
+        why = ("exited with " + str(node.proc.returncode)) if not node.alive() else \
+            f"not started after {timeout:.0f} s"
+        raise KafkaStartError(
+            f"Kafka {self.version} {node.role} {node.node_id} {why}; logs in {self.root}\n"
+            f"--- server.log ---\n{tail(node.log)}\n"
+            f"--- stdout ---\n{tail(node.home / 'stdout.log', 30)}")
+
+    def signal(self, node_id: int, sig: signal.Signals) -> None:
+        """Send `sig` to a node (SIGSTOP/SIGCONT pause it; SIGKILL/SIGTERM end it)."""
+        node = self.nodes[node_id]
+        assert node.proc is not None
+        node.proc.send_signal(sig)
+        node.paused = sig == signal.SIGSTOP
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            node.proc.wait(timeout=60)
+
+    def stop(self) -> None:
+        """End every node this cluster started (SIGCONT first, in case one is paused)."""
+        for node in reversed(list(self.nodes.values())):
+            if node.alive():
+                node.proc.send_signal(signal.SIGCONT)
+                node.proc.kill()
+                node.proc.wait(timeout=30)
+
+    # -- what Kafka reports ---------------------------------------------------------------
+    def topics(self, *args: str) -> str:
+        """`kafka-topics.sh --bootstrap-server ... ARGS` output."""
+        return self.tool("org.apache.kafka.tools.TopicCommand",
+                         "--bootstrap-server", self.bootstrap, *args).stdout
+
+    def describe(self, topic: str | None = None) -> dict[tuple[str, int], dict[str, object]]:
+        """Per partition: Leader, Replicas, Isr, Elr, LastKnownElr as `--describe` prints them."""
+        args = ("--describe", *(("--topic", topic) if topic else ()))
+        try:
+            out = self.topics(*args)
+        except RuntimeError:  # a paused or dying broker answered nothing: ask once more
+            out = self.topics(*args)
+        parts: dict[tuple[str, int], dict[str, object]] = {}
+        for line in out.splitlines():
+            m = re.match(r"\s*Topic: (\S+)\s+Partition: (\d+)\s+(.*)", line)
+            if not m:
+                continue
+            row: dict[str, object] = {}
+            for key, value in re.findall(r"(\w+): (\S*)", m.group(3)):
+                row[key] = ([int(x) for x in value.split(",") if x]
+                            if key in ("Replicas", "Isr", "Elr", "LastKnownElr")
+                            else (-1 if value == "none" else int(value)) if key == "Leader"
+                            else value)
+            parts[(m.group(1), int(m.group(2)))] = row
+        return parts
+
+    def jmx(self, name: str) -> int:
+        """Count of the controller's `kafka.controller:type=ControllerStats,name=<name>`."""
+        out = self.tool(
+            "org.apache.kafka.tools.JmxTool", "--one-time", "true", "--report-format", "csv",
+            "--object-name", f"kafka.controller:type=ControllerStats,name={name}",
+            "--attributes", "Count", "--jmx-url",
+            f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{self.controller.jmx_port}/jmxrmi").stdout
+        # csv report: one `<object>:Count,"<n>"` line
+        m = re.search(r':Count,"?([0-9.]+)"?', out)
+        if m is None:
+            raise RuntimeError(f"JmxTool printed no Count for {name}:\n{out}")
+        return int(float(m.group(1)))
+
+    def metadata_files(self) -> list[Path]:
+        """Every segment and snapshot of the controller's metadata log, in offset order."""
+        d = self.controller.metadata_log
+        return sorted(list(d.glob("*.log")) + list(d.glob("*.checkpoint")))

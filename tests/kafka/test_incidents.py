@@ -1,0 +1,122 @@
+"""kraftlake's reading of a real controller's log equals what Kafka itself reports.
+
+The session's cluster ran the incident scenario (scenario.py); Kafka's own view of the end
+state was taken right after (conftest.Incidents): `kafka-topics --describe` per partition,
+the metadata shell on a snapshot written after the scenario, the controller's election
+counters over JMX. Here the controller's log copy goes through the `kraftlake` CLI (ingest,
+then sql), and its tables are held against that view.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .scenario import Incidents
+
+
+def kraftlake(*args: str) -> str:
+    proc = subprocess.run(["kraftlake", *args], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"kraftlake {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def sql(lake: Path, query: str) -> list[dict[str, Any]]:
+    out = kraftlake("sql", query, "--lake", str(lake), "--format", "json")
+    text = out.strip()
+    if text.startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def ingest(log: Path, cluster_id: str, lake: Path) -> Path:
+    kraftlake("ingest", str(log), "--lake", str(lake), "--cluster-id", cluster_id)
+    return lake
+
+
+def read_current(lake: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    rows = sql(lake, "SELECT topic_name, partition_id, leader, leader_epoch, partition_epoch, "
+                     "isr, eligible_leader_replicas, last_known_elr, replicas, "
+                     "leader_recovery_state FROM partition_current")
+    return {(r["topic_name"], r["partition_id"]): r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def lake(incidents: Incidents, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ingest(incidents.controller_log, incidents.cluster.cluster_id,
+                  tmp_path_factory.mktemp("lake"))
+
+
+@pytest.fixture(scope="module")
+def current(lake: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    return read_current(lake)
+
+
+def test_partition_current_equals_kafka_topics_describe(incidents: Incidents,
+                                                        current) -> None:
+    assert_equals_describe(incidents, current)
+
+
+def test_observer_log_gives_kafkas_view_too(incidents: Incidents, tmp_path: Path) -> None:
+    """A broker's copy of the metadata log (an observer's, written by replication, with its
+    own segment rolls and snapshots) ingested alone gives the same current state."""
+    observer = ingest(incidents.observer_log, incidents.cluster.cluster_id, tmp_path / "lake")
+    assert_equals_describe(incidents, read_current(observer))
+
+
+def assert_equals_describe(incidents: Incidents,
+                           current: dict[tuple[str, int], dict[str, Any]]) -> None:
+    kafka = incidents.describe
+    assert kafka, "kafka-topics --describe printed no partitions"
+    mismatches = []
+    for (topic, p), k in sorted(kafka.items()):
+        ours = current.get((topic, p))
+        if ours is None:
+            mismatches.append(f"{topic}-{p}: not in partition_current")
+            continue
+        want = {"leader": k["Leader"], "replicas": k["Replicas"], "isr": k["Isr"],
+                "eligible_leader_replicas": k.get("Elr", []),
+                "last_known_elr": k.get("LastKnownElr", [])}
+        got = {key: ours[key] if ours[key] is not None else [] for key in want}
+        got["leader"] = ours["leader"]
+        if got != want:
+            mismatches.append(f"{topic}-{p}: kafka {want} kraftlake {got}")
+    live = {key for key in current if key[0] in {t for t, _ in kafka}}
+    assert not mismatches, "\n".join(mismatches)
+    assert live == set(kafka), f"partitions only kraftlake has: {live - set(kafka)}"
+    # deleted topics are gone in both
+    assert not any(t == "churn" for t, _ in current)
+
+
+def test_partition_current_equals_metadata_shell(incidents: Incidents, current) -> None:
+    shell = incidents.shell
+    assert shell, "the metadata shell printed no partitions"
+    recovery = {"RECOVERED": 0, "RECOVERING": 1}
+    mismatches = []
+    for (topic, p), k in sorted(shell.items()):
+        ours = current[(topic, p)]
+        want = (k["leaderEpoch"], k["partitionEpoch"], recovery[k["leaderRecoveryState"]])
+        got = (ours["leader_epoch"], ours["partition_epoch"], ours["leader_recovery_state"])
+        if want != got:
+            mismatches.append(f"{topic}-{p}: shell (epoch, partition epoch, recovery) {want}, "
+                              f"kraftlake {got}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+def test_election_events_equal_controller_counters(incidents: Incidents, lake: Path) -> None:
+    rows = sql(lake, "SELECT event_type, count(*) AS n FROM partition_events "
+                     "WHERE event_type IN ('unclean_election', 'elr_election', "
+                     "'recovery_completed') GROUP BY event_type")
+    ours = {r["event_type"]: r["n"] for r in rows}
+    kafka = incidents.counters
+    assert kafka["UncleanLeaderElectionsPerSec"] >= 2, f"scenario made too few: {kafka}"
+    assert kafka["ElectionFromEligibleLeaderReplicasPerSec"] >= 1, kafka
+    assert (ours.get("unclean_election", 0), ours.get("elr_election", 0)) == (
+        kafka["UncleanLeaderElectionsPerSec"], kafka["ElectionFromEligibleLeaderReplicasPerSec"]
+    ), f"kraftlake {ours}, Kafka's controller {kafka}"
+    # every unclean election here recovered (LeaderRecoveryState 1 -> 0)
+    assert ours.get("recovery_completed", 0) == kafka["UncleanLeaderElectionsPerSec"], ours

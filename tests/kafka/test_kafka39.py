@@ -1,0 +1,68 @@
+"""The 3.9 line on real bytes: metadata.version 3.x, no ELR.
+
+A Kafka 3.9.1 controller and one broker are formatted and started, a topic is created, and
+the controller's log is compared with Kafka's `kafka-dump-log` and ingested with kraftlake:
+its partitions equal `kafka-topics --describe` of 3.9.1 (which has no ELR columns), the
+metadata.version kraftlake stores is the one Kafka's dump prints (below feature level 23,
+where ELR starts), and no ELR state appears.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .cluster import KafkaCluster, KafkaStartError
+from .dumplog import dump
+from .scenario import copy_log, produce, wait_for
+from .test_dump_parity import check_all
+from .test_incidents import kraftlake, sql
+
+
+@pytest.fixture(scope="module")
+def kafka39(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-3.9.1"), version="3.9.1", brokers=1)
+    print(f"\nKafka {cluster.version} cluster under {cluster.root}")
+    try:
+        cluster.start()
+    except KafkaStartError as exc:
+        cluster.stop()
+        pytest.fail(str(exc), pytrace=False)
+    yield cluster
+    cluster.stop()
+
+
+def test_kafka_39_log_decoded_and_ingested(kafka39: KafkaCluster, tmp_path: Path) -> None:
+    c = kafka39
+    c.topics("--create", "--topic", "old", "--partitions", "2", "--replication-factor", "1")
+    produce(c, "old", 50)
+    describe = c.describe()
+    since = time.time() + 1
+    wait_for("a 3.9 snapshot after the topic", lambda: any(
+        f.stat().st_mtime > since for f in c.controller.metadata_log.glob("*.checkpoint")))
+    log = copy_log(c.controller.metadata_log, tmp_path / "controller")
+
+    files = sorted(log.iterdir())
+    kafka_view = dump(files, tmp_path / "dump.txt")
+    check_all(files, kafka_view)
+    # metadata.version as Kafka's dump prints it: the 3.9 line, before ELR (level 23)
+    level = [r.data["featureLevel"] for recs in kafka_view.values() for r in recs
+             if r.type == "FeatureLevelRecord" and r.data["name"] == "metadata.version"][-1]
+    assert level < 23
+
+    lake = tmp_path / "lake"
+    kraftlake("ingest", str(log), "--lake", str(lake), "--cluster-id", c.cluster_id)
+    rows = {(r["topic_name"], r["partition_id"]): r for r in sql(
+        lake, "SELECT topic_name, partition_id, leader, isr, replicas, "
+              "eligible_leader_replicas, last_known_elr FROM partition_current")}
+    for (topic, p), k in describe.items():
+        r = rows[(topic, p)]
+        assert (r["leader"], r["isr"], r["replicas"]) == (k["Leader"], k["Isr"], k["Replicas"])
+        assert not r["eligible_leader_replicas"] and not r["last_known_elr"]
+    ours = [r["data"] for r in sql(lake, "SELECT data FROM records WHERE record_type = "
+                                         "'FeatureLevelRecord' AND data LIKE '%metadata.version%' "
+                                         "ORDER BY offset")]
+    assert ours and f'"feature_level":{level}' in ours[-1].replace(" ", ""), (ours, level)
