@@ -27,6 +27,13 @@ def _plain(v):
     return v
 
 
+def _console() -> Console:
+    """The terminal's width on a terminal; wide when piped or captured, so that a scheduler's
+    log or a grep sees whole cells instead of a table squeezed into 80 columns."""
+    c = Console()
+    return c if c.is_terminal else Console(width=200)
+
+
 def _session(lake: str | None, master: str | None, conf_file: str | None):
     from ..config import load_config
     from ..lake.delta import Lake
@@ -63,7 +70,7 @@ def sql(query: str, lake: str | None, fmt: str, master: str | None,
             t.add_column(c)
         for r in rows:
             t.add_row(*["" if v is None else str(v) for v in r.values()])
-        Console().print(t)
+        _console().print(t)
 
 
 @main.command()
@@ -112,7 +119,7 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
                   fmt(s.replicas) + reass,
                   "RECOVERING" if s.leader_recovery_state == 1 else "",
                   ", ".join(by.get((s.cluster_id, s.topic_id, s.valid_from_offset, s.seq), [])))
-    Console().print(t)
+    _console().print(t)
     dels = [e for e in evs if e.event_type == "partition_deleted"]
     for e in dels:
         click.echo(f"deleted at offset {e.offset}")
