@@ -55,7 +55,9 @@ CONF = """spark:
 """
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
-FIXED_SEEDS = (11, 23)
+# One fixed schedule a test plus one random: each seed costs minutes of JVM restarts, and the
+# whole suite must stay within CI's 45 minutes. A failing random seed is printed; add it here.
+FIXED_SEEDS = (11,)
 
 
 def kill_seeds() -> list[int]:
