@@ -8,9 +8,16 @@ log tail; the cluster's directory (logs included) stays under pytest's tmp dir, 
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from kraftlake.sources.files import LogDirIndex
 
 from . import scenario
 from .cluster import KafkaCluster, KafkaStartError
@@ -32,10 +39,53 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
 @pytest.fixture(scope="session")
 def incidents(kafka: KafkaCluster,
               tmp_path_factory: pytest.TempPathFactory) -> scenario.Incidents:
+    """The scenario, with `kraftlake stream` tailing the controller's live log throughout
+    (segment rolls, snapshots and retention happen under it), and Kafka's view after it."""
     work = tmp_path_factory.mktemp("incidents")
+    stream = LiveStream(kafka, work)
     try:
         steps = scenario.run(kafka, work)
+        seen = scenario.observe(kafka, steps, work)
+        stream.wait_until(LogDirIndex(seen.controller_log).refresh().log_end)
     except (AssertionError, RuntimeError) as exc:
         pytest.fail(f"scenario failed: {exc}\nlogs under {kafka.root}", pytrace=False)
-    return scenario.observe(kafka, steps, work)
+    finally:
+        stream.stop()
+    seen.stream_lake = stream.lake
+    return seen
+
+
+class LiveStream:
+    """`kraftlake stream --trigger 1s` on the controller's own `__cluster_metadata-0`."""
+
+    def __init__(self, kafka: KafkaCluster, work: Path) -> None:
+        self.lake, self.out = work / "stream-lake", work / "stream.out"
+        with open(self.out, "w") as out:
+            self.proc = subprocess.Popen(
+                ["kraftlake", "stream", str(kafka.controller.metadata_log), "--lake",
+                 str(self.lake), "--cluster-id", kafka.cluster_id, "--trigger", "1s"],
+                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "200"})
+
+    def committed_end(self) -> int:
+        """The end offset of the newest micro-batch the stream reported committed."""
+        ends = re.findall(r"offsets \d+\.\.(\d+)", self.out.read_text())
+        return int(ends[-1]) if ends else -1
+
+    def wait_until(self, end: int, timeout: float = 300) -> None:
+        """Until the stream has committed the log up to `end` (a few triggers after the
+        scenario): it must not have stopped meanwhile."""
+        deadline = time.time() + timeout
+        while self.committed_end() < end:
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"the live stream reached offset {self.committed_end()}, "
+                                   f"not {end}:\n{self.out.read_text()[-3000:]}")
+            time.sleep(1)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 

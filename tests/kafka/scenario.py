@@ -73,6 +73,7 @@ class Incidents:
     describe: dict[tuple[str, int], dict[str, object]]  # kafka-topics --describe
     counters: dict[str, int]  # the controller's election counters (JMX)
     shell: dict[tuple[str, int], dict[str, object]]  # metadata shell, per partition
+    stream_lake: Path | None = None  # `kraftlake stream` tailed the live controller log here
 
 
 COUNTERS = ("UncleanLeaderElectionsPerSec", "ElectionFromEligibleLeaderReplicasPerSec")

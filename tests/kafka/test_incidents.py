@@ -68,6 +68,13 @@ def test_observer_log_gives_kafkas_view_too(incidents: Incidents, tmp_path: Path
     assert_equals_describe(incidents, read_current(observer))
 
 
+def test_live_stream_of_the_controller_log_gives_kafkas_view(incidents: Incidents) -> None:
+    """`kraftlake stream` tailed the controller's live log while the scenario ran (rolls every
+    16 KiB, snapshots every 10 s): a few triggers after the end its lake is Kafka's view."""
+    assert incidents.stream_lake is not None
+    assert_equals_describe(incidents, read_current(incidents.stream_lake))
+
+
 def assert_equals_describe(incidents: Incidents,
                            current: dict[tuple[str, int], dict[str, Any]]) -> None:
     kafka = incidents.describe
