@@ -89,9 +89,8 @@ def intervals(timeline: DataFrame, configs: DataFrame, *, default_min_isr: int =
         F.struct(F.lit(k).alias("kind"), F.coalesce(c, F.lit(False)).alias("bad"))
         for k, c in flags.items()])))
     rows = rows.select("*", "_k.kind", "_k.bad").drop("_k")
-    wp = Window.partitionBy(*KEY).orderBy("offset", "seq")
     wk = Window.partitionBy(*KEY, "kind").orderBy("offset", "seq")
-    rows = (rows.withColumn("_first_input", F.row_number().over(wp) == 1)
+    rows = (rows.withColumn("_first_input", F.row_number().over(wk) == 1)
             .withColumn("_begins", F.col("bad") & ~F.coalesce(F.lag("bad").over(wk),
                                                              F.lit(False)))
             .withColumn("_run", F.sum(F.col("_begins").cast("int")).over(
