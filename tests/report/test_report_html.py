@@ -5,10 +5,10 @@ the file loads nothing from the network.
 
 from __future__ import annotations
 
-import html
 import re
 import shutil
 import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -42,9 +42,28 @@ def open_page(path: Path, tmp: Path) -> tuple[str, list[str], Path]:
                      "--window-size=1300,2000", f"--screenshot={shot}", url], tmp)
     console = [ln for ln in run.stderr.splitlines() if "CONSOLE" in ln]
     dom = _chromium(["--virtual-time-budget=10000", "--dump-dom", url], tmp).stdout
-    dom = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", dom, flags=re.S)
-    text = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom)))
-    return text, console, shot
+    parser = _Text()
+    parser.feed(dom)
+    return re.sub(r"\s+", " ", " ".join(parser.parts)), console, shot
+
+
+class _Text(HTMLParser):
+    """The text a reader sees: character data outside <script> and <style>."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        self._skip += tag in ("script", "style")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._skip -= tag in ("script", "style")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
 
 
 @pytest.fixture(scope="module")
