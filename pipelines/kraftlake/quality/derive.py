@@ -309,13 +309,29 @@ def partition_events_frame(spark: SparkSession, lake: Lake, now: datetime) -> Da
         {"recovery_started_offset": rec, "recovery_duration_ms": rec}))
 
 
+def health_tables(spark: SparkSession, lake: Lake, cluster_id: str | None = None,
+                  default_min_isr: int = 1) -> tuple[DataFrame, DataFrame, bool]:
+    """(`partition_intervals`, `incidents`, computed?) of the lake (one cluster if given).
+
+    Read when the tables have rows; otherwise computed from the lake's other tables by
+    `detect.incidents.from_tables` (the increments create both tables empty and do not write
+    them yet; on a lake whose increments do, an empty table computes to the same nothing).
+    """
+    def read(name: str) -> DataFrame:
+        df = lake.read(spark, name)
+        return df if cluster_id is None else df.filter(F.col("cluster_id") == cluster_id)
+
+    iv, inc = read("partition_intervals"), read("incidents")
+    if _any(iv) or _any(inc):
+        return iv, inc, False
+    iv, inc = from_tables(*(read(t) for t in (
+        "partition_timeline", "configs", "brokers", "partition_events", "topics")),
+        default_min_isr=default_min_isr)
+    return iv, inc, True
+
+
 def _health_table(spark: SparkSession, lake: Lake, name: str) -> DataFrame:
-    """`partition_intervals` or `incidents`; computed from the lake's other tables by
-    `detect.incidents.from_tables` when no increment has written it yet."""
-    if lake.exists(name):
-        return lake.read(spark, name)
-    iv, inc = from_tables(*(lake.read(spark, t) for t in (
-        "partition_timeline", "configs", "brokers", "partition_events", "topics")))
+    iv, inc, _ = health_tables(spark, lake)
     return iv if name == "partition_intervals" else inc
 
 

@@ -1,9 +1,9 @@
 """What the incident report shows, read from the lake with Spark and collected (small: one
 cluster's incidents, intervals, broker records and the chosen partitions' states).
 
-The report reads `partition_intervals` and `incidents` when the lake has them, else computes
-them from the lake's other tables with the same functions the increments use
-(`detect.incidents.from_tables`).
+The report reads `partition_intervals` and `incidents` when the lake has their rows, else
+computes them from the lake's other tables with the same functions the increments use
+(`quality.derive.health_tables`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..detect.incidents import from_tables
 from ..lake.delta import Lake
+from ..quality.derive import health_tables
 
 TOP_PARTITIONS = 10
 # events that say a partition was hurt (creation, deletion and recoveries do not)
@@ -71,12 +71,7 @@ def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
         return lake.read(spark, name).filter(F.col("cluster_id") == cluster_id)
 
     events = read("partition_events")
-    computed = not (lake.exists("partition_intervals") and lake.exists("incidents"))
-    if computed:
-        iv, inc = from_tables(read("partition_timeline"), read("configs"), read("brokers"),
-                              events, read("topics"), default_min_isr=default_min_isr)
-    else:
-        iv, inc = read("partition_intervals"), read("incidents")
+    iv, inc, computed = health_tables(spark, lake, cluster_id, default_min_isr)
     incidents = [i for i in _rows(inc.orderBy("start_offset"))
                  if window.overlaps(i["start_ts"], i["end_ts"])]
     intervals = _rows(iv.filter(F.col("kind").isin("offline", "under_min_isr", "recovering"))
