@@ -20,6 +20,7 @@ BROKER_COLOURS = {"unfenced": "#2ca02c", "fenced": "#d62728",
 ROLE_COLOURS = {"leader": "#1f77b4", "in ISR": "#2ca02c", "ELR": "#ff7f0e",
                 "LastKnownElr": "#9467bd", "out of sync": "#c7c7c7"}
 INCIDENT_FILL = "rgba(214, 39, 40, 0.12)"
+LABELLED_INCIDENTS = 8  # more labels overlap; the incidents table names them all
 
 
 def now() -> dt.datetime:
@@ -136,8 +137,9 @@ def cluster_figure(data: ReportData) -> go.Figure:
     for i in data.incidents:
         fig.add_vrect(x0=i["start_ts"], x1=i["end_ts"] or end, fillcolor=INCIDENT_FILL,
                       line_width=0, layer="below")
-        fig.add_annotation(x=i["start_ts"], y=1.0, yref="paper", text=i["incident_id"],
-                           showarrow=False, xanchor="left", font={"size": 9})
+        if len(data.incidents) <= LABELLED_INCIDENTS:
+            fig.add_annotation(x=i["start_ts"], y=1.0, yref="paper", text=i["incident_id"],
+                               showarrow=False, xanchor="left", font={"size": 9})
     fig.update_layout(barmode="overlay", height=520, margin={"l": 90, "r": 20, "t": 40,
                                                               "b": 30},
                       legend={"orientation": "h", "y": -0.08})
