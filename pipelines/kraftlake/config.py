@@ -29,12 +29,12 @@ _BUILTIN: dict[str, Any] = {
 
 @dataclass
 class Config:
-    lake: Path
+    lake: str  # a path, file:// or s3a:// URI (kraftlake.lake.hadoopfs.to_uri)
     cluster_id: str | None = None
     min_insync_replicas_default: int = 1
     split_bytes: int = 32 * 1024 * 1024
     trigger: str = "1s"
-    checkpoint: Path | None = None
+    checkpoint: str | None = None
     compact_every: int = 100  # a stream compacts the lake every N micro-batches (0 = never)
     spark_master: str = "local[*]"
     spark_app_name: str = "kraftlake"
@@ -62,12 +62,12 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         raw = _merge(_BUILTIN, yaml.safe_load(file.read_text()) or {})
     spark = raw["spark"]
     cfg = Config(
-        lake=Path(raw["lake"]),
+        lake=str(raw["lake"]),
         cluster_id=raw.get("cluster_id"),
         min_insync_replicas_default=int(raw["min_insync_replicas_default"]),
         split_bytes=int(raw["ingest"]["split_bytes"]),
         trigger=str(raw["stream"]["trigger"]),
-        checkpoint=Path(raw["stream"]["checkpoint"]) if raw["stream"].get("checkpoint") else None,
+        checkpoint=str(raw["stream"]["checkpoint"]) if raw["stream"].get("checkpoint") else None,
         compact_every=int(raw["stream"].get("compact_every") or 0),
         spark_master=os.environ.get("KRAFTLAKE_SPARK_MASTER", spark["master"]),
         spark_app_name=spark["app_name"],
@@ -79,6 +79,6 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         if not hasattr(cfg, key):
             raise TypeError(f"unknown configuration key {key!r}")
         if key in ("lake", "checkpoint"):
-            value = Path(value)
+            value = str(value)
         setattr(cfg, key, value)
     return cfg

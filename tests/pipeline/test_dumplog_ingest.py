@@ -37,10 +37,10 @@ def test_rendered_dump_equals_binary_ingest(spark, tmp_path, cfg_factory):
     tlake = Lake(tcfg.lake)
     for name in TABLES:
         assert rows(spark, tlake, name) == rows(spark, blake, name), name
-    before = {n: tlake.table(n).version() for n in TABLES}
+    before = {n: tlake.version(n) for n in TABLES}
     (again,) = ingest(spark, tcfg, [text])
     assert again.version == -1  # re-running on the same text adds nothing
-    assert {n: tlake.table(n).version() for n in TABLES} == before
+    assert {n: tlake.version(n) for n in TABLES} == before
 
 
 def test_cli_ingests_dump_excerpt_and_requires_cluster_id(spark, tmp_path):

@@ -58,10 +58,10 @@ def test_batch_ingest_finds_the_unclean_election(spark, batch_lake):
 
 def test_rerun_adds_nothing(spark, batch_lake):
     cfg, lake, _ = batch_lake
-    before = {n: lake.table(n).version() for n in GOLD}
+    before = {n: lake.version(n) for n in GOLD}
     (res,) = ingest(spark, cfg, [INDUS])
     assert res.version == -1
-    assert {n: lake.table(n).version() for n in GOLD} == before
+    assert {n: lake.version(n) for n in GOLD} == before
 
 
 def test_stream_micro_batches_equal_batch(spark, batch_lake, tmp_path, cfg_factory):

@@ -59,7 +59,7 @@ BUSY = REAL / "nurlan-abdullazada__Docker-compose/data/kafka1"  # 188 records, 1
 
 def _history_files(lake: Lake) -> set[str]:
     """Files of closed timeline states (the `is_current=false` partition)."""
-    return {f for f in lake.table("partition_timeline").file_uris() if "is_current=false" in f}
+    return {f for f in lake.files("partition_timeline") if "is_current=false" in f}
 
 
 def test_an_increment_closes_states_without_rewriting_history(spark, tmp_path, cfg_factory):

@@ -156,7 +156,7 @@ def _committed(lake: Path, app_id: str) -> list[str]:
 
 def _next_commit(lake: Path, name: str) -> Path:
     """The Delta log entry table `name`'s next commit will create."""
-    return lake / name / "_delta_log" / f"{Lake(lake).table(name).version() + 1:020d}.json"
+    return lake / name / "_delta_log" / f"{Lake(lake).version(name) + 1:020d}.json"
 
 
 @pytest.mark.slow  # about 7 minutes on two shared cores: five runs of ~1 min and a clean one
@@ -217,12 +217,12 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
         f"seed {seed}: no kill landed between commits of the increment: {kills}"
 
     klake = Lake(lake)
-    versions = {n: klake.table(n).version() for n in table_names()}
+    versions = {n: klake.version(n) for n in table_names()}
     out = tmp_path / "again.out"
     p = _start(["ingest", str(log_dir), "--lake", str(lake)], conf, out, **tty)
     assert p.wait(timeout=600) == 0, f"seed {seed}, the run after: {_tail(out)}"
     assert b"nothing new" in out.read_bytes(), f"seed {seed}, the run after: {_tail(out)}"
-    assert {n: Lake(lake).table(n).version() for n in table_names()} == versions, \
+    assert {n: Lake(lake).version(n) for n in table_names()} == versions, \
         f"seed {seed}: the run after the completed one committed something"
 
     clean = tmp_path / "clean"

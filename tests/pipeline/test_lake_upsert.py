@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
 
 from kraftlake.lake.delta import Lake, LakeLayoutError
 from kraftlake.lake.schema import table_schema
@@ -28,13 +27,13 @@ def _current_row(cluster: str, topic: str, partition: int) -> dict:
     return row
 
 
-def test_upsert_with_only_deletions(tmp_path) -> None:
+def test_upsert_with_only_deletions(spark, tmp_path) -> None:
     lake = Lake(tmp_path)
     schema = table_schema("partition_current").arrow
     rows = [_current_row("c", "AAAAAAAAAAAAAAAAAAAAAQ", p) for p in range(3)]
     lake.append("partition_current", pa.Table.from_pylist(rows, schema=schema))
-    keys = pa.table({"cluster_id": ["c"], "topic_id": ["AAAAAAAAAAAAAAAAAAAAAQ"],
-                     "partition_id": pa.array([1], pa.int32())})
+    keys = spark.createDataFrame([("c", "AAAAAAAAAAAAAAAAAAAAAQ", 1)],
+                                 "cluster_id string, topic_id string, partition_id int")
     nothing = schema.empty_table()
     assert lake.upsert("partition_current", nothing, "app", 1, delete_keys=keys)
     left = lake.read_arrow("partition_current").column("partition_id").to_pylist()
@@ -42,7 +41,7 @@ def test_upsert_with_only_deletions(tmp_path) -> None:
 
 
 def test_timeline_rows_land_in_their_is_current_partition(spark, tmp_path) -> None:
-    """Spark sees `is_current` (kept in the paths, not in the files) as delta-rs does."""
+    """`is_current` partitions the table: closed and current states live in different files."""
     lake = Lake(tmp_path)
     schema = table_schema("partition_timeline").arrow
     rows = []
@@ -53,17 +52,18 @@ def test_timeline_rows_land_in_their_is_current_partition(spark, tmp_path) -> No
                    valid_to_offset=None if current else i + 1)
         rows.append(row)
     lake.append("partition_timeline", pa.Table.from_pylist(rows, schema=schema))
-    files = lake.table("partition_timeline").file_uris()
+    files = lake.files("partition_timeline")
     assert {("is_current=true" in f) for f in files} == {True, False}
-    got = lake.read_arrow("partition_timeline", [("is_current", "==", True)])
+    got = lake.read_arrow("partition_timeline", "is_current")
     assert got.column("valid_from_offset").to_pylist() == [2]
     seen = lake.read(spark, "partition_timeline").select("valid_from_offset", "is_current")
     assert sorted(tuple(r) for r in seen.collect()) == [(0, False), (1, False), (2, True)]
 
 
-def test_a_table_of_another_layout_is_refused(tmp_path) -> None:
+def test_a_table_of_another_layout_is_refused(spark, tmp_path) -> None:
     """A timeline written unpartitioned (kraftlake before is_current) is not written on."""
-    schema = table_schema("partition_timeline").arrow
-    write_deltalake(str(tmp_path / "partition_timeline"), schema.empty_table())
+    schema = table_schema("partition_timeline").spark
+    spark.createDataFrame([], schema).write.format("delta").save(
+        str(tmp_path / "partition_timeline"))
     with pytest.raises(LakeLayoutError, match="written by an older version"):
         Lake(tmp_path).ensure("partition_timeline")

@@ -12,7 +12,6 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -45,8 +44,7 @@ def every_row(spark, lake: Lake) -> dict[str, list[str]]:
 
 def referenced(lake: Lake, name: str) -> set[str]:
     """Data files of the table's current snapshot, relative to the table's directory."""
-    adds = pa.table(lake.table(name).get_add_actions(flatten=True))
-    return set(adds.column("path").to_pylist())
+    return set(lake.files(name))
 
 
 def files_per_partition(lake: Lake, name: str) -> Counter:
@@ -56,7 +54,7 @@ def files_per_partition(lake: Lake, name: str) -> Counter:
 
 def files_on_disk(lake: Lake, name: str) -> set[str]:
     """Data files in the table's directory, referenced or not."""
-    root = lake.path(name)
+    root = Path(lake.path(name))
     return {str(p.relative_to(root)) for p in root.rglob("*.parquet")
             if "_delta_log" not in p.parts}
 
@@ -67,8 +65,8 @@ def txn_versions(lake: Lake, app_id: str) -> dict[str, int | None]:
 
 def has_checkpoint(lake: Lake, name: str) -> bool:
     """The table's current version is checkpointed (`<version>.checkpoint.parquet`)."""
-    v = lake.table(name).version()
-    return (lake.path(name) / "_delta_log" / f"{v:020d}.checkpoint.parquet").is_file()
+    v = lake.version(name)
+    return (Path(lake.path(name)) / "_delta_log" / f"{v:020d}.checkpoint.parquet").is_file()
 
 
 def growing_copy(log: Path, dest: Path) -> tuple[Path, Path, bytes, list[Batch]]:
@@ -97,7 +95,7 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
         seg.write_bytes(full[:batches[i].position])
         (res,) = ingest(spark, cfg, [grown])
         assert res.end_offset == batches[i].base_offset
-    app_id = app_id_for(read_cluster_id(seg.parent))
+    app_id = app_id_for(read_cluster_id(seg.parent), "stream")
     assert lake_app_ids(lake) == [app_id]
     before = every_row(spark, lake)
     parts_before = {n: files_per_partition(lake, n) for n in table_names()}
@@ -145,10 +143,10 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
     assert (nxt.start_offset, nxt.end_offset, nxt.records) == (131, 188, 57)
     for name in DATA:
         assert rows(spark, lake, name) == rows(spark, once, name), name
-    versions = {n: lake.table(n).version() for n in DATA}
+    versions = {n: lake.version(n) for n in DATA}
     (again,) = ingest(spark, cfg, [grown])
     assert again.version == -1
-    assert {n: lake.table(n).version() for n in DATA} == versions
+    assert {n: lake.version(n) for n in DATA} == versions
 
 
 def test_the_stream_compacts_every_n_micro_batches(spark, tmp_path, cfg_factory, once):
@@ -170,13 +168,13 @@ def test_the_stream_compacts_every_n_micro_batches(spark, tmp_path, cfg_factory,
     assert [r.maintenance_errors for r in seen] == [[]] * 4
 
     lake = Lake(cfg.lake)
-    ops = [h["operation"] for h in lake.table("records").history()]
+    ops = lake.operations("records")
     assert ops.count("OPTIMIZE") == 2  # after the second and the fourth micro-batch
     assert not any(op.startswith("VACUUM") for op in ops)
     assert sum(files_per_partition(lake, "records").values()) == 1
     for name in table_names():
         assert has_checkpoint(lake, name), name
-    app_id = app_id_for(read_cluster_id(seg.parent))
+    app_id = app_id_for(read_cluster_id(seg.parent), "stream")
     for name in ("records", "partition_timeline", "partition_current", "ingest_progress"):
         assert lake.txn_version(name, app_id) == seen[-1].version == 3, name
     for name in DATA:

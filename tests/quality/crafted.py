@@ -115,7 +115,7 @@ def copy_lake(base: Lake, root: Path,
     each passed through its edit function if there is one."""
     edits = edits or {}
     lake = Lake(root)
-    rec = base.read_arrow("records", [("record_type", "==", "PartitionRecord")])
+    rec = base.read_arrow("records", "record_type = 'PartitionRecord'")
     for name, table in [("records", rec), *[(n, base.read_arrow(n)) for n in GOLD]]:
         if name in edits:
             table = edits[name](table)

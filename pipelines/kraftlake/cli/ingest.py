@@ -22,10 +22,10 @@ def spark_options(f):
 
 @main.command()
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--lake", default=None, type=click.Path(path_type=Path), help="lake directory")
+@click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
 @click.option("--cluster-id", default=None, help="cluster id when meta.properties is absent")
 @spark_options
-def ingest(sources: tuple[Path, ...], lake: Path | None, cluster_id: str | None,
+def ingest(sources: tuple[Path, ...], lake: str | None, cluster_id: str | None,
            master: str | None, conf_file: str | None) -> None:
     """Ingest __cluster_metadata-0 directories or kafka-dump-log texts (new records only)
     into the Delta lake; a text needs --cluster-id.

@@ -8,7 +8,6 @@ the scheduler can retry it later.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -16,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import main
+from .ingest import spark_options
 
 if TYPE_CHECKING:
     from ..lake.maintain import TableMaintenance
@@ -48,8 +48,8 @@ def _report(results: list[TableMaintenance], title: str) -> Table:
 
 
 @main.command()
-@click.option("--lake", "lake_dir", type=click.Path(file_okay=False, path_type=Path),
-              required=True, help="Lake directory (Delta tables).")
+@click.option("--lake", "lake_dir", required=True,
+              help="Lake location: a path, file:// or s3a:// URI.")
 @click.option("--table", "tables", multiple=True,
               help="Table to maintain (repeatable; default: every table).")
 @click.option("--retention-hours", type=click.IntRange(min=0), default=168, show_default=True,
@@ -59,8 +59,10 @@ def _report(results: list[TableMaintenance], title: str) -> Table:
                    "week); only when no reader can still be on an older snapshot.")
 @click.option("--no-compact", "no_compact", is_flag=True,
               help="Only vacuum and checkpoint: safe beside a running ingest or stream.")
-def maintain(lake_dir: Path, tables: tuple[str, ...], retention_hours: int,
-             allow_short_retention: bool, no_compact: bool) -> None:
+@spark_options
+def maintain(lake_dir: str, tables: tuple[str, ...], retention_hours: int,
+             allow_short_retention: bool, no_compact: bool, master: str | None,
+             conf_file: str | None) -> None:
     """Compact small files, vacuum unreferenced ones, checkpoint the Delta log of each table."""
     from ..lake.delta import Lake
     from ..lake.maintain import DEFAULT_RETENTION_HOURS
@@ -72,10 +74,13 @@ def maintain(lake_dir: Path, tables: tuple[str, ...], retention_hours: int,
         if t not in known:
             raise click.BadParameter(f"unknown table {t!r}; known: {', '.join(known)}",
                                      param_hint="--table")
-    lake = Lake(lake_dir)
-    if not lake.exists("records"):
-        raise click.BadParameter(f"{lake_dir} holds no lake (no records table)",
-                                 param_hint="--lake")
+    from ..config import load_config
+    from ..spark import get_spark
+
+    cfg = load_config(conf_file, lake=lake_dir)
+    lake = Lake(cfg.lake, get_spark(cfg, master=master))
+    if not lake.is_lake():
+        raise click.BadParameter(f"{lake_dir} holds no kraftlake lake", param_hint="--lake")
     if retention_hours < DEFAULT_RETENTION_HOURS and not allow_short_retention:
         raise click.BadParameter(
             f"{retention_hours} h is below Delta's default retention of "

@@ -36,8 +36,8 @@ def _summary(run) -> str:
 
 
 @main.command()
-@click.option("--lake", "lake_dir", type=click.Path(file_okay=False, path_type=Path),
-              required=True, help="Lake directory (Delta tables).")
+@click.option("--lake", "lake_dir", required=True,
+              help="Lake location: a path, file:// or s3a:// URI.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Render Great Expectations Data Docs into this directory.")
 @click.option("--suite", "suites", multiple=True,
@@ -48,7 +48,7 @@ def _summary(run) -> str:
 @click.option("--now", "now", type=click.DateTime(), default=None,
               help="Reference time for freshness, UTC (default: now).")
 @click.option("--master", default=None, help="Spark master (default: from the config).")
-def quality(lake_dir: Path, report_dir: Path | None, suites: tuple[str, ...],
+def quality(lake_dir: str, report_dir: Path | None, suites: tuple[str, ...],
             max_age: float | None, now: datetime | None, master: str | None) -> None:
     """Validate the lake with the expectation suites; exit 1 if an error-level check failed."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -62,12 +62,12 @@ def quality(lake_dir: Path, report_dir: Path | None, suites: tuple[str, ...],
         if s not in SUITES:
             raise click.BadParameter(f"unknown suite {s!r}; known: {', '.join(SUITES)}",
                                      param_hint="--suite")
-    if not (lake_dir / "records").is_dir():
-        raise click.BadParameter(f"{lake_dir} holds no lake (no records table)",
-                                 param_hint="--lake")
-    cfg = load_config(lake=str(lake_dir))
+    cfg = load_config(lake=lake_dir)
     spark = get_spark(cfg, master=master)
-    run = run_quality(spark, Lake(lake_dir), suites=list(suites) or None,
+    lake = Lake(cfg.lake, spark)
+    if not lake.is_lake():
+        raise click.BadParameter(f"{lake_dir} holds no kraftlake lake", param_hint="--lake")
+    run = run_quality(spark, lake, suites=list(suites) or None,
                       report_dir=report_dir,
                       now=now.replace(tzinfo=UTC) if now else None,
                       max_age_seconds=max_age if max_age is not None else

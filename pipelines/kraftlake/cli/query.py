@@ -6,7 +6,6 @@ import csv
 import datetime as dt
 import json
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -28,24 +27,24 @@ def _plain(v):
     return v
 
 
-def _session(lake: Path | None, master: str | None, conf_file: str | None):
+def _session(lake: str | None, master: str | None, conf_file: str | None):
     from ..config import load_config
     from ..lake.delta import Lake
     from ..spark import get_spark
 
     cfg = load_config(conf_file, lake=lake)
     spark = get_spark(cfg, master=master)
-    lk = Lake(cfg.lake)
+    lk = Lake(cfg.lake, spark).require()
     lk.register_views(spark)
     return spark, lk
 
 
 @main.command()
 @click.argument("query")
-@click.option("--lake", default=None, type=click.Path(path_type=Path))
+@click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
 @spark_options
-def sql(query: str, lake: Path | None, fmt: str, master: str | None,
+def sql(query: str, lake: str | None, fmt: str, master: str | None,
         conf_file: str | None) -> None:
     """Run Spark SQL over the lake; every table is a view under its own name."""
     spark, _ = _session(lake, master, conf_file)
@@ -68,12 +67,12 @@ def sql(query: str, lake: Path | None, fmt: str, master: str | None,
 
 
 @main.command()
-@click.option("--lake", default=None, type=click.Path(path_type=Path))
+@click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
 @click.option("--topic", required=True, help="topic name")
 @click.option("--partition", "partition", required=True, type=int)
 @click.option("--cluster-id", default=None)
 @spark_options
-def timeline(lake: Path | None, topic: str, partition: int, cluster_id: str | None,
+def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | None,
              master: str | None, conf_file: str | None) -> None:
     """One partition's history: every state with its events, oldest first."""
     spark, _ = _session(lake, master, conf_file)

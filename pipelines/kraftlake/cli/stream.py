@@ -13,16 +13,16 @@ from .ingest import spark_options
 
 @main.command()
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
-@click.option("--lake", default=None, type=click.Path(path_type=Path))
+@click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
 @click.option("--cluster-id", default=None)
 @click.option("--trigger", default=None, help="micro-batch interval, e.g. 1s (default conf/)")
 @click.option("--available-now", is_flag=True, help="ingest what is there now, then stop")
 @click.option("--max-offsets", type=int, default=None,
               help="at most this many log offsets per micro-batch")
-@click.option("--checkpoint", default=None, type=click.Path(path_type=Path))
+@click.option("--checkpoint", default=None, help="checkpoint location (default under the lake)")
 @spark_options
-def stream(source: Path, lake: Path | None, cluster_id: str | None, trigger: str | None,
-           available_now: bool, max_offsets: int | None, checkpoint: Path | None,
+def stream(source: Path, lake: str | None, cluster_id: str | None, trigger: str | None,
+           available_now: bool, max_offsets: int | None, checkpoint: str | None,
            master: str | None, conf_file: str | None) -> None:
     """Stream new records of a __cluster_metadata-0 directory into the lake (exactly once)."""
     from ..config import load_config

@@ -32,12 +32,13 @@ from ..codec.batch import Batch, scan_batches
 from ..codec.dumplog import looks_like_dump_log
 from ..codec.logfiles import records_of_batch
 from ..config import Config
-from ..lake.delta import Lake
+from ..lake.delta import Lake, sql_eq
+from ..lake.hadoopfs import join
 from ..sources.decode import source_arrow_schema, source_spark_schema
 from ..sources.dumptext import read_dump_text
 from ..sources.files import LogDirIndex, find_log_dirs, read_cluster_id
 from ..sources.plan import FRESH, latest, offset_dict
-from .increment import IncrementResult, last_progress, process_increment
+from .increment import IncrementResult, cluster_progress, last_progress, process_increment
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def _refuse(lake: Lake, d: Divergence) -> NoReturn:
 
     The row is merged on its key, so refusing the same input again does not repeat it.
     """
-    app_id = f"kraftlake-refusals:{d.cluster_id}"
+    app_id = app_id_for(d.cluster_id, "refusals")
     last = lake.txn_version("quarantine", app_id)
     row = pa.table({"cluster_id": [d.cluster_id], "source_file": [d.source_file],
                     "byte_position": [d.byte_position], "offset": [d.offset],
@@ -76,8 +77,19 @@ def _refuse(lake: Lake, d: Divergence) -> NoReturn:
     raise DivergedLogError(d)
 
 
-def app_id_for(cluster_id: str) -> str:
-    return f"kraftlake:{cluster_id}"
+JOB_KINDS = ("ingest", "stream")  # each has its own Delta app id per cluster
+
+
+def app_id_for(cluster_id: str, kind: str = "ingest") -> str:
+    """The Delta transaction app id of one job kind for one cluster.
+
+    A stream and a batch ingest of the same cluster number their increments independently
+    (a stream from its checkpoint's batch ids), so they must not share an app id: a stream
+    restarted after an ingest would find its next version already committed by the ingest
+    and skip a micro-batch whole. Where the lake stands for a cluster is `cluster_progress`,
+    whichever job wrote it.
+    """
+    return f"kraftlake-{kind}:{cluster_id}"
 
 
 def _log_records(lake: Lake, cluster_id: str, lo: int, hi: int) -> pa.Table:
@@ -86,9 +98,9 @@ def _log_records(lake: Lake, cluster_id: str, lo: int, hi: int) -> pa.Table:
     `timestamp` comes back as integer microseconds, the unit `check_tail` computes from the
     input's bytes (the column itself is a UTC timestamp, which would read as datetimes).
     """
-    return _int_timestamps(lake.read_arrow(
-        "records", [("cluster_id", "==", cluster_id), ("offset", ">=", lo),
-                    ("offset", "<", hi), ("source", "==", "log")]))
+    where = (f"{sql_eq('cluster_id', cluster_id)} AND offset >= {int(lo)} AND offset < {int(hi)} "
+             f"AND source = 'log'")
+    return _int_timestamps(lake.read_arrow("records", where))
 
 
 def _int_timestamps(t: pa.Table) -> pa.Table:
@@ -172,35 +184,76 @@ def refuse_if_diverged(lake: Lake, log_dir: Path, prev: dict,
             _refuse(lake, d)
 
 
-def _plan_file(lake: Lake, app_id: str, version: int) -> Path:
+def _plan_file(lake: Lake, app_id: str, version: int) -> str:
     safe = app_id.replace(":", "_").replace("/", "_")
-    return lake.root / "_kraftlake" / "plans" / safe / f"{version:012d}.json"
+    return join(lake.root, "_kraftlake", "plans", safe, f"{version:012d}.json")
+
+
+def write_plan(lake: Lake, app_id: str, version: int, start: dict, end: dict) -> None:
+    """Record an increment's range before any table is touched: whoever finds it unfinished
+    (a re-run of the same job, or the other job kind) does exactly that increment first."""
+    lake.fs.write_text(_plan_file(lake, app_id, version),
+                       json.dumps({"start": start, "end": end}))
+
+
+def read_plan(lake: Lake, app_id: str, version: int) -> dict | None:
+    text = lake.fs.read_text(_plan_file(lake, app_id, version))
+    return None if text is None else json.loads(text)
+
+
+def open_increment(lake: Lake, cluster_id: str, kind: str) -> tuple[str, int, dict] | None:
+    """The increment a killed job of `kind` planned and did not finish: (app id, version,
+    plan), or None. It must be finished before anything else is ingested for the cluster,
+    or its tables that did commit would be ingested twice."""
+    app_id = app_id_for(cluster_id, kind)
+    prev = last_progress(lake, app_id)
+    version = (prev["version"] + 1) if prev else 0
+    plan = read_plan(lake, app_id, version)
+    return None if plan is None else (app_id, version, plan)
+
+
+def finish_open(spark: SparkSession, lake: Lake, cfg: Config, log_dir: Path, cid: str,
+                kind: str, say: Callable[[str], None] = lambda _m: None) -> None:
+    """Finish the increment a stopped job of `kind` left half-written for this cluster."""
+    found = open_increment(lake, cid, kind)
+    if found is not None:
+        app_id, version, plan = found
+        say(f"{log_dir}: finishing increment {version} of the stopped {kind} of cluster {cid}")
+        _run(spark, lake, cfg, log_dir, cid, app_id, version, plan["start"], plan["end"], say)
+
+
+def finish_open_ingest(spark: SparkSession, lake: Lake, cfg: Config, log_dir: Path,
+                       cid: str) -> None:
+    """What a stream does before it starts: finish a killed ingest's increment."""
+    finish_open(spark, lake, cfg, log_dir, cid, "ingest")
 
 
 def next_range(lake: Lake, app_id: str, log_dir: Path) -> tuple[int, dict, dict] | None:
-    """(version, start, end) of the next increment, or None if nothing is new."""
+    """(version, start, end) of the next increment of `app_id`, or None if nothing is new.
+
+    It starts where the lake stands for the cluster (`cluster_progress`), whichever job got
+    it there, so an ingest after a stream (and the reverse) neither repeats nor skips.
+    """
+    cid = app_id.split(":", 1)[1]
     prev = last_progress(lake, app_id)
     version = (prev["version"] + 1) if prev else 0
-    pf = _plan_file(lake, app_id, version)
-    if pf.is_file():  # a killed run: do exactly what it planned
-        plan = json.loads(pf.read_text())
+    plan = read_plan(lake, app_id, version)
+    if plan is not None:  # a killed run: do exactly what it planned
         return version, plan["start"], plan["end"]
+    at = cluster_progress(lake, cid)
     index = LogDirIndex(log_dir)  # one walk of the batch headers for the check and the end
-    if prev is None:
+    if at is None:
         start = offset_dict(FRESH)
     else:
-        refuse_if_diverged(lake, log_dir, prev, index)
-        start = offset_dict(prev["end_offset"], prev["snapshot_high"]
-                            if prev["snapshot_high"] is not None else -1)
+        refuse_if_diverged(lake, log_dir, at, index)
+        start = offset_dict(at["end_offset"], at["snapshot_high"]
+                            if at["snapshot_high"] is not None else -1)
         start["crc"] = -1  # checked above against the lake's own rows
     end = latest(index, start)
     if end is start or (end["offset"] == start["offset"] and end["reset"] < 0
                         and end["snap"] == start["snap"]):
         return None
-    pf.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pf.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"start": start, "end": end, "dir": str(log_dir)}))
-    tmp.replace(pf)
+    write_plan(lake, app_id, version, start, end)
     return version, start, end
 
 
@@ -243,6 +296,7 @@ def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: Path, cluster_i
     if not cid:
         raise ValueError(f"{d}: no meta.properties beside it; pass --cluster-id")
     app_id = app_id_for(cid)
+    finish_open(spark, lake, cfg, d, cid, "stream", say)
     nxt = next_range(lake, app_id, d)
     if nxt is None:
         say(f"{d}: nothing new for cluster {cid}")
@@ -250,6 +304,12 @@ def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: Path, cluster_i
     version, start, end = nxt
     say(f"{d}: cluster {cid}, offsets {max(start['offset'], 0)}..{end['offset']} "
         f"(increment {version})")
+    return _run(spark, lake, cfg, d, cid, app_id, version, start, end, say)
+
+
+def _run(spark: SparkSession, lake: Lake, cfg: Config, d: Path, cid: str, app_id: str,
+         version: int, start: dict, end: dict, say: Callable[[str], None]) -> IncrementResult:
+    """One planned increment of a log directory."""
     df = (spark.read.format("kraft-metadata").option("cluster_id", cid)
           .option("startJson", json.dumps(start)).option("endJson", json.dumps(end))
           .option("splitBytes", str(cfg.split_bytes)).load(str(d)))
@@ -286,7 +346,8 @@ def _ingest_text(spark: SparkSession, lake: Lake, cfg: Config, path: Path,
     if not cluster_id:
         raise ValueError(f"{path}: a dump-log text carries no cluster id; pass --cluster-id")
     app_id = app_id_for(cluster_id)
-    prev = last_progress(lake, app_id)
+    prev = cluster_progress(lake, cluster_id)
+    own = last_progress(lake, app_id)
     start = int(prev["end_offset"] or 0) if prev else 0
     high = int(prev["snapshot_high"]) if prev and prev["snapshot_high"] is not None else -1
     if prev is not None:
@@ -296,7 +357,7 @@ def _ingest_text(spark: SparkSession, lake: Lake, cfg: Config, path: Path,
     if table.num_rows == 0:
         say(f"{path}: nothing new for cluster {cluster_id}")
         return IncrementResult(cluster_id, app_id, -1)
-    version = prev["version"] + 1 if prev else 0
+    version = own["version"] + 1 if own else 0
     say(f"{path}: cluster {cluster_id}, offsets {start}..{end} (increment {version})")
     table = table.cast(source_arrow_schema())
     df = spark.createDataFrame(table, schema=source_spark_schema())

@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -37,15 +36,15 @@ from ..fold.silver import (
     topics_of,
 )
 from ..fold.window import current_rows, fold, timeline_rows
-from ..lake.delta import Lake
-from ..lake.staging import Staged, Staging
+from ..lake.delta import Lake, conform, sql_eq
+from ..lake.work import Work
 from ..quality.record_checks import check_records
 
 # The decoded source is reused by every stage; it is kept on local disk, not in the JVM heap:
 # a first ingest of a week-long log holds ~10 million rows, and caching them in memory ran a
 # 4 GiB driver out of heap (the columnar cache builds its buffers on the heap while it
 # unrolls). Reading them back from local disk costs little next to decoding again (Python).
-# The frames derived from it are staged as files instead (`Staging.frame`).
+# The frames derived from it are kept as files instead (`Work.frame`).
 SPILL = StorageLevel.DISK_ONLY
 
 ORDER = ["records", "quarantine", "brokers", "configs", "partition_changes",
@@ -86,16 +85,21 @@ class IncrementResult:
 
 
 def last_progress(lake: Lake, app_id: str) -> dict | None:
-    t = lake.read_arrow("ingest_progress", [("app_id", "==", app_id)])
-    if t.num_rows == 0:
-        return None
-    rows = t.to_pylist()
-    return max(rows, key=lambda r: r["version"])
+    """The newest `ingest_progress` row of one app id (its last committed increment)."""
+    rows = lake.read_arrow("ingest_progress", sql_eq("app_id", app_id)).to_pylist()
+    return max(rows, key=lambda r: r["version"]) if rows else None
+
+
+def cluster_progress(lake: Lake, cluster_id: str) -> dict | None:
+    """How far the lake holds a cluster, whichever job (ingest, stream) got it there: the
+    progress row with the highest end offset (the newest of equals)."""
+    rows = lake.read_arrow("ingest_progress", sql_eq("cluster_id", cluster_id)).to_pylist()
+    return max(rows, key=lambda r: (r["end_offset"] or 0, r["version"])) if rows else None
 
 
 def _same_cluster(cid: str) -> str:
     """Merge target filter: rows of cluster `cid` (file statistics skip other clusters)."""
-    return "t.cluster_id = '{}'".format(cid.replace("'", "''"))
+    return "t." + sql_eq("cluster_id", cid)
 
 
 def _cluster(df: DataFrame, cid: str) -> DataFrame:
@@ -135,10 +139,10 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
         res.skipped = list(ORDER)
         return res
     src = src.persist(SPILL)
-    staging = Staging(lake.root, app_id, version)
+    work = Work(spark, lake.root, app_id, version)
     try:
-        res = _process(spark, lake, src, res, min_isr_default, snapshot_high, say, staging)
-        staging.clear()  # only after ingest_progress committed: a killed run rewrites it
+        res = _process(spark, lake, src, res, min_isr_default, snapshot_high, say, work)
+        work.clear()  # only after ingest_progress committed: a killed run rewrites it
         return res
     finally:
         say.close()
@@ -147,25 +151,27 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
 
 def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResult,
              min_isr_default: int, snapshot_high: int | None, say,
-             staging: Staging) -> IncrementResult:
+             work: Work) -> IncrementResult:
     cid, app_id, version = res.cluster_id, res.app_id, res.version
+    # every input is read as of now: a table committed meanwhile (by this very increment)
+    # does not change what the next stage reads
+    seed = lake.pinned()
 
-    def write(name: str, data: pa.Table | DataFrame | Staged, how: str = "append",
-              **kw) -> None:
+    def write(name: str, data: pa.Table | DataFrame, how: str = "append", **kw) -> int:
+        """Commit `data` to `name` once per (app id, version); the rows written (0: skipped)."""
         if lake.committed(name, app_id, version):
             res.skipped.append(name)
-            return
-        if isinstance(data, DataFrame):
-            data = staging.put(name, data)
-        rows = data.reader() if isinstance(data, Staged) else data
+            return 0
         t0 = time.perf_counter()
         if how == "append":
-            lake.append(name, rows, app_id, version)
+            lake.append(name, data, app_id, version)
         else:
-            lake.upsert(name, rows, app_id, version, **kw)
+            lake.upsert(name, data, app_id, version, **kw)
         res.commit_seconds[name] = round(time.perf_counter() - t0, 2)
         if name == FAIL_AFTER:
             raise InjectedFailure(f"stopped after the commit of {name}")
+        m = lake.last_commit_metrics(name)
+        return m.get("numOutputRows", m.get("numTargetRowsInserted", 0))
 
     say("decode: read and decode the source")
     bounds = src.filter((F.col("row_kind") == "record") & (F.col("source") == "log")).agg(
@@ -181,9 +187,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
 
     # ---- bronze
     say("bronze: records")
-    staged_records = staging.put("records", records)
-    res.records = staged_records.rows
-    write("records", staged_records)
+    res.records = records.count()
+    write("records", records)
     problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
         "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),
         F.when(F.col("row_kind") == "record", F.lit(-1)).otherwise(
@@ -194,15 +199,13 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"))
     problems = problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
                                         "offset"])
-    q = staging.put("quarantine", problems.unionByName(invalid))
-    res.quarantined = q.rows
-    write("quarantine", q)
+    res.quarantined = write("quarantine", problems.unionByName(invalid))
 
     # ---- records held back by an open transaction last time are read again from bronze
-    prev = last_progress(lake, app_id)
+    prev = cluster_progress(seed, cid)  # the increment before this one, whichever job wrote it
     pend_from = prev.get("pending_txn_from") if prev else None
     if pend_from is not None and res.start_offset is not None and pend_from < res.start_offset:
-        back = _cluster(lake.read(spark, "records"), cid).filter(
+        back = _cluster(seed.read(spark, "records"), cid).filter(
             (F.col("offset") >= pend_from) & (F.col("offset") < res.start_offset)
             & (F.col("source") == "log"))
         rel_in = checked.unionByName(back.withColumn("row_kind", F.lit("record")),
@@ -211,14 +214,14 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         rel_in = checked
     rel = relevant(rel_in)
     done, pending = committed(rel)
-    done = staging.frame("committed", done)
+    done = work.frame("committed", done)
     pend = pending.first()
     res.pending_txn_from = pend["pending_txn_from"] if pend else None
 
     # ---- silver
     say("silver: topics, brokers, configs")
     effective = done.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
-    old_topics = _cluster(lake.read(spark, "topics"), cid)
+    old_topics = _cluster(seed.read(spark, "topics"), cid)
     new_topics = topics_of(effective)
     merged = (old_topics.alias("o").join(new_topics.alias("n"), ["cluster_id", "topic_id"],
                                            "full_outer")
@@ -229,14 +232,14 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
                         ["deleted_offset", "deleted_ts"]]))
     # deleted_offset too: a topic deleted by an earlier increment and re-created under the
     # same name must not inherit the old topic's configs (detect.events.context_at)
-    topic_names = staging.frame("topic_names", merged.select(
+    topic_names = work.frame("topic_names", merged.select(
         "cluster_id", "topic_id", "topic_name", "deleted_offset"))
     changed_topics = merged.join(new_topics.select("cluster_id", "topic_id"),
                                  ["cluster_id", "topic_id"], "left_semi")
     write("brokers", brokers_of(effective))
     new_cfg = configs_of(effective)
     write("configs", new_cfg)
-    configs = _cluster(lake.read(spark, "configs"), cid).unionByName(new_cfg).distinct()
+    configs = _cluster(seed.read(spark, "configs"), cid).unionByName(new_cfg).distinct()
 
     if lake.committed("partition_current", app_id, version):
         res.skipped += ["partition_changes", "partition_timeline", "partition_events",
@@ -245,8 +248,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     else:
         live = old_topics.filter(F.col("deleted_offset").isNull()).select(
             "cluster_id", "topic_id")
-        _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_default, write,
-              say, staging)
+        _gold(spark, seed, src, done, topic_names, live, configs, res, min_isr_default, write,
+              say, work)
     write("topics", changed_topics, "upsert")
 
     say("progress: ingest_progress")
@@ -278,56 +281,59 @@ def _restore_gold_counts(res: IncrementResult, meta: dict[str, str] | None) -> N
     res.event_counts = json.loads(meta.get("kraftlake.event_counts", "{}"))
 
 
-def _gold(spark, lake, src, done, topic_names, live, configs, res, min_isr_default, write, say,
-          staging):
+def _gold(spark, seed, src, done, topic_names, live, configs, res, min_isr_default, write,
+          say, work):
+    """Silver partition changes -> timeline, events, reconciliation, current states.
+
+    `seed` is the lake as pinned at the increment's start: the fold continues from the
+    current states it held then. Frames used twice are computed once (`work.frame`).
+    """
     cid = res.cluster_id
     say("fold: partition timeline")
-    cur_df = _cluster(lake.read(spark, "partition_current"), cid)
+    cur_df = _cluster(seed.read(spark, "partition_current"), cid)
     seed_keys = cur_df.select(*KEY)
-    # the table's staged rows are the fold's input too (they hold every column it reads)
-    ch = staging.put("partition_changes", partition_changes(
+    # the table's rows are the fold's input too (they hold every column it reads)
+    changes = work.frame("partition_changes", conform(partition_changes(
         done, seed_keys, topic_names, live).unionByName(
-        snapshot_removals(done, seed_keys), allowMissingColumns=True))
-    changes = ch.dataframe(spark)
-    res.changes = ch.rows
-    write("partition_changes", ch)
+        snapshot_removals(done, seed_keys), allowMissingColumns=True), "partition_changes"))
+    res.changes = changes.count()
+    write("partition_changes", changes)
     touched = changes.select(*KEY).distinct()
-    seed = cur_df.join(touched, KEY, "left_semi")
-    folded, orphans = fold(changes, seed)
-    folded = staging.frame("folded", folded)
+    seed_states = cur_df.join(touched, KEY, "left_semi")
+    folded, orphans = fold(changes, seed_states)
+    folded = work.frame("folded", folded)
     if res.changes:
         res.orphans = orphans.count()
-    tl = timeline_rows(folded, topic_names)
-    tl_staged = staging.put("partition_timeline", tl)
-    res.timeline = tl_staged.rows
+    tl = work.frame("partition_timeline",
+                    conform(timeline_rows(folded, topic_names), "partition_timeline"))
+    res.timeline = tl.count()
     # Only current states are ever closed, so the merge reads the current partition alone.
-    write("partition_timeline", tl_staged, "upsert",
+    write("partition_timeline", tl, "upsert",
           target_filter=f"t.is_current = true AND {_same_cluster(cid)}")
     say("detect: events")
-    ev = staging.put("partition_events",
-                     detect_events(folded, topic_names, configs, min_isr_default))
-    res.events = ev.rows
-    counts = pc.value_counts(ev.column("event_type")).to_pylist()
-    res.event_counts = {c["values"]: c["counts"] for c in counts}
+    ev = work.frame("partition_events", conform(
+        detect_events(folded, topic_names, configs, min_isr_default), "partition_events"))
+    res.event_counts = {r[0]: r[1] for r in ev.groupBy("event_type").count().collect()}
+    res.events = sum(res.event_counts.values())
     write("partition_events", ev)
     points = check_points(src)
     lo, hi = points.agg(F.min("snapshot_end_offset"), F.max("snapshot_end_offset")).first()
     if lo is not None:
         say("reconcile: snapshots")
-        # only states valid at some check point; literal bounds let Spark skip the files of
+        # only states valid at some check point; literal bounds let Delta skip the files of
         # older history by their statistics, so the cost does not grow with the history
-        old = _cluster(lake.read(spark, "partition_timeline"), cid).filter(
+        old = _cluster(seed.read(spark, "partition_timeline"), cid).filter(
             (F.col("valid_from_offset") <= hi - 1)
             & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo - 1)))
-        if tl_staged.rows:  # rows rewritten by this increment replace the old ones
-            tl_new = tl_staged.dataframe(spark)
+        if res.timeline:  # rows rewritten by this increment replace the old ones
             k = [*KEY, "valid_from_offset", "seq"]
-            old = old.join(tl_new.select(*k), k, "left_anti").unionByName(tl_new)
-        m = staging.put("snapshot_reconciliation", reconcile(snapshot_states(src), points, old))
-        res.mismatches = m.rows
+            old = old.join(tl.select(*k), k, "left_anti").unionByName(tl)
+        m = work.frame("snapshot_reconciliation", conform(
+            reconcile(snapshot_states(src), points, old), "snapshot_reconciliation"))
+        res.mismatches = m.count()
         write("snapshot_reconciliation", m, "upsert")
     say("current: partition_current")
-    live, gone = current_rows(folded, topic_names)
-    write("partition_current", live, "upsert",
-          delete_keys=gone.toArrow(), target_filter=_same_cluster(cid),
+    live_rows, gone = current_rows(folded, topic_names)
+    write("partition_current", live_rows, "upsert",
+          delete_keys=gone, target_filter=_same_cluster(cid),
           metadata=_gold_counts(res))

@@ -21,15 +21,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from ..config import Config
 from ..lake.delta import Lake
+from ..lake.hadoopfs import join, to_uri
 from ..lake.maintain import maintain
 from ..sources.files import find_log_dirs, read_cluster_id
 from ..sources.plan import FRESH, offset_dict
-from .batch import app_id_for, refuse_if_diverged
-from .increment import IncrementResult, last_progress, process_increment
+from .batch import app_id_for, finish_open_ingest, refuse_if_diverged, write_plan
+from .increment import IncrementResult, cluster_progress, last_progress, process_increment
 
 _UNITS = {"ms": "milliseconds", "s": "seconds", "sec": "seconds", "m": "minutes",
           "min": "minutes", "h": "hours"}
@@ -51,33 +53,63 @@ def processing_time(trigger: str) -> str:
                      f"5m, 1h")
 
 
-def _state(lake: Lake, app_id: str, checkpoint: Path, log_dir: Path) -> dict:
-    """Where a stream starts: its own state file, else after the lake's last increment.
+def _state(lake: Lake, app_id: str, checkpoint: str, log_dir: Path) -> dict:
+    """Where a stream starts: its own state file, else where the lake stands for the cluster.
 
     Starting after a batch ingest (or another stream) of the same cluster id, the input's
     bytes at the last ingested offsets must be the ones the lake holds; otherwise this is
     another log that happens to share the cluster id: it is refused, and the divergence
     kept in `quarantine`.
     """
-    f = checkpoint / "kraftlake.json"
-    if f.is_file():
-        return json.loads(f.read_text())
-    prev = last_progress(lake, app_id)
-    if prev is not None:
-        refuse_if_diverged(lake, log_dir, prev)
-    if prev is None:
-        start = offset_dict(FRESH)
-        base = 0
-    else:
-        start = offset_dict(prev["end_offset"], prev["snapshot_high"]
-                            if prev["snapshot_high"] is not None else -1)
-        base = prev["version"] + 1
-    state = {"app_id": app_id, "base_version": base, "start": start}
-    checkpoint.mkdir(parents=True, exist_ok=True)
-    tmp = f.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state))
-    tmp.replace(f)
+    f = join(checkpoint, "kraftlake.json")
+    text = lake.fs.read_text(f)
+    if text is not None:
+        return json.loads(text)
+    cid = app_id.split(":", 1)[1]
+    at = cluster_progress(lake, cid)
+    if at is not None:
+        refuse_if_diverged(lake, log_dir, at)
+    own = last_progress(lake, app_id)
+    start = offset_dict(FRESH) if at is None else offset_dict(
+        at["end_offset"], at["snapshot_high"] if at["snapshot_high"] is not None else -1)
+    state = {"app_id": app_id, "base_version": own["version"] + 1 if own else 0,
+             "start": start}
+    lake.fs.write_text(f, json.dumps(state))
     return state
+
+
+def _offsets(lake: Lake, checkpoint: str, state: dict, batch_id: int) -> tuple[dict, dict]:
+    """(start, end) offset dicts of micro-batch `batch_id`, from Spark's offset log.
+
+    Spark writes the log entry of a micro-batch before running it, so it is there while
+    the batch runs; the start is the previous entry's end (or where the stream started).
+    """
+    def end_of(bid: int) -> dict | None:
+        text = lake.fs.read_text(join(checkpoint, "spark", "offsets", str(bid)))
+        if text is None:
+            return None
+        return json.loads(text.strip().splitlines()[-1])
+
+    end = end_of(batch_id)
+    start = end_of(batch_id - 1) if batch_id > 0 else None
+    return start or state["start"], end or state["start"]
+
+
+def _after(batch: DataFrame, at: dict | None) -> DataFrame:
+    """The rows of a micro-batch that the lake does not hold yet for the cluster.
+
+    Normally all of them. A stream restarted after a batch ingest (or an ingest that
+    finished the stream's stopped micro-batch) resumes from its own checkpoint, behind what
+    the lake holds: those offsets and snapshots are not ingested twice.
+    """
+    if at is None:
+        return batch
+    end, snap = int(at["end_offset"] or 0), at["snapshot_high"]
+    keep = F.col("offset").isNull() | (F.col("offset") >= end)
+    if snap is not None:
+        keep = F.when(F.col("snapshot_end_offset").isNotNull(),
+                      F.col("snapshot_end_offset") > int(snap)).otherwise(keep)
+    return batch.filter(keep)
 
 
 def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str | None = None,
@@ -90,10 +122,12 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
     cid = cluster_id or cfg.cluster_id or read_cluster_id(log_dir)
     if not cid:
         raise ValueError(f"{log_dir}: no meta.properties beside it; pass --cluster-id")
-    lake = Lake(cfg.lake)
+    lake = Lake(cfg.lake, spark)
     lake.ensure_all()
-    app_id = app_id_for(cid)
-    ck = Path(cfg.checkpoint) if cfg.checkpoint else lake.root / "_kraftlake" / "checkpoints" / cid
+    finish_open_ingest(spark, lake, cfg, log_dir, cid)
+    app_id = app_id_for(cid, "stream")
+    ck = to_uri(cfg.checkpoint) if cfg.checkpoint else join(lake.root, "_kraftlake",
+                                                           "checkpoints", cid)
     st = _state(lake, app_id, ck, log_dir)
     reader = (spark.readStream.format("kraft-metadata").option("cluster_id", cid)
               .option("startJson", json.dumps(st["start"]))
@@ -105,6 +139,10 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
 
     def each(batch: DataFrame, batch_id: int) -> None:
         version = st["base_version"] + batch_id
+        if not lake.committed("ingest_progress", app_id, version):
+            start, end = _offsets(lake, ck, st, batch_id)
+            write_plan(lake, app_id, version, start, end)
+            batch = _after(batch, cluster_progress(lake, cid))
         res = process_increment(spark, lake, batch, cid, app_id, version,
                                 min_isr_default=cfg.min_insync_replicas_default)
         if cfg.compact_every > 0 and (batch_id + 1) % cfg.compact_every == 0:
@@ -115,6 +153,6 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
         if on_batch is not None:
             on_batch(res)
 
-    w = df.writeStream.foreachBatch(each).option("checkpointLocation", str(ck / "spark"))
+    w = df.writeStream.foreachBatch(each).option("checkpointLocation", join(ck, "spark"))
     w = w.trigger(availableNow=True) if available_now else w.trigger(processingTime=interval)
     return w.queryName(f"kraftlake-{cid}").start()

@@ -1,85 +1,155 @@
-"""The lake: a directory of Delta tables written with delta-rs and read by Spark.
+"""The lake: Delta tables under one root URI, written and read by delta-spark.
 
-Every write of an increment carries a Delta transaction id (app id, version). Before writing
-a table we ask the table for the last version it committed for that app id; if it already
-has this one, the write is skipped. That is what makes a killed job safe to re-run: the
-tables that committed keep their rows, the others get exactly the same rows now.
+Every table write is a Spark write in the executors; the driver plans it and commits the
+Delta log entry, it never holds the rows. Exactly-once comes from Delta's transaction
+identifiers, kept in the table itself (no side files):
+
+* appends carry the writer options `txnAppId` / `txnVersion`: Delta skips a write whose
+  version it already committed for that app id;
+* merges (`partition_current`, closing timeline states, topics) carry the same pair as the
+  session settings `spark.databricks.delta.write.txnAppId` / `txnVersion`.
+
+Before computing a table's rows the increment asks `committed` (the table's last version for
+the app id, from its Delta snapshot), so a job killed at any instant and re-run writes
+exactly the tables that did not commit, with the same rows.
+
+Reads go through the Delta protocol (`format("delta")`), so deletion vectors or column
+mapping written by another engine are honoured, and `pinned()` gives a view of the lake at
+the versions current when it was called: one increment reads all its inputs at one moment.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from itertools import chain
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as pads
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
+from .hadoopfs import HadoopFS, join, to_uri
 from .schema import table_names, table_schema
-from .staging import conform, conformed_reader
 
-Rows = pa.Table | pa.RecordBatchReader
-META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"  # in every commit's info
-
-
-def _predicate(f: pads.Expression, op: str, val: object) -> pads.Expression:
-    """One filter term; built lazily, since `isin` of a scalar raises."""
-    if op == "==":
-        return f == val
-    if op == ">=":
-        return f >= val
-    if op == ">":
-        return f > val
-    if op == "<":
-        return f < val
-    if op == "in":
-        return f.isin(val)
-    raise ValueError(f"unknown filter operator {op!r}")
+# what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts
+META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"
+_TXN_CONF = ("spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion")
+_USER_META_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 class LakeLayoutError(ValueError):
     """A table on disk does not have the layout this version of kraftlake writes."""
 
 
-class Lake:
-    """A lake root; table `name` lives in `<root>/<name>`."""
+class NotALakeError(ValueError):
+    """The location holds no kraftlake lake (no `ingest_progress` table)."""
 
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root).resolve()
-        self._ensured: set[str] = set()  # tables created or checked by this instance
+
+def sql_eq(col: str, value: str) -> str:
+    """`col = 'value'` as a SQL predicate, the value quoted (ids come from the input)."""
+    return "{} = '{}'".format(col, value.replace("'", "''"))
+
+
+def conform(df: DataFrame, name: str) -> DataFrame:
+    """`df` as rows of table `name`: its columns, in order, with their types (missing = null)."""
+    schema = table_schema(name)
+    return df.select(*[(F.col(f.name) if f.name in df.columns else F.lit(None))
+                       .cast(f.dataType).alias(f.name) for f in schema.spark.fields])
+
+
+class Lake:
+    """A lake root; table `name` lives at `<root>/<name>`.
+
+    `spark`: the session to use (default: the active one, so `Lake(path)` works wherever a
+    session exists).
+    """
+
+    def __init__(self, root: str | Path, spark: SparkSession | None = None,
+                 pins: dict[str, int] | None = None) -> None:
+        self.root = to_uri(root)
+        self._spark = spark
+        self._pins = pins  # table -> version this view reads (None: the latest)
+        self._ensured: set[str] = set()
+
+    @property
+    def spark(self) -> SparkSession:
+        s = self._spark or SparkSession.getActiveSession()
+        if s is None:
+            raise RuntimeError("the lake needs a SparkSession (kraftlake.spark.get_spark)")
+        return s
+
+    @property
+    def fs(self) -> HadoopFS:
+        return HadoopFS(self.spark, self.root)
 
     # ------------------------------------------------------------------ metadata
 
-    def path(self, name: str) -> Path:
-        return self.root / name
+    def path(self, name: str) -> str:
+        return join(self.root, name)
 
     def exists(self, name: str) -> bool:
-        return DeltaTable.is_deltatable(str(self.path(name)))
+        return bool(DeltaTable.isDeltaTable(self.spark, self.path(name)))
 
-    def table(self, name: str) -> DeltaTable | None:
-        return DeltaTable(str(self.path(name))) if self.exists(name) else None
+    def is_lake(self) -> bool:
+        """A kraftlake lake has an `ingest_progress` table (every job creates all tables)."""
+        return self.exists("ingest_progress")
+
+    def require(self) -> Lake:
+        """This lake, or `NotALakeError` (a reader on a wrong `--lake` gets an error, not an
+        empty answer)."""
+        if not self.is_lake():
+            raise NotALakeError(f"{self.root}: no kraftlake lake here (no ingest_progress "
+                                f"table); run `kraftlake ingest ... --lake {self.root}` first")
+        return self
+
+    def _snapshot(self, name: str):
+        """The table's current Delta snapshot (JVM), brought up to date."""
+        jvm = self.spark._jvm
+        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+            self.spark._jsparkSession, self.path(name))
+        return log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+
+    def version(self, name: str) -> int | None:
+        """The table's current version (None: no table)."""
+        if not self.exists(name):
+            return None
+        return int(self._snapshot(name).version())
 
     def txn_version(self, name: str, app_id: str) -> int | None:
         """Last transaction version `app_id` committed to table `name` (None = never)."""
-        dt = self.table(name)
-        return None if dt is None else dt.transaction_version(app_id)
+        if not self.exists(name):
+            return None
+        snap = self._snapshot(name)
+        # The version's checksum file lists the table's transactions: reading it costs
+        # milliseconds, where the snapshot's own state reconstruction runs a Spark job.
+        crc = snap.checksumOpt()
+        txns = crc.get().setTransactions() if crc.isDefined() else None
+        if txns is not None and txns.isDefined():
+            seq = txns.get()
+            found = [seq.apply(i).version() for i in range(seq.size())
+                     if seq.apply(i).appId() == app_id]
+            return int(found[0]) if found else None
+        v = snap.transactions().get(app_id)
+        return int(v.get()) if v.isDefined() else None
 
     def committed(self, name: str, app_id: str, version: int) -> bool:
         v = self.txn_version(name, app_id)
         return v is not None and v >= version
 
-    # ------------------------------------------------------------------ writing
+    def files(self, name: str) -> list[str]:
+        """Data files of the table's current snapshot, relative to the table's location."""
+        if not self.exists(name):
+            return []
+        base = self.read(None, name).inputFiles()
+        root = DeltaTable.forPath(self.spark, self.path(name)).detail().first().location
+        return sorted(f[len(root):].lstrip("/") for f in base)
 
-    @staticmethod
-    def _props(app_id: str | None, version: int | None,
-               metadata: dict[str, str] | None = None) -> CommitProperties | None:
-        if app_id is None:
-            return None
-        meta = {META_APP: app_id, META_VERSION: str(version), **(metadata or {})}
-        return CommitProperties(app_transactions=[Transaction(app_id, int(version))],
-                                custom_metadata=meta)
+    def operations(self, name: str) -> list[str]:
+        """The operation of every commit of the table, newest first (WRITE, MERGE, ...)."""
+        return [r.operation for r in DeltaTable.forPath(self.spark, self.path(name))
+                .history().select("operation").collect()]
 
     def commit_metadata(self, name: str, app_id: str, version: int) -> dict[str, str] | None:
         """The metadata written with the commit of (app_id, version) to `name`, if any.
@@ -87,137 +157,173 @@ class Lake:
         Lets a re-run that skips an already committed table learn what that commit wrote.
         The newest commits are searched first: the one sought is normally among them.
         """
-        dt = self.table(name)
-        if dt is None or not self.committed(name, app_id, version):
+        if not self.committed(name, app_id, version):
             return None
+        dt = DeltaTable.forPath(self.spark, self.path(name))
         for limit in (50, None):
-            for h in dt.history(limit=limit):
-                if h.get(META_APP) == app_id and h.get(META_VERSION) == str(version):
-                    return {k: v for k, v in h.items() if isinstance(v, str)}
+            hist = dt.history(limit) if limit else dt.history()
+            for row in hist.select("userMetadata").collect():
+                try:
+                    meta = json.loads(row.userMetadata or "{}")
+                except ValueError:
+                    continue
+                if meta.get(META_APP) == app_id and meta.get(META_VERSION) == str(version):
+                    return meta
         return None
+
+    def last_commit_metrics(self, name: str) -> dict[str, int]:
+        """Delta's operation metrics of the table's newest commit (rows written, ...), read
+        from that commit's file (a history query would start a Spark job)."""
+        v = self.version(name)
+        text = self.fs.read_text(join(self.path(name), "_delta_log", f"{v:020d}.json")) or ""
+        for line in text.splitlines():
+            info = json.loads(line).get("commitInfo")
+            if info is not None:
+                return {k: int(x) for k, x in (info.get("operationMetrics") or {}).items()
+                        if str(x).isdigit()}
+        return {}
 
     def ensure(self, name: str) -> None:
         """Create table `name` (empty) if it does not exist yet.
 
         An existing table partitioned otherwise than its schema says was written by an
         older kraftlake; writing on would mix layouts, so it is refused with the remedy.
-        Checked once per table and instance: every write calls this, and loading a table's
-        Delta log each time would put that I/O on every micro-batch.
+        Checked once per table and instance.
         """
         if name in self._ensured:
             return
         schema = table_schema(name)
-        dt = self.table(name)
-        if dt is None:
-            write_deltalake(str(self.path(name)), schema.arrow.empty_table(), mode="append",
-                            partition_by=list(schema.partition_by) or None,
-                            description=schema.doc)
-        elif tuple(dt.metadata().partition_columns) != schema.partition_by:
-            raise LakeLayoutError(
-                f"{self.path(name)}: table is partitioned by "
-                f"{list(dt.metadata().partition_columns)}, this kraftlake expects "
-                f"{list(schema.partition_by)}; it was written by an older version: ingest "
-                f"into a new lake (the log is the source of truth)")
+        if not self.exists(name):
+            (DeltaTable.createIfNotExists(self.spark).location(self.path(name))
+             .addColumns(schema.spark).partitionedBy(*schema.partition_by)
+             .comment(schema.doc).execute())
+        else:
+            cols = self._snapshot(name).metadata().partitionColumns()
+            parts = tuple(cols.apply(i) for i in range(cols.size()))
+            if parts != schema.partition_by:
+                raise LakeLayoutError(
+                    f"{self.path(name)}: table is partitioned by {list(parts)}, this kraftlake "
+                    f"expects {list(schema.partition_by)}; it was written by an older version: "
+                    f"ingest into a new lake (the log is the source of truth)")
         self._ensured.add(name)
 
     def ensure_all(self) -> None:
         for name in table_names():
             self.ensure(name)
 
-    def append(self, name: str, data: Rows, app_id: str | None = None,
-               version: int | None = None) -> bool:
-        """Append rows once per (app_id, version); returns False if already committed.
+    # ------------------------------------------------------------------ writing
 
-        `data` is a table or a stream of batches (e.g. `Staged.reader()`): a stream is
-        written as it is read, so the driver never holds all the rows.
-        """
+    def _frame(self, name: str, data: DataFrame | pa.Table) -> DataFrame:
+        """Rows for table `name`; an Arrow table is for the few rows the driver itself makes
+        (a progress row, a quality run's results), never for rows read from a table."""
+        if isinstance(data, pa.Table):
+            schema = table_schema(name).spark
+            data = self.spark.createDataFrame(
+                [tuple(r.get(f.name) for f in schema.fields) for r in data.to_pylist()], schema)
+        return conform(data, name)
+
+    @staticmethod
+    def _meta(app_id: str | None, version: int | None,
+              metadata: dict[str, str] | None = None) -> str:
+        return json.dumps({META_APP: app_id, META_VERSION: str(version), **(metadata or {})},
+                          sort_keys=True)
+
+    def append(self, name: str, data: DataFrame | pa.Table, app_id: str | None = None,
+               version: int | None = None, metadata: dict[str, str] | None = None) -> bool:
+        """Append rows once per (app_id, version); returns False if already committed."""
         if app_id is not None and self.committed(name, app_id, version):
             return False
         self.ensure(name)
-        schema = table_schema(name)
-        if isinstance(data, pa.Table):
-            if data.num_rows == 0 and app_id is None:
-                return True
-            data = conform(data, schema.arrow)
-        else:
-            data = conformed_reader(data, schema.arrow)
-        write_deltalake(str(self.path(name)), data, mode="append",
-                        partition_by=list(schema.partition_by) or None,
-                        commit_properties=self._props(app_id, version))
+        w = self._frame(name, data).write.format("delta").mode("append")
+        if app_id is not None:
+            w = (w.option("txnAppId", app_id).option("txnVersion", str(version))
+                 .option("userMetadata", self._meta(app_id, version, metadata)))
+        w.save(self.path(name))
         return True
 
-    def upsert(self, name: str, data: Rows, app_id: str, version: int,
-               delete_keys: pa.Table | None = None, target_filter: str = "",
+    @contextmanager
+    def _txn(self, app_id: str, version: int, metadata: dict[str, str] | None) -> Iterator[None]:
+        """Session settings that make the next DML command (a MERGE) idempotent."""
+        conf = self.spark.conf
+        conf.set(_TXN_CONF[0], app_id)
+        conf.set(_TXN_CONF[1], str(version))
+        conf.set(_USER_META_CONF, self._meta(app_id, version, metadata))
+        try:
+            yield
+        finally:
+            for k in (*_TXN_CONF, _USER_META_CONF):
+                conf.unset(k)
+
+    def upsert(self, name: str, data: DataFrame | pa.Table, app_id: str, version: int,
+               delete_keys: DataFrame | None = None, target_filter: str = "",
                metadata: dict[str, str] | None = None) -> bool:
         """Merge rows on the table key (update or insert), once per (app_id, version).
 
         `delete_keys` (key columns only) are removed in the same commit. `target_filter`
-        restricts which target rows can match (it lets delta-rs skip files by statistics).
-        `data` may be a stream of batches; delta-rs merges it as a stream (`streamed_exec`).
+        restricts which target rows can match (Delta skips files and partitions by it).
         `metadata` goes into the commit (see `commit_metadata`).
         """
         if self.committed(name, app_id, version):
             return False
         self.ensure(name)
         schema = table_schema(name)
-        loose = pa.schema([f.with_nullable(True) for f in schema.arrow])
-        marked = loose.append(pa.field("_delete", pa.bool_()))
-
-        def mark(batches: Iterable[pa.RecordBatch], delete: bool) -> Iterator[pa.RecordBatch]:
-            for t in conformed_reader(batches, loose):
-                flag = pa.array([delete] * t.num_rows, pa.bool_())
-                yield t.append_column("_delete", flag)
-
-        rows = data.to_batches() if isinstance(data, pa.Table) else data
-        deletes = delete_keys.to_batches() if delete_keys is not None else []
-        source = pa.RecordBatchReader.from_batches(
-            marked, chain(mark(rows, False), mark(deletes, True)))
-        on = " AND ".join(f"t.{k} = s.{k}" for k in schema.key)
+        source = self._frame(name, data).withColumn("_delete", F.lit(False))
+        if delete_keys is not None:
+            source = source.unionByName(
+                conform(delete_keys, name).withColumn("_delete", F.lit(True)))
+        on = " AND ".join(f"t.{k} <=> s.{k}" for k in schema.key)
         if target_filter:
             on = f"{on} AND ({target_filter})"
         cols = {c: f"s.{c}" for c in schema.names}
-        (DeltaTable(str(self.path(name)))
-         .merge(source, predicate=on, source_alias="s", target_alias="t",
-                commit_properties=self._props(app_id, version, metadata))
-         .when_matched_delete(predicate="s._delete = true")
-         .when_matched_update(updates=cols, predicate="s._delete = false")
-         .when_not_matched_insert(updates=cols, predicate="s._delete = false")
-         .execute())
+        with self._txn(app_id, version, metadata):
+            (DeltaTable.forPath(self.spark, self.path(name)).alias("t")
+             .merge(source.alias("s"), on)
+             .whenMatchedDelete(condition="s._delete")
+             .whenMatchedUpdate(condition="NOT s._delete", set=cols)
+             .whenNotMatchedInsert(condition="NOT s._delete", values=cols)
+             .execute())
         return True
 
     # ------------------------------------------------------------------ reading
 
-    def read(self, spark: SparkSession, name: str) -> DataFrame:
-        """Table `name` as a Spark DataFrame, through its current snapshot's file list."""
-        schema = table_schema(name)
-        dt = self.table(name)
-        files = dt.file_uris() if dt is not None else []
-        if not files:
-            return spark.createDataFrame([], schema.spark)
-        reader = spark.read.schema(schema.spark)
-        if schema.partition_by:  # partition values live in the paths (`col=value/`), as in Delta
-            reader = reader.option("basePath", self.path(name).as_uri())
-        return reader.parquet(*files)
+    def pinned(self) -> Lake:
+        """This lake as of now: every read of the returned view is at the version each table
+        has at this call, whatever is committed meanwhile (writes go to the latest)."""
+        pins = {n: v for n in table_names() if (v := self.version(n)) is not None}
+        return Lake(self.root, self._spark, pins)
 
-    def read_arrow(self, name: str, filters: list | None = None,
+    def read(self, spark: SparkSession | None, name: str, version: int | None = None) -> DataFrame:
+        """Table `name` as a Spark DataFrame (at `version`, at this view's pin, or the latest)."""
+        spark = spark or self.spark
+        version = version if version is not None else (self._pins or {}).get(name)
+        if (self._pins is not None and name not in self._pins) or not self.exists(name):
+            return spark.createDataFrame([], table_schema(name).spark)
+        reader = spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(self.path(name))
+
+    def read_arrow(self, name: str, where: str | None = None,
                    columns: list[str] | None = None) -> pa.Table:
-        """Rows of `name` through delta-rs (pyarrow filters prune files by statistics)."""
-        schema = table_schema(name)
-        dt = self.table(name)
-        if dt is None:
-            t = schema.arrow.empty_table()
-            return t.select(columns) if columns else t
-        ds = dt.to_pyarrow_dataset()
-        expr = None
-        for col, op, val in filters or []:
-            e = _predicate(pads.field(col), op, val)
-            expr = e if expr is None else expr & e
-        return ds.to_table(filter=expr, columns=columns)
+        """A few rows of `name` on the driver (control tables: progress, small tests)."""
+        df = self.read(None, name)
+        if where:
+            df = df.filter(where)
+        if columns:
+            df = df.select(*columns)
+        return df.toArrow()
 
     def register_views(self, spark: SparkSession) -> list[str]:
-        """Every table as a temp view under its own name (for `kraftlake sql`)."""
+        """Every table in the session catalog under its own name, over its Delta location.
+
+        Catalog tables (not temp views) so that time travel works in SQL:
+        `SELECT * FROM partition_current VERSION AS OF 3` or `TIMESTAMP AS OF '...'`.
+        """
         names = []
         for name in table_names():
-            self.read(spark, name).createOrReplaceTempView(name)
+            if not self.exists(name):
+                continue
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
+            spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{self.path(name)}'")
             names.append(name)
         return names

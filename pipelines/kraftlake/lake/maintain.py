@@ -2,22 +2,19 @@
 
 Every increment (a batch run, or every micro-batch of a stream) appends at least one small
 parquet file to each table, and every merge leaves the files it rewrote behind as tombstones.
-Readers pay for both: Spark reads a table through its current file list (`Lake.read`), and
-delta-rs replays the Delta log (one JSON commit per write) before every read and every
-`committed` check. So, per table:
+Readers pay for both: a read lists every file of the table's snapshot, and opening a table
+replays its Delta log (one JSON commit per write). So, per table, with delta-spark:
 
-1. `optimize.compact()` rewrites the small files of each partition into few large ones. It
-   commits with `dataChange=false`: the same rows, in the same order within a partition, and
-   no transaction action, so the (app id, version) pairs the exactly-once writes rely on are
-   untouched. Both are checked after the fact (`MaintenanceError` if not).
-2. `vacuum()` deletes files that no snapshot newer than the retention period references. A
-   reader of an older snapshot (a `kraftlake sql` started before the compaction, a Spark job
-   still listing the files it planned) needs those files until it is done; hence the
-   retention (Delta's default, a week) and delta-rs's refusal of a shorter one unless asked.
-   Only tombstones are deleted (delta-rs "lite" mode), never a file that no commit mentions:
-   that could be a concurrent writer's file not committed yet.
-3. `create_checkpoint()` folds the log into one parquet file, so opening a table reads the
-   checkpoint and the few commits after it instead of the whole log.
+1. `OPTIMIZE` (`DeltaTable.optimize().executeCompaction()`) rewrites the small files of each
+   partition into few large ones. It commits with `dataChange=false` and carries the table's
+   transaction identifiers over unchanged, which the exactly-once writes rely on: both the row
+   count and every app id's version are checked after the fact (`MaintenanceError` if not).
+2. `VACUUM` deletes files that no snapshot newer than the retention period references. A
+   reader of an older snapshot (a `kraftlake sql` started before the compaction, a
+   `VERSION AS OF` query) needs those files until it is done; hence the retention (Delta's
+   default, a week) and the refusal of a shorter one unless asked.
+3. A checkpoint folds the log into one parquet file, so opening a table reads the checkpoint
+   and the few commits after it instead of the whole log.
 
 Compaction conflicts with a concurrent merge of the same table (whichever commits second
 fails), so it must not run while `ingest` or `stream` writes the lake; a stream compacts its
@@ -31,9 +28,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import pyarrow as pa
-from deltalake import DeltaTable
-from deltalake.exceptions import CommitFailedError
+from delta.exceptions import DeltaConcurrentModificationException
+from delta.tables import DeltaTable
 
 from .delta import Lake
 from .schema import table_names
@@ -67,23 +63,21 @@ class TableMaintenance:
 class _Files:
     count: int
     bytes: int
-    rows: int
 
 
-def _files(dt: DeltaTable) -> _Files:
-    """Files, bytes and rows of the snapshot `dt`, from its add actions (no data read)."""
-    adds = pa.table(dt.get_add_actions(flatten=True))
-    if adds.num_rows == 0:
-        return _Files(0, 0, 0)
-    size = sum(v or 0 for v in adds.column("size_bytes").to_pylist())
-    counts = adds.column("num_records").to_pylist()
-    stats = all(c is not None for c in counts)  # else a file has no statistics: count rows
-    rows = sum(counts) if stats else dt.to_pyarrow_dataset().count_rows()
-    return _Files(adds.num_rows, size, rows)
+def _files(lake: Lake, name: str) -> _Files:
+    """Files and bytes of the table's current snapshot (Delta's metadata, no data read)."""
+    d = DeltaTable.forPath(lake.spark, lake.path(name)).detail().first()
+    return _Files(int(d.numFiles or 0), int(d.sizeInBytes or 0))
 
 
-def _txn_versions(dt: DeltaTable, app_ids: Iterable[str]) -> dict[str, int | None]:
-    return {a: dt.transaction_version(a) for a in app_ids}
+def _rows(lake: Lake, name: str, version: int | None = None) -> int:
+    """Rows of the table at `version` (Delta answers a count from its file statistics)."""
+    return lake.read(None, name, version).count()
+
+
+def _txn_versions(lake: Lake, name: str, app_ids: Iterable[str]) -> dict[str, int | None]:
+    return {a: lake.txn_version(name, a) for a in app_ids}
 
 
 def lake_app_ids(lake: Lake) -> list[str]:
@@ -95,36 +89,23 @@ def lake_app_ids(lake: Lake) -> list[str]:
     return sorted(set(t.column("app_id").to_pylist()) - {None})
 
 
-def _compact(dt: DeltaTable, target_size: int | None) -> int | None:
-    """Compact every partition; returns the version of the compaction commit (None when
-    there was nothing to compact, e.g. one file per partition)."""
-    metrics = dt.optimize.compact(target_size=target_size)
-    return dt.version() if metrics.get("numFilesRemoved") else None
+def _last_metrics(lake: Lake, name: str, operation: str) -> dict[str, str]:
+    for row in DeltaTable.forPath(lake.spark, lake.path(name)).history(5).collect():
+        if row.operation == operation:
+            return dict(row.operationMetrics or {})
+    return {}
 
 
-def _check_compaction(path: str, name: str, version: int, app_ids: list[str]) -> None:
-    """The compaction commit `version` must keep the rows and every transaction version of
-    the snapshot it replaced (compared there, so a concurrent append does not count)."""
-    before, after = DeltaTable(path, version=version - 1), DeltaTable(path, version=version)
-    rows_before, rows_after = _files(before).rows, _files(after).rows
-    if rows_before != rows_after:
-        raise MaintenanceError(f"{name}: compaction (version {version}) changed the row count "
-                               f"from {rows_before} to {rows_after}")
-    txns_before, txns_after = _txn_versions(before, app_ids), _txn_versions(after, app_ids)
-    if txns_before != txns_after:
-        raise MaintenanceError(f"{name}: compaction (version {version}) changed transaction "
-                               f"versions from {txns_before} to {txns_after}")
-
-
-def _check_txns(name: str, dt: DeltaTable, before: dict[str, int | None],
+def _check_txns(lake: Lake, name: str, before: dict[str, int | None],
                 version_before: int) -> None:
-    """Every app id's transaction version, read back from the new checkpoint, must be the one
-    before maintenance; only another writer's commit meanwhile may have raised it. A lost or
-    lowered version would let a re-run of an increment write its rows a second time."""
-    after = _txn_versions(dt, before)
-    moved = dt.version() - version_before
-    foreign = moved > 0 and any(h.get("operation") not in OWN_OPERATIONS
-                                for h in dt.history(moved))
+    """Every app id's transaction version after maintenance must be the one before; only
+    another writer's commit meanwhile may have raised it. A lost or lowered version would
+    let a re-run of an increment write its rows a second time."""
+    after = _txn_versions(lake, name, before)
+    moved = (lake.version(name) or 0) - version_before
+    hist = DeltaTable.forPath(lake.spark, lake.path(name)).history(moved).collect() \
+        if moved > 0 else []
+    foreign = any(h.operation not in OWN_OPERATIONS for h in hist)
     for app_id, v in before.items():
         w = after[app_id]
         if v is None:
@@ -136,57 +117,65 @@ def _check_txns(name: str, dt: DeltaTable, before: dict[str, int | None],
 
 def maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compact: bool = True,
                    vacuum: bool = True, retention_hours: int = DEFAULT_RETENTION_HOURS,
-                   enforce_retention: bool = True, checkpoint: bool = True,
-                   target_size: int | None = None) -> TableMaintenance:
+                   enforce_retention: bool = True, checkpoint: bool = True) -> TableMaintenance:
     """Compact, vacuum and checkpoint table `name` (see the module doc for why)."""
     t0 = time.perf_counter()
     res = TableMaintenance(name)
-    dt = lake.table(name)
-    if dt is None:
+    if not lake.exists(name):
         res.error = "no such table"
         return res
-    path = str(lake.path(name))
-    first = _files(dt)
+    spark = lake.spark
+    dt = DeltaTable.forPath(spark, lake.path(name))
+    first = _files(lake, name)
     res.files_before, res.bytes_before = first.count, first.bytes
-    res.version_before = dt.version()
+    res.version_before = lake.version(name)
     app_ids = list(app_ids)
-    txns = _txn_versions(dt, app_ids)
+    txns = _txn_versions(lake, name, app_ids)
     try:
         if compact:
-            v = _compact(dt, target_size)
-            if v is not None:
-                _check_compaction(path, name, v, app_ids)
+            rows_before = _rows(lake, name, res.version_before)
+            metrics = dt.optimize().executeCompaction().first().metrics
+            if metrics.numFilesRemoved:
+                v = lake.version(name)
+                if _rows(lake, name, v) != rows_before:
+                    raise MaintenanceError(f"{name}: compaction (version {v}) changed the row "
+                                           f"count from {rows_before}")
         if vacuum:
-            res.vacuumed = len(dt.vacuum(retention_hours=retention_hours, dry_run=False,
-                                         enforce_retention_duration=enforce_retention))
+            check = "spark.databricks.delta.retentionDurationCheck.enabled"
+            spark.conf.set(check, str(enforce_retention).lower())
+            try:
+                dt.vacuum(retention_hours)
+            finally:
+                spark.conf.unset(check)
+            res.vacuumed = int(_last_metrics(lake, name, "VACUUM END")
+                               .get("numDeletedFiles", 0))
         if checkpoint:
-            dt = DeltaTable(path)
-            dt.create_checkpoint()
-    except CommitFailedError as exc:  # a concurrent writer won; nothing of ours committed
+            jvm = spark._jvm
+            jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+                spark._jsparkSession, lake.path(name)).checkpoint()
+    except DeltaConcurrentModificationException as exc:  # a concurrent writer won
         res.error = str(exc).splitlines()[0]
-    dt = DeltaTable(path)
-    _check_txns(name, dt, txns, res.version_before)
-    last = _files(dt)
-    res.files_after, res.bytes_after, res.rows = last.count, last.bytes, last.rows
-    res.version_after = dt.version()
+    _check_txns(lake, name, txns, res.version_before)
+    last = _files(lake, name)
+    res.files_after, res.bytes_after = last.count, last.bytes
+    res.rows = _rows(lake, name)
+    res.version_after = lake.version(name)
     res.seconds = round(time.perf_counter() - t0, 2)
     return res
 
 
 def maintain(lake: Lake, tables: Iterable[str] | None = None, *, compact: bool = True,
              vacuum: bool = True, retention_hours: int = DEFAULT_RETENTION_HOURS,
-             enforce_retention: bool = True, checkpoint: bool = True,
-             target_size: int | None = None) -> list[TableMaintenance]:
+             enforce_retention: bool = True, checkpoint: bool = True) -> list[TableMaintenance]:
     """Maintain `tables` (default: every table of the lake that exists), one after another.
 
     `retention_hours` below the table's `delta.deletedFileRetentionDuration` (a week unless
-    set) is refused by delta-rs unless `enforce_retention` is False: only do that when no
+    set) is refused by Delta unless `enforce_retention` is False: only do that when no
     reader can still be on an older snapshot.
     """
     names = list(tables) if tables is not None else [n for n in table_names() if lake.exists(n)]
     app_ids = lake_app_ids(lake)
     return [maintain_table(lake, n, app_ids, compact=compact, vacuum=vacuum,
                            retention_hours=retention_hours,
-                           enforce_retention=enforce_retention, checkpoint=checkpoint,
-                           target_size=target_size)
+                           enforce_retention=enforce_retention, checkpoint=checkpoint)
             for n in names]

@@ -1,0 +1,83 @@
+"""Small files beside the tables (plans, stream state, work frames), through Hadoop's FileSystem.
+
+The lake may be a local directory, `file://` or `s3a://`: whatever Spark writes the tables to,
+these helpers reach with the same Hadoop configuration (credentials, endpoint), from the
+driver. They are for a few bytes of bookkeeping; table rows never pass through here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+
+def to_uri(path: str | Path) -> str:
+    """A lake or source location as Spark and Hadoop take it.
+
+    Plain paths become absolute paths (not `file://` URIs: Spark reads a percent-encoded URI
+    of a path holding `+` literally); `file:///x` becomes `/x`; other schemes stay as given.
+    """
+    s = str(path)
+    if s.startswith("file://"):
+        s = s[len("file://"):]
+    elif s.startswith("file:"):
+        s = s[len("file:"):]
+    if "://" in s:
+        return s.rstrip("/")
+    return str(Path(s).expanduser().resolve())
+
+
+def is_local(uri: str) -> bool:
+    return "://" not in uri
+
+
+def join(uri: str, *parts: str) -> str:
+    return "/".join([uri.rstrip("/"), *parts])
+
+
+class HadoopFS:
+    """Hadoop FileSystem calls on the driver, for the URI scheme of `root`."""
+
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        jvm = spark._jvm
+        self._jvm = jvm
+        self._conf = spark._jsparkSession.sessionState().newHadoopConf()
+        self._fs = jvm.org.apache.hadoop.fs.Path(root).getFileSystem(self._conf)
+
+    def _p(self, uri: str):
+        return self._jvm.org.apache.hadoop.fs.Path(uri)
+
+    def exists(self, uri: str) -> bool:
+        return bool(self._fs.exists(self._p(uri)))
+
+    def read_text(self, uri: str) -> str | None:
+        if not self.exists(uri):
+            return None
+        stream = self._fs.open(self._p(uri))
+        try:
+            data = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+        finally:
+            stream.close()
+        return bytes(data).decode()
+
+    def write_text(self, uri: str, text: str) -> None:
+        """Write `text` whole: a temp file renamed into place, so a reader never sees half."""
+        tmp = self._p(uri + ".tmp")
+        out = self._fs.create(tmp, True)
+        try:
+            out.write(bytearray(text.encode()))
+        finally:
+            out.close()
+        self._fs.delete(self._p(uri), False)
+        if not self._fs.rename(tmp, self._p(uri)):
+            raise OSError(f"{uri}: could not move the written file into place")
+
+    def delete(self, uri: str) -> None:
+        self._fs.delete(self._p(uri), True)
+
+    def list(self, uri: str) -> list[str]:
+        """Names directly under `uri` (none if it does not exist)."""
+        if not self.exists(uri):
+            return []
+        return [st.getPath().getName() for st in self._fs.listStatus(self._p(uri))]
