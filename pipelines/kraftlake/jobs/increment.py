@@ -376,7 +376,14 @@ def _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_def
     outages = with_same_write_start(broker_outages(brokers), events).filter(
         (F.col("start_offset") >= since) | F.col("end_offset").isNull()
         | (F.col("end_offset") >= since))
-    troubles = open_iv.join(iv.select(*INTERVAL_KEY), INTERVAL_KEY, "left_anti").unionByName(iv)
+    if seed.committed("partition_intervals", res.app_id, res.version):
+        # a re-run after a stop between the two commits: the table already holds this
+        # increment's intervals (open ones moved on), so take them from it
+        troubles = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
+            F.col("end_offset").isNull() | (F.col("end_offset") >= since))
+    else:  # what the table will hold: open at the start or ended in this increment
+        troubles = open_iv.join(iv.select(*INTERVAL_KEY), INTERVAL_KEY, "left_anti"
+                                ).unionByName(iv)
     inc = conform(incidents(troubles, outages, events,
                             open_incident=open_inc if first is not None else None,
                             since_offset=since), "incidents")
