@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the real KRaft metadata logs are.
+"""Shared test fixtures: where the real KRaft metadata logs are, and the one SparkSession.
 
 The real files live in `../shared/fixtures/kraft-real/` beside the checkout (CI puts them
 there too); $KRAFTLAKE_REAL_FIXTURES overrides the location.
@@ -7,12 +7,28 @@ there too); $KRAFTLAKE_REAL_FIXTURES overrides the location.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
 REPO = Path(__file__).resolve().parents[1]
 REAL = Path(os.environ.get("KRAFTLAKE_REAL_FIXTURES", REPO.parent / "shared/fixtures/kraft-real"))
+
+
+# The one session's settings (ARCHITECTURE: one session-scoped SparkSession fixture): two
+# cores, few shuffle partitions for small test inputs, UTC so timestamps read the same
+# everywhere, no UI.
+TEST_SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
 
 
 def real_files(kind: str) -> list[Path]:
@@ -36,3 +52,14 @@ def real_root() -> Path:
     if not REAL.is_dir():
         pytest.fail(f"real fixtures not found at {REAL} (set KRAFTLAKE_REAL_FIXTURES)")
     return REAL
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The SparkSession of the whole run (pipeline, quality and rules tests share it)."""
+    from kraftlake.config import load_config
+    from kraftlake.spark import get_spark
+
+    s = get_spark(load_config(), master="local[2]", extra_conf=TEST_SPARK_CONF)
+    yield s
+    s.stop()

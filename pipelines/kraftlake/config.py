@@ -27,6 +27,10 @@ _BUILTIN: dict[str, Any] = {
 }
 
 
+class ConfigError(ValueError):
+    """A configuration file kraftlake cannot use (missing, or naming keys it does not know)."""
+
+
 @dataclass
 class Config:
     lake: str  # a path, file:// or s3a:// URI (kraftlake.lake.hadoopfs.to_uri)
@@ -51,15 +55,43 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _unknown_keys(given: dict[str, Any], known: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted names of `given`'s keys that `known` does not have (spark.conf is free-form)."""
+    out = []
+    for k, v in given.items():
+        name = f"{prefix}{k}"
+        if k not in known:
+            out.append(name)
+        elif isinstance(v, dict) and isinstance(known[k], dict) and name != "spark.conf":
+            out += _unknown_keys(v, known[k], f"{name}.")
+    return out
+
+
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     """Read the YAML file ($KRAFTLAKE_CONF, else conf/kraftlake.yaml) and apply overrides.
 
     Overrides whose value is None are ignored, so CLI options can be passed straight through.
+    A file named by `--conf` or $KRAFTLAKE_CONF must exist, and a key kraftlake does not
+    know (a typo such as `min_insync_replica_default`) is refused rather than silently
+    ignored: both raise `ConfigError` naming the file and the key.
     """
-    file = Path(path or os.environ.get("KRAFTLAKE_CONF") or DEFAULT_FILE)
+    env = os.environ.get("KRAFTLAKE_CONF")
+    named = path or env
+    file = Path(named or DEFAULT_FILE)
     raw = _BUILTIN
+    if named and not file.is_file():
+        how = "--conf" if path else "$KRAFTLAKE_CONF"
+        raise ConfigError(f"configuration file {file} (from {how}) does not exist")
     if file.is_file():
-        raw = _merge(_BUILTIN, yaml.safe_load(file.read_text()) or {})
+        given = yaml.safe_load(file.read_text()) or {}
+        if not isinstance(given, dict):
+            raise ConfigError(f"{file}: expected a mapping of settings, found "
+                              f"{type(given).__name__}")
+        unknown = _unknown_keys(given, _BUILTIN)
+        if unknown:
+            raise ConfigError(f"{file}: unknown configuration key(s) {', '.join(unknown)} "
+                              f"(known: {', '.join(sorted(_BUILTIN))})")
+        raw = _merge(_BUILTIN, given)
     spark = raw["spark"]
     cfg = Config(
         lake=str(raw["lake"]),

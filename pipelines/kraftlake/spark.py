@@ -17,7 +17,8 @@ import sys
 from pyspark.sql import SparkSession
 
 from .config import Config, load_config
-from .jvm import resolve
+from .jvm import JarResolutionError, resolve
+from .uris import s3_options
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -25,14 +26,30 @@ DELTA_CONF = {
 }
 
 
+def _s3a_conf(conf: dict[str, str]) -> dict[str, str]:
+    """Hadoop s3a settings from the AWS environment (`kraftlake.uris`), unless the conf
+    sets them: the lake's writer then talks to the same store as the log readers."""
+    opts = s3_options()
+    out = {"spark.hadoop.fs.s3a.endpoint.region": opts["region"]}
+    if "endpoint" in opts:
+        out.update({"spark.hadoop.fs.s3a.endpoint": opts["endpoint"],
+                    "spark.hadoop.fs.s3a.path.style.access": "true",
+                    "spark.hadoop.fs.s3a.connection.ssl.enabled":
+                        str(opts["endpoint"].startswith("https")).lower()})
+    return {k: v for k, v in out.items() if k not in conf}
+
+
 def _jars(conf: dict[str, str], uris: list[str]) -> str | None:
     """`spark.jars` for this session, or None when the launcher or the conf brings them."""
     submitted = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if "spark.jars" in conf or "--packages" in submitted or "--jars" in submitted:
         return None
-    jars = resolve("delta")
-    if any(str(u).startswith("s3a://") for u in uris):
-        jars += resolve("s3")
+    try:
+        jars = resolve("delta")
+        if any(str(u).startswith("s3a://") for u in uris):
+            jars += resolve("s3")
+    except JarResolutionError as exc:  # one line and exit status 1, not a traceback
+        raise SystemExit(f"kraftlake: {exc}") from None
     return ",".join(jars)
 
 
@@ -52,9 +69,12 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
     if master or "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         builder = builder.master(master or cfg.spark_master)
     conf = {**DELTA_CONF, **cfg.spark_conf, **(extra_conf or {})}
-    jars = _jars(conf, [str(cfg.lake), *(uris or [])])
+    locations = [str(cfg.lake), *(uris or [])]
+    jars = _jars(conf, locations)
     if jars:
         conf["spark.jars"] = jars
+    if any(u.startswith(("s3a://", "s3://")) for u in locations):
+        conf.update(_s3a_conf(conf))
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -1,30 +1,61 @@
-"""Spark fold == sequential reference replay on generated change sequences.
+"""Spark fold and event detection == the sequential reference on generated metadata logs.
 
-Each example folds several independent sequences (one cluster id each) in one Spark job.
-Sequences mix PartitionRecord (creation and reset), PartitionChangeRecord with every field
-independently absent / empty / set, ClearElrRecord (one topic or all) and RemoveTopicRecord.
+Each generated log is what real logs hold: it may start from a reset snapshot (topics,
+partitions, configs, metadata.version) and continues with PartitionRecord (creation and
+reset), PartitionChangeRecord with every field independently absent / empty / set,
+ClearElrRecord (one topic or all), RemoveTopicRecord and re-created topics, ConfigRecords
+(`min.insync.replicas` at topic and cluster level with valid and invalid values,
+`unclean.leader.election.enable`), FeatureLevelRecord (metadata.version below and above
+3.2-IV0), metadata transactions (committed, aborted, nested Begin, End / Abort without
+Begin, open at the end) and values Kafka refuses (LeaderRecoveryState outside its range).
+
+Expected: the states of `kraftlake.reference.replay` (Kafka's rules from `kraftlake.kraft`,
+one record at a time) and the events of `simulate.labels.step_events` on its steps (the
+ground-truth rules). Got: `fold.silver` -> `fold.window` -> `detect.events`, as the
+increment job runs them.
+
+Hypothesis generates the logs (`EXAMPLES` of them); they are all folded in one Spark job,
+because a Spark job per example costs seconds and 200 of them would take minutes. Shrinking
+therefore does not reach Spark: on a mismatch the smallest failing log is printed whole.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftlake.codec.records import Record
-from kraftlake.fold.replay import Replay
+from kraftlake.kraft.configs import MIN_ISR, RESOURCE_BROKER, RESOURCE_TOPIC, UNCLEAN
+from kraftlake.kraft.records import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION
+from kraftlake.kraft.versions import MV_FEATURE
+from kraftlake.reference.replay import Replay
+from kraftlake.simulate.labels import labels_of_steps
 from kraftlake.sources.decode import source_spark_schema
-from tests.pipeline.foldcheck import normalise, replay_rows, spark_fold_rows
+from tests.pipeline.foldcheck import normalise, replay_rows, spark_fold_and_events
 
+EXAMPLES = 200
 TOPICS = [("t0", "AAAAAAAAAAAAAAAAAAAAZA"), ("t1", "AAAAAAAAAAAAAAAAAAAAZQ")]
 DIR = "AAAAAAAAAAAAAAAAAAABAA"
 brokers = st.lists(st.integers(0, 4), max_size=4, unique=True)
 maybe = lambda s: st.one_of(st.none(), s)  # noqa: E731
+# LeaderRecoveryState values: mostly valid, sometimes one Kafka's LeaderRecoveryState.of
+# refuses (the whole record then takes no effect)
+lrs_record = st.sampled_from([0, 0, 0, 1, 1, 1, 2])
+lrs_change = st.sampled_from([-1, -1, -1, 0, 1, 1, 3])
+# min.insync.replicas values: numbers, what Integer.parseInt accepts oddly, what it refuses
+# (then the min ISR is unknown), and deletion
+min_isr_value = st.sampled_from(["1", "2", "3", "5", "+2", "0", " 2", "two", "9999999999",
+                                 None])
+
+Rec = tuple[str, int, dict[str, Any]]
 
 
 @st.composite
-def partition_record(draw):
+def partition_record(draw) -> Rec:
     _name, tid = draw(st.sampled_from(TOPICS))
     reps = draw(brokers)
     return "PartitionRecord", 2, {
@@ -33,70 +64,156 @@ def partition_record(draw):
         "leader": draw(st.integers(-1, 4)), "leader_epoch": draw(st.integers(0, 5)),
         "partition_epoch": draw(st.integers(0, 5)),
         "directories": draw(st.sampled_from([[], [DIR] * len(reps)])),
-        "leader_recovery_state": draw(st.integers(0, 1)),
+        "leader_recovery_state": draw(lrs_record),
         "eligible_leader_replicas": draw(maybe(brokers)), "last_known_elr": draw(maybe(brokers))}
 
 
 @st.composite
-def change_record(draw):
+def change_record(draw) -> Rec:
     _name, tid = draw(st.sampled_from(TOPICS))
     reps = draw(maybe(brokers))
     return "PartitionChangeRecord", 2, {
         "partition_id": draw(st.integers(0, 1)), "topic_id": tid, "isr": draw(maybe(brokers)),
         "leader": draw(st.sampled_from([-2, -2, -1, 0, 1, 2])), "replicas": reps,
         "removing_replicas": draw(maybe(brokers)), "adding_replicas": draw(maybe(brokers)),
-        "leader_recovery_state": draw(st.sampled_from([-1, -1, 0, 1])),
+        "leader_recovery_state": draw(lrs_change),
         "directories": draw(st.sampled_from([None, None, [], [DIR] * len(reps or [])])),
         "eligible_leader_replicas": draw(maybe(brokers)), "last_known_elr": draw(maybe(brokers))}
 
 
 @st.composite
-def clear_elr(draw):
-    return "ClearElrRecord", 0, {"topic_name": draw(st.sampled_from(["", "t0", "t1"]))}
+def config_record(draw) -> Rec:
+    name = draw(st.sampled_from([MIN_ISR, MIN_ISR, MIN_ISR, UNCLEAN]))
+    topic = draw(st.sampled_from([None, "t0", "t1"]))
+    value = draw(min_isr_value) if name == MIN_ISR else draw(
+        st.sampled_from(["true", "false", "TRUE", None]))
+    rtype, rname = (RESOURCE_BROKER, "") if topic is None else (RESOURCE_TOPIC, topic)
+    return "ConfigRecord", 0, {"resource_type": rtype, "resource_name": rname, "name": name,
+                               "value": value}
+
+
+def metadata_version() -> st.SearchStrategy[Rec]:
+    return st.sampled_from([2, 3, 14, 27]).map(
+        lambda lvl: ("FeatureLevelRecord", 0, {"name": MV_FEATURE, "feature_level": lvl}))
+
+
+clear_elr = st.sampled_from(["", "t0", "t1"]).map(
+    lambda n: ("ClearElrRecord", 0, {"topic_name": n}))
+remove_topic = st.sampled_from(TOPICS).map(
+    lambda t: ("RemoveTopicRecord", 0, {"topic_id": t[1]}))
+topic_record = st.sampled_from(TOPICS).map(
+    lambda t: ("TopicRecord", 0, {"name": t[0], "topic_id": t[1]}))
+marker = st.sampled_from([BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION]).map(
+    lambda m: (m, 0, {}))
+single = st.one_of(partition_record(), change_record(), change_record(), change_record(),
+                   change_record(), clear_elr, remove_topic, topic_record, config_record(),
+                   metadata_version())
 
 
 @st.composite
-def remove_topic(draw):
-    return "RemoveTopicRecord", 0, {"topic_id": draw(st.sampled_from(TOPICS))[1]}
+def transaction(draw) -> list[Rec]:
+    """Begin, records (maybe a nested Begin among them), then End, Abort or nothing (open)."""
+    body = draw(st.lists(st.one_of(single, single, single, marker), max_size=6))
+    end = draw(st.sampled_from([END_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION, None]))
+    tail = [] if end is None else [(end, 0, {})]
+    return [(BEGIN_TRANSACTION, 0, {"name": "txn"}), *body, *tail]
 
 
-records = st.lists(st.one_of(partition_record(), change_record(), change_record(),
-                             change_record(), clear_elr(), remove_topic()), max_size=25)
+@st.composite
+def snapshot(draw) -> list[Rec]:
+    """The data records of a snapshot, in `MetadataImage.write` order."""
+    recs: list[Rec] = [draw(metadata_version())]
+    for name, tid in TOPICS:
+        if draw(st.booleans()):
+            recs.append(("TopicRecord", 0, {"name": name, "topic_id": tid}))
+            for pid in draw(st.lists(st.integers(0, 1), unique=True, max_size=2)):
+                _t, v, d = draw(partition_record())
+                recs.append(("PartitionRecord", v, {**d, "topic_id": tid, "partition_id": pid}))
+    recs += draw(st.lists(config_record(), max_size=3))
+    return [r for r in recs if r[0] != "ConfigRecord" or r[2]["value"] is not None]
 
 
-def _sequence(body):
-    head = [("TopicRecord", 0, {"name": n, "topic_id": t}) for n, t in TOPICS]
-    return head + body
+@st.composite
+def metadata_log(draw) -> dict[str, Any]:
+    """A log: optional reset snapshot (end offset), static min.insync.replicas, records."""
+    snap = draw(st.one_of(st.none(), snapshot()))
+    head = [] if snap is not None else [("TopicRecord", 0, {"name": n, "topic_id": t})
+                                        for n, t in TOPICS]
+    items = draw(st.lists(st.one_of(single.map(lambda r: [r]), single.map(lambda r: [r]),
+                                    single.map(lambda r: [r]), transaction(),
+                                    marker.map(lambda r: [r])), max_size=20))
+    return {"snapshot": snap, "end": draw(st.integers(1, 40)) if snap is not None else 0,
+            "default_min_isr": draw(st.sampled_from([1, 2])),
+            "log": head + [r for item in items for r in item]}
 
 
-def _fold_many(spark, seqs):
-    rows = []
-    expected = {}
-    for i, seq in enumerate(seqs):
+def _expected(cid: str, log: dict[str, Any], rows: list[dict[str, Any]]
+              ) -> tuple[list[tuple], set[tuple]]:
+    """Reference states and events of one log; appends its source rows to `rows`."""
+    rp = Replay(default_min_isr=log["default_min_isr"])
+    steps = []
+    end = log["end"]
+    if log["snapshot"] is not None:
+        snap = [Record(end - 1, 0, 1, False, t, 0, v, d, None) for t, v, d in log["snapshot"]]
+        steps += rp.load_snapshot(snap, end)
+        for pos, (t, v, d) in enumerate(log["snapshot"]):
+            rows.append({"cluster_id": cid, "source": "snapshot", "snapshot_role": "reset",
+                         "snapshot_end_offset": end, "offset": end - 1, "position": pos,
+                         "control": False, "record_type": t, "version": v,
+                         "data": json.dumps(d), "row_kind": "record"})
+    for off, (t, v, d) in enumerate(log["log"], start=end):
+        steps += rp.apply(Record(off, 0, 1, False, t, 0, v, d, None))
+        rows.append({"cluster_id": cid, "source": "log", "offset": off, "position": off,
+                     "control": False, "record_type": t, "version": v, "data": json.dumps(d),
+                     "row_kind": "record"})
+    events = {(cid, x["topic_id"], x["partition_id"], x["offset"], e)
+              for x in labels_of_steps(steps) for e in x["events"]}
+    return normalise(replay_rows(steps)), events
+
+
+def test_spark_fold_and_events_equal_the_reference(spark):
+    logs: list[dict[str, Any]] = []
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(metadata_log())
+    def generate(log):
+        logs.append(log)
+
+    generate()
+    assert len(logs) >= EXAMPLES
+    rows: list[dict[str, Any]] = []
+    want_states, want_events = {}, set()
+    by_default: dict[int, list[str]] = {}
+    for i, log in enumerate(logs):
         cid = f"h{i}"
-        rp = Replay()
-        steps = []
-        for off, (typ, ver, data) in enumerate(seq):
-            rec = Record(off, 1_700_000_000_000 + off, 1, False, typ, 0, ver, data, None)
-            steps += rp.apply(rec)
-            rows.append({"cluster_id": cid, "source": "log", "offset": off, "position": off,
-                         "timestamp": None, "control": False, "record_type": typ,
-                         "version": ver, "data": json.dumps(data), "row_kind": "record"})
-        expected[cid] = normalise(replay_rows(steps))
+        want_states[cid], evs = _expected(cid, log, rows)
+        want_events |= evs
+        by_default.setdefault(log["default_min_isr"], []).append(cid)
     schema = source_spark_schema()
-    df = spark.createDataFrame([tuple(r.get(f.name) for f in schema.fields) for r in rows],
-                               schema)
-    got: dict[str, list] = {}
-    for r in spark_fold_rows(spark, df):
-        got.setdefault(r.pop("cluster_id"), []).append(r)
-    return expected, {k: normalise(v) for k, v in got.items()}
-
-
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.data_too_large])
-@given(st.lists(records, min_size=6, max_size=6))
-def test_spark_fold_equals_replay(spark, bodies):
-    seqs = [_sequence(b) for b in bodies]
-    expected, got = _fold_many(spark, seqs)
-    for cid, exp in expected.items():
-        assert got.get(cid, []) == exp, cid
+    src = spark.createDataFrame([tuple(r.get(f.name) for f in schema.fields) for r in rows],
+                                schema)
+    t0 = time.monotonic()
+    got_states: dict[str, list] = {}
+    got_events: set[tuple] = set()
+    for default, cids in sorted(by_default.items()):
+        part = src.filter(src.cluster_id.isin(cids))
+        fold_rows, keys = spark_fold_and_events(spark, part, default)
+        for r in fold_rows:
+            got_states.setdefault(r.pop("cluster_id"), []).append(r)
+        got_events |= set(keys)
+    print(f"{len(logs)} logs, {len(rows)} records: Spark {time.monotonic() - t0:.1f} s")
+    bad = [cid for cid in want_states
+           if normalise(got_states.get(cid, [])) != want_states[cid]
+           or {e for e in got_events if e[0] == cid} != {e for e in want_events if e[0] == cid}]
+    if bad:
+        cid = min(bad, key=lambda c: len(logs[int(c[1:])]["log"]))
+        log = logs[int(cid[1:])]
+        got = {e for e in got_events if e[0] == cid}
+        want = {e for e in want_events if e[0] == cid}
+        raise AssertionError(
+            f"{len(bad)} of {len(logs)} logs differ; smallest: {json.dumps(log)}\n"
+            f"states Spark-only {set(normalise(got_states.get(cid, []))) - set(want_states[cid])}"
+            f"\nstates reference-only "
+            f"{set(want_states[cid]) - set(normalise(got_states.get(cid, [])))}\n"
+            f"events Spark-only {sorted(got - want)}\nevents reference-only {sorted(want - got)}")

@@ -6,7 +6,7 @@ from functools import reduce
 
 import pytest
 
-from kraftlake.fold.replay import replay_dir
+from kraftlake.reference.replay import replay_dir
 from tests.conftest import REAL, real_log_dirs
 from tests.pipeline.foldcheck import normalise, replay_rows, spark_fold_rows
 

@@ -10,6 +10,10 @@ of the increment ("bronze: records", "fold: ...": each follows the commits of th
 before it), a different stage for every kill, so they land between or inside different
 table commits.
 
+Each test runs a fixed list of seeds (`FIXED_SEEDS`: the same kill schedules every run, so
+a failure reproduces) plus one random seed, shown in the test id and printed;
+`KILL_SEED=N` runs that seed alone.
+
 No column is ignored in the comparison: no table written here holds an ingest time or other
 run-dependent value (the timestamps are the controller's, from the log).
 """
@@ -50,6 +54,16 @@ CONF = """spark:
     spark.ui.showConsoleProgress: "false"
 """
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+
+FIXED_SEEDS = (11, 23)
+
+
+def kill_seeds() -> list[int]:
+    """`FIXED_SEEDS` plus one random seed, or only $KILL_SEED when it is set."""
+    env = os.environ.get("KILL_SEED")
+    if env:
+        return [int(env)]
+    return [*FIXED_SEEDS, random.randrange(1 << 30)]
 
 
 def _conf(tmp_path: Path) -> Path:
@@ -95,15 +109,16 @@ def _tail(out: Path, n: int = 3000) -> str:
     return ANSI.sub(b"", out.read_bytes()).decode(errors="replace").replace("\r", "\n")[-n:]
 
 
-@pytest.mark.slow  # about 6 minutes on two shared cores: every restart starts a JVM
+@pytest.mark.slow  # about 6 minutes a seed on two shared cores: every restart starts a JVM
+@pytest.mark.parametrize("seed", kill_seeds(), ids=lambda s: f"KILL_SEED={s}")
 def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
-        spark, tmp_path, cfg_factory):
+        spark, tmp_path, cfg_factory, seed):
     log = GrowingLog(tmp_path / "kafka", NOMAN / "00000000000000000000.log", "kill-test")
     last = max(i for i, b in enumerate(log.batches) if b.base_offset < 1200)
     end = log.write(0, last + 1)
     lake = tmp_path / "lake"
     conf = _conf(tmp_path)
-    seed = int(os.environ.get("KILL_SEED", random.randrange(1 << 30)))
+    print(f"KILL_SEED={seed}")
     rng = random.Random(seed)
     kills: list[float] = []  # delays (s) after "streaming" at which a SIGKILL landed
     runs = 0
@@ -159,9 +174,10 @@ def _next_commit(lake: Path, name: str) -> Path:
     return lake / name / "_delta_log" / f"{Lake(lake).version(name) + 1:020d}.json"
 
 
-@pytest.mark.slow  # about 7 minutes on two shared cores: five runs of ~1 min and a clean one
+@pytest.mark.slow  # about 7 minutes a seed on two shared cores: five runs of ~1 min, a clean one
+@pytest.mark.parametrize("seed", kill_seeds(), ids=lambda s: f"KILL_SEED={s}")
 def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
-        spark, tmp_path, cfg_factory):
+        spark, tmp_path, cfg_factory, seed):
     """`kraftlake ingest` of a real log (about 2,000 records, 159 partition changes) killed
     three times at a random instant within a random stage, a different one each time, then
     once just after `partition_current` committed (the window before `ingest_progress`
@@ -179,7 +195,6 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
     # cli/ingest.py shows the stage messages on a transient rich progress line, which rich
     # draws on a terminal only: TTY_COMPATIBLE=1 makes it draw into the output file.
     tty = {"TTY_COMPATIBLE": "1"}
-    seed = int(os.environ.get("KILL_SEED", random.randrange(1 << 30)))
     print(f"KILL_SEED={seed}")
     rng = random.Random(seed)
     plan = [(s, rng.uniform(0, MAX_DELAY)) for s in sorted(

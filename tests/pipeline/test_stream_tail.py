@@ -19,7 +19,7 @@ import pytest
 
 from kraftlake.codec.batch import Batch, encode_batch, scan_batches
 from kraftlake.jobs.batch import ingest
-from kraftlake.jobs.increment import last_progress
+from kraftlake.jobs.increment import cluster_progress
 from kraftlake.jobs.stream import processing_time
 from kraftlake.lake.delta import Lake
 from tests.conftest import REAL
@@ -89,7 +89,7 @@ def wait_for(cond: Callable[[], bool], q, what: str, timeout: float = 300) -> No
 
 
 def progress_end(lake: Lake, cid: str) -> int:
-    p = last_progress(lake, f"kraftlake:{cid}")
+    p = cluster_progress(lake, cid)
     return -1 if p is None else int(p["end_offset"] or 0)
 
 

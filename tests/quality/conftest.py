@@ -1,4 +1,5 @@
-"""Fixtures of the quality tests: one SparkSession, one GX context, lakes built once.
+"""Fixtures of the quality tests: one GX context, lakes built once (the SparkSession is
+tests/conftest.py's).
 
 Lakes from real logs are built by the pipeline's own batch ingest (the code behind
 `kraftlake ingest`) in this session. By default one real fixture and one simulator scenario
@@ -9,7 +10,6 @@ real fixtures named in the issue.
 from __future__ import annotations
 
 import os
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,17 +33,6 @@ SIM = {"scenario": "unclean-election", "seed": 1}
 # Reference time and allowed age that make freshness pass on historical logs; the
 # freshness test itself uses a short allowed age.
 LONG_AGO = 20 * 365 * 24 * 3600.0
-
-
-@pytest.fixture(scope="session")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from kraftlake.spark import get_spark
-
-    return get_spark(load_config(), master="local[2]",
-                     extra_conf={"spark.sql.shuffle.partitions": "2",
-                                 "spark.ui.enabled": "false",
-                                 "spark.ui.showConsoleProgress": "false"})
 
 
 @pytest.fixture(scope="session")

@@ -97,7 +97,7 @@ def records_lake(root: Path, records: pa.Table, progress_records: int | None = N
     lake.ensure("ingest_progress")
     if progress_records is not None:
         lake.append("ingest_progress", pa.table({
-            "cluster_id": [CLUSTER], "app_id": [f"kraftlake:{CLUSTER}"], "version": [0],
+            "cluster_id": [CLUSTER], "app_id": [f"kraftlake-ingest:{CLUSTER}"], "version": [0],
             "start_offset": [0], "end_offset": [records.num_rows],
             "records": [progress_records]}))
     return lake

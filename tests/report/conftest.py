@@ -1,6 +1,6 @@
 """Lakes for the report tests: simulated scenarios and a real incident log, ingested once.
 
-The SparkSession fixture is the pipeline one (`local[2]`, one per test run).
+The SparkSession fixture is the session one of tests/conftest.py (`local[2]`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from kraftlake.cli.demo import ingest_dir, simulate_cluster
 from tests.conftest import REAL
-from tests.pipeline.conftest import cfg_factory, spark  # noqa: F401 (fixtures)
+from tests.pipeline.conftest import cfg_factory  # noqa: F401 (fixture)
 
 # id -> (scenario, hours): small runs that still have every kind of incident
 SCENARIOS = {"mixed": ("mixed", 1.0), "broker-crash": ("broker-crash", 0.75)}
@@ -20,7 +20,7 @@ REAL_INCIDENTS = REAL / "ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_
 
 
 @pytest.fixture(scope="session")
-def scenario_lakes(spark, tmp_path_factory) -> dict[str, tuple[Path, Path]]:  # noqa: F811
+def scenario_lakes(spark, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     """id -> (metadata-log directory, lake) for every SCENARIOS entry and `real`."""
     out = {}
     for name, (scenario, hours) in SCENARIOS.items():

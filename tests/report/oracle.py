@@ -1,5 +1,5 @@
 """The expected partition_intervals and incidents of a metadata-log directory, computed
-without Spark: the reference replay (`fold/replay.py`) walks the log record by record, the
+without Spark: the reference replay (`reference/replay.py`) walks the log record by record, the
 interval kinds are judged on its states, broker outages on its broker registry, events are
 the ground-truth labels (`simulate.labels.step_events` on the replay's steps), and the
 grouping rule of the README is applied by a plain sweep over sorted troubles.
@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftlake.fold.replay import (
+from kraftlake.reference.replay import (
     DELETED,
     SNAPSHOT,
     Replay,
@@ -28,13 +28,13 @@ SAME_WRITE_MS = 1000
 TROUBLES = ("offline", "under_min_isr", "recovering", "reassigning", "under_replicated")
 
 
-def kinds_of(state, min_isr: int) -> set[str]:
+def kinds_of(state, min_isr: int | None) -> set[str]:
     """The README's interval kinds a partition state is in."""
     n_isr, n_rep = len(state.isr), len(state.replicas)
     out = set()
     if state.leader == -1:
         out.add("offline")
-    if n_isr < min(min_isr, n_rep):
+    if min_isr is not None and n_isr < min(min_isr, n_rep):  # None: unparseable, no threshold
         out.add("under_min_isr")
     if state.leader_recovery_state == 1:
         out.add("recovering")

@@ -14,29 +14,22 @@ from kraftlake.codec.records import (
     encode_control_value,
     encode_metadata_value,
 )
-from kraftlake.fold.invariants import (
+from kraftlake.kraft.partition import MIGRATING_DIR, PartitionRegistration
+from kraftlake.reference.invariants import (
     check_log_dir,
     check_problems,
     check_segments,
     check_step,
     errors,
 )
-from kraftlake.fold.replay import (
-    CHANGED,
-    CREATED,
-    MIGRATING_DIR,
-    Context,
-    PartitionState,
-    Replay,
-    Step,
-)
+from kraftlake.reference.replay import CHANGED, CREATED, Context, Replay, Step
 from kraftlake.simulate.writer import LogWriter
 
 TID = "AAAAAAAAAAAAAAAAAAAAZA"
 
 
 def ps(r, i, leader, le=0, pe=0, **kw):
-    return PartitionState(tuple(r), tuple(i), leader=leader, leader_epoch=le,
+    return PartitionRegistration(tuple(r), tuple(i), leader=leader, leader_epoch=le,
                           partition_epoch=pe, directories=(MIGRATING_DIR,) * len(r), **kw)
 
 

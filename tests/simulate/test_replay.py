@@ -6,8 +6,8 @@ import pytest
 
 from kraftlake.codec.logfiles import iter_file, list_log_dir
 from kraftlake.codec.records import Record, decode_metadata_value, encode_metadata_value
-from kraftlake.fold.invariants import check_log_dir, errors
-from kraftlake.fold.replay import (
+from kraftlake.reference.invariants import check_log_dir, errors
+from kraftlake.reference.replay import (
     CHANGED,
     CREATED,
     DELETED,

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftlake.codec.logfiles import FileReport, classify, iter_file, list_log_dir
-from kraftlake.fold.invariants import check_log_dir, errors
-from kraftlake.fold.replay import plan_log_dir, replay_dir
+from kraftlake.reference.invariants import check_log_dir, errors
+from kraftlake.reference.replay import plan_log_dir, replay_dir
 from kraftlake.simulate.labels import labels_of_steps
 
 from .conftest import generate
@@ -175,7 +175,7 @@ def test_deterministic_per_seed(tmp_path):
 @pytest.mark.parametrize("mv", ["3.1-IV0", "3.3-IV1", "3.4-IV0", "3.5-IV2", "3.6-IV1",
                                 "3.7-IV2", "3.9-IV0"])
 def test_metadata_versions(tmp_path, mv):
-    from kraftlake.simulate.model import parse_metadata_version
+    from kraftlake.kraft.versions import parse_metadata_version
     level = parse_metadata_version(mv)
     out = generate(tmp_path / "o", "mixed", hours=3, metadata_version=level, seed=3)
     assert_consistent(out)

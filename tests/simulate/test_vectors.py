@@ -5,21 +5,14 @@ from __future__ import annotations
 import pytest
 
 from kraftlake.codec.records import decode_metadata_value, encode_metadata_value
-from kraftlake.fold.replay import (
-    LOST_DIR,
-    MIGRATING_DIR,
-    UNASSIGNED_DIR,
-    PartitionState,
-    merge_change,
-    state_from_partition_record,
-)
-from kraftlake.simulate.controller import Controller, ControllerConfig, ListSink
-from kraftlake.simulate.model import (
+from kraftlake.kraft.builder import (
     Election,
     build_partition_change,
     reassignment_target,
     revert_reassignment,
 )
+from kraftlake.kraft.partition import LOST_DIR, MIGRATING_DIR, UNASSIGNED_DIR, PartitionRegistration
+from kraftlake.simulate.controller import Controller, ControllerConfig, ListSink
 
 TID = "AAAAAAAAAAAAAAAAAAAAZA"
 MV = 14  # 3.6-IV2: "MV >= 3.6, ELR disabled" unless a vector says otherwise
@@ -27,7 +20,7 @@ MV_ELR = 27
 
 
 def ps(r, i, leader, le=0, pe=0, *, lrs=0, elr=(), lke=(), add=(), rem=(), dirs=None):
-    return PartitionState(replicas=tuple(r), isr=tuple(i), removing_replicas=tuple(rem),
+    return PartitionRegistration(replicas=tuple(r), isr=tuple(i), removing_replicas=tuple(rem),
                           adding_replicas=tuple(add), leader=leader, leader_epoch=le,
                           partition_epoch=pe, leader_recovery_state=lrs,
                           eligible_leader_replicas=tuple(elr), last_known_elr=tuple(lke),
@@ -53,7 +46,7 @@ BAR = ps([1, 2, 3, 4], [1, 2, 3], 1, 100, 200, rem=[1], add=[4])
 
 
 def apply(part, data):
-    new, problem = merge_change(part, data)
+    new, problem = part.merge(data)
     assert problem is None
     return new
 
@@ -85,7 +78,7 @@ def test_t3_migrating_directories_from_real_bytes():
         "partition_epoch": 0})
     dec = decode_metadata_value(raw)
     assert dec.error is None
-    assert state_from_partition_record(dec.data).directories == (MIGRATING_DIR, MIGRATING_DIR)
+    assert PartitionRegistration.from_record(dec.data).directories == (MIGRATING_DIR, MIGRATING_DIR)
 
 
 def test_t4_isr_change_does_not_bump_leader_epoch():

@@ -8,7 +8,20 @@ import importlib.util
 import click
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The command group; a configuration kraftlake cannot use ends any command with one
+    line naming it (exit status 1), not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        from kraftlake.config import ConfigError
+
+        try:
+            return super().invoke(ctx)
+        except ConfigError as e:
+            raise click.ClickException(str(e)) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kraftlake")
 def main() -> None:
     """kraftlake: history, incidents and data quality from Kafka's KRaft metadata log."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -17,17 +15,11 @@ from kraftlake.cli import main
 from kraftlake.codec.batch import Problem, plausible_batch_start
 from kraftlake.codec.errors import KraftCodecError, NotAKafkaLogError
 from kraftlake.codec.logfiles import FileReport, files_of, iter_file
-from kraftlake.codec.records import Record
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, bytes | bytearray):
-        return base64.b64encode(obj).decode("ascii")
-    raise TypeError(f"cannot serialise {type(obj).__name__}")
+from kraftlake.codec.records import Record, to_json
 
 
 def to_json_line(record: Record) -> str:
-    return json.dumps(record.as_json(), default=_json_default, separators=(",", ":"))
+    return to_json(record.as_json())
 
 
 def iter_path(path: Path, problems: list[Problem | str]) -> Iterator[Record]:
@@ -66,7 +58,7 @@ def _fmt_ts(ms: int) -> str:
 def _summary(data: dict[str, Any] | None, error: str | None) -> str:
     if data is None:
         return f"<undecodable: {error}>"
-    text = json.dumps(data, default=_json_default, separators=(",", ":"))
+    text = to_json(data)
     return text if len(text) <= 160 else text[:157] + "..."
 
 
@@ -109,6 +101,7 @@ def decode(paths: tuple[Path, ...], mode: str | None) -> None:
     """
     problems: list[Problem | str] = []
     counts: Counter[str] = Counter()
+    path = paths[0] if paths else Path()
     try:
         for path in paths:
             records = iter_path(path, problems)
@@ -128,7 +121,7 @@ def decode(paths: tuple[Path, ...], mode: str | None) -> None:
         sys.stderr.close()
         sys.exit(0)
     except OSError as exc:
-        raise click.ClickException(f"{exc.filename}: {exc.strerror}") from None
+        raise click.ClickException(f"{exc.filename or path}: {exc.strerror or exc}") from None
     if mode == "count":
         width = max((len(t) for t in counts), default=4)
         for name, n in counts.most_common():

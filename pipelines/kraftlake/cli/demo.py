@@ -30,16 +30,11 @@ from rich.table import Table
 
 from kraftlake.cli import main
 from kraftlake.cli.ingest import spark_options
+from kraftlake.kraft.events import EVENT_TYPES
 
 # (topic_id, partition_id, offset, event_type): the identity of an event in labels.jsonl
 EventKey = tuple[str, int, int, str]
 
-EVENT_TYPES = (
-    "unclean_election", "recovery_completed", "elr_change", "elr_election", "clean_election",
-    "preferred_election", "leader_offline", "isr_shrink", "isr_expand", "under_min_isr",
-    "reassignment_started", "reassignment_completed", "reassignment_cancelled",
-    "partition_created", "partition_deleted",
-)
 
 # Sized so the whole demo (simulate + Spark ingest + report) takes 1-3 minutes on 2 cores.
 DEMO_HOURS = 3.0
@@ -56,8 +51,8 @@ def simulate_cluster(out: Path, scenario: str = "mixed", seed: int = 0,
     Same arguments as the CLI => byte-identical output, so labels of a demo run can be
     reproduced with `kraftlake simulate --scenario S --seed N --hours H [--elr]`.
     """
+    from kraftlake.kraft.versions import MV_LATEST
     from kraftlake.simulate.cluster import SimConfig
-    from kraftlake.simulate.model import MV_LATEST
     from kraftlake.simulate.scenarios import DEFAULTS, Params
     from kraftlake.simulate.scenarios import simulate as run
 
@@ -293,6 +288,20 @@ def report(console: Console, events: list[dict[str, Any]], score: Score,
                               f"missed {score.fn_examples.get(name, [])[:2]}")
 
 
+def is_kraftlake_lake(path: Path) -> bool:
+    """Whether every entry of `path` is a kraftlake table directory (a Delta log inside) or
+    kraftlake's own `_kraftlake/` work directory: what `demo --force` may delete. A home
+    directory, a source tree or any other data never looks like that."""
+    from kraftlake.lake.schema import table_names
+
+    tables = set(table_names())
+    entries = list(path.iterdir())
+    return bool(entries) and all(
+        e.is_dir() and not e.is_symlink()
+        and (e.name == "_kraftlake" or (e.name in tables and (e / "_delta_log").is_dir()))
+        for e in entries)
+
+
 @main.command()
 @click.option("--lake", default=None, type=click.Path(path_type=Path),
               help="Lake directory (default: lake/ in a new temporary directory). Must not "
@@ -304,7 +313,8 @@ def report(console: Console, events: list[dict[str, Any]], score: Score,
               help="Simulated duration.")
 @click.option("--elr/--no-elr", default=True, show_default=True,
               help="Eligible leader replicas on (adds the ELR incidents to `mixed`).")
-@click.option("--force", is_flag=True, help="Replace a non-empty --lake.")
+@click.option("--force", is_flag=True,
+              help="Replace a non-empty --lake, only if it is a kraftlake lake.")
 @spark_options
 def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
          force: bool, master: str | None, conf_file: str | None) -> None:
@@ -314,9 +324,15 @@ def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
 
     if scenario not in SCENARIOS:
         raise click.UsageError(f"unknown scenario {scenario!r} (one of {', '.join(SCENARIOS)})")
+    from kraftlake.config import load_config
+
+    load_config(conf_file, lake=lake)  # a bad --conf fails now, not after the simulation
     if lake is not None and lake.exists() and any(lake.iterdir()):
         if not force:
             raise click.UsageError(f"{lake} exists and is not empty (use --force)")
+        if not is_kraftlake_lake(lake):
+            raise click.UsageError(f"{lake} is not a kraftlake lake: --force only replaces "
+                                   f"one (its entries must all be kraftlake tables)")
         shutil.rmtree(lake)
     work = Path(tempfile.mkdtemp(prefix="kraftlake-demo-"))
     sim_dir = work / "cluster"
@@ -331,7 +347,6 @@ def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
         summary = simulate_cluster(sim_dir, scenario, seed, hours, elr, progress=lambda d, n:
                                    prog.update(task, completed=1000 * d // max(1, n)))
         prog.update(task, completed=1000, description="starting Spark", total=None)
-        from kraftlake.config import load_config
         from kraftlake.spark import get_spark
 
         spark = get_spark(load_config(conf_file, lake=lake), master=master)

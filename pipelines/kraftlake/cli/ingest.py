@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -21,17 +20,18 @@ def spark_options(f):
 
 
 @main.command()
-@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("sources", nargs=-1, required=True)
 @click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
 @click.option("--cluster-id", default=None, help="cluster id when meta.properties is absent")
 @spark_options
-def ingest(sources: tuple[Path, ...], lake: str | None, cluster_id: str | None,
+def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
            master: str | None, conf_file: str | None) -> None:
     """Ingest __cluster_metadata-0 directories or kafka-dump-log texts (new records only)
     into the Delta lake; a text needs --cluster-id.
 
     Exit status 1 when an input was refused (it diverges from what the lake holds for its
     cluster id; the other inputs are ingested), 2 when the command could not start."""
+    from ..codec.errors import KraftCodecError
     from ..config import load_config
     from ..jobs.batch import ingest as run
     from ..spark import get_spark
@@ -42,11 +42,11 @@ def ingest(sources: tuple[Path, ...], lake: str | None, cluster_id: str | None,
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("starting Spark", total=None)
-        spark = get_spark(cfg, master=master)
+        spark = get_spark(cfg, master=master, uris=list(sources))
         try:
             results = run(spark, cfg, list(sources), cluster_id,
                           log=lambda m: progress.update(task, description=m))
-        except ValueError as exc:  # e.g. no cluster id for an input: say why, change nothing
+        except (ValueError, KraftCodecError) as exc:  # no cluster id, not a log: say why
             progress.stop()
             console.print(f"[red]refused:[/red] {exc}")
             raise SystemExit(2) from None

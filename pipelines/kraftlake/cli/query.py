@@ -75,16 +75,19 @@ def sql(query: str, lake: str | None, fmt: str, master: str | None,
 def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | None,
              master: str | None, conf_file: str | None) -> None:
     """One partition's history: every state with its events, oldest first."""
-    spark, _ = _session(lake, master, conf_file)
-    where = "topic_name = :t AND partition_id = :p" + (" AND cluster_id = :c" if cluster_id
-                                                         else "")
-    args = {"t": topic, "p": partition, **({"c": cluster_id} if cluster_id else {})}
-    states = spark.sql(
-        f"SELECT * FROM partition_timeline WHERE {where} "
-        "ORDER BY cluster_id, valid_from_offset, seq", args=args).collect()
-    evs = spark.sql(
-        f"SELECT cluster_id, topic_id, offset, seq, event_type, detection, recovery_duration_ms "
-        f"FROM partition_events WHERE {where}", args=args).collect()
+    from pyspark.sql import functions as F
+
+    spark, lk = _session(lake, master, conf_file)
+    # DataFrame filters, not SQL with named parameters: Spark leaves those unbound once
+    # Delta's SQL extension is in the session ([UNBOUND_SQL_PARAMETER])
+    cond = (F.col("topic_name") == topic) & (F.col("partition_id") == partition)
+    if cluster_id:
+        cond &= F.col("cluster_id") == cluster_id
+    states = (lk.read(spark, "partition_timeline").filter(cond)
+              .orderBy("cluster_id", "valid_from_offset", "seq").collect())
+    evs = lk.read(spark, "partition_events").filter(cond).select(
+        "cluster_id", "topic_id", "offset", "seq", "event_type", "detection",
+        "recovery_duration_ms").collect()
     by = {}
     for e in evs:
         label = e.event_type + (f"({e.detection})" if e.detection and

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kraftlake.cli import main
+from kraftlake.kraft.versions import MV_LATEST, parse_metadata_version
 from kraftlake.simulate.cluster import SimConfig
-from kraftlake.simulate.model import MV_LATEST, parse_metadata_version
 from kraftlake.simulate.scenarios import DEFAULTS, SCENARIOS, Params
 from kraftlake.simulate.scenarios import simulate as run
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from rich.console import Console
 
@@ -12,7 +10,7 @@ from .ingest import spark_options
 
 
 @main.command()
-@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.argument("source")
 @click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
 @click.option("--cluster-id", default=None)
 @click.option("--trigger", default=None, help="micro-batch interval, e.g. 1s (default conf/)")
@@ -21,7 +19,7 @@ from .ingest import spark_options
               help="at most this many log offsets per micro-batch")
 @click.option("--checkpoint", default=None, help="checkpoint location (default under the lake)")
 @spark_options
-def stream(source: Path, lake: str | None, cluster_id: str | None, trigger: str | None,
+def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str | None,
            available_now: bool, max_offsets: int | None, checkpoint: str | None,
            master: str | None, conf_file: str | None) -> None:
     """Stream new records of a __cluster_metadata-0 directory into the lake (exactly once)."""
@@ -31,7 +29,7 @@ def stream(source: Path, lake: str | None, cluster_id: str | None, trigger: str 
 
     console = Console(stderr=True)
     cfg = load_config(conf_file, lake=lake, cluster_id=cluster_id, checkpoint=checkpoint)
-    spark = get_spark(cfg, master=master)
+    spark = get_spark(cfg, master=master, uris=[source])
 
     def report(r) -> None:
         if r.records or r.quarantined:
@@ -43,12 +41,13 @@ def stream(source: Path, lake: str | None, cluster_id: str | None, trigger: str 
         for err in r.maintenance_errors:
             console.print(f"[yellow]compaction skipped, retried later:[/yellow] {err}")
 
+    from ..codec.errors import KraftCodecError
     from ..jobs.batch import DivergedLogError
 
     try:
         q = start_stream(spark, cfg, source, cluster_id, trigger, available_now, max_offsets,
                          report)
-    except (DivergedLogError, ValueError) as exc:
+    except (DivergedLogError, ValueError, KraftCodecError) as exc:
         console.print(f"[red]refused:[/red] {exc}")
         raise SystemExit(2) from None
     console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")

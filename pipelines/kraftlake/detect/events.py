@@ -29,9 +29,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..fold.silver import KEY
-
-MV_3_2_IV0 = 3
-MIN_ISR = "min.insync.replicas"
+from ..kraft.configs import CLUSTER_DEFAULT, INT_PATTERN, MIN_ISR, RESOURCE_BROKER, RESOURCE_TOPIC
+from ..kraft.events import DETECTED_ALREADY_RECOVERING, DETECTED_BY_LRS, DETECTED_BY_MV
+from ..kraft.partition import NO_LEADER, NO_LEADER_CHANGE, RECOVERED, RECOVERING
+from ..kraft.versions import MV_3_2_IV0, MV_FEATURE
 
 
 def _set(c: str) -> Column:
@@ -50,16 +51,21 @@ def context_at(rows: DataFrame, configs: DataFrame, default_min_isr: int,
                topic_names: DataFrame | None = None) -> DataFrame:
     """Add `min_isr_config` and `metadata_version` in force at each row's offset (as-of join).
 
-    `metadata_version` is null before any FeatureLevelRecord (logs below 3.3-IV0 have none).
+    `min_isr_config` is `kraft.configs.resolve_min_isr`: the topic's value if it has one,
+    else the cluster default, else `default_min_isr` (the controllers' static config); the
+    value of the first level that has one is parsed like `Integer.parseInt`, and is null
+    (unknown: no under-min-ISR verdict) when that fails. `metadata_version` is null before
+    any FeatureLevelRecord (logs below 3.3-IV0 have none).
     """
     cfg = configs.filter(F.col("kind") == "config").filter(F.col("name") == MIN_ISR)
-    topic_cfg = cfg.filter(F.col("resource_type") == 2).select(
+    topic_cfg = cfg.filter(F.col("resource_type") == RESOURCE_TOPIC).select(
         "cluster_id", F.col("resource_name").alias("_t"), F.col("offset").alias("_o"),
         F.col("seq").alias("_s"), F.col("value").alias("_v"))
-    cluster_cfg = cfg.filter((F.col("resource_type") == 4) & (F.col("resource_name") == ""))\
+    cluster_cfg = cfg.filter((F.col("resource_type") == RESOURCE_BROKER)
+                             & (F.col("resource_name") == CLUSTER_DEFAULT))\
         .select("cluster_id", F.col("offset").alias("_o"), F.col("seq").alias("_s"),
                 F.col("value").alias("_v"))
-    mv = configs.filter((F.col("kind") == "feature") & (F.col("name") == "metadata.version"))\
+    mv = configs.filter((F.col("kind") == "feature") & (F.col("name") == MV_FEATURE))\
         .select("cluster_id", F.col("offset").alias("_o"), F.col("seq").alias("_s"),
                 F.col("feature_level").alias("_v"))
     # RemoveTopicRecord drops the topic's configs (ConfigurationsDelta / RCM.replay), so a
@@ -90,9 +96,10 @@ def context_at(rows: DataFrame, configs: DataFrame, default_min_isr: int,
     m = asof(mv, ["cluster_id"], "metadata_version")
     k = ["cluster_id", "topic_name", "offset", "seq"]
     ctx = points.join(t, k, "left").join(c, k, "left").join(m, k, "left")
-    ctx = ctx.withColumn("min_isr_config", F.coalesce(
-        F.col("_topic_min").cast("int"), F.col("_cluster_min").cast("int"),
-        F.lit(default_min_isr))).drop("_topic_min", "_cluster_min")
+    value = F.coalesce(F.col("_topic_min"), F.col("_cluster_min"))
+    ctx = ctx.withColumn("min_isr_config", F.when(value.isNull(), F.lit(default_min_isr))
+                         .when(value.rlike(INT_PATTERN), value.try_cast("int"))
+                         ).drop("_topic_min", "_cluster_min")
     return rows.join(ctx, k, "left")
 
 
@@ -139,7 +146,8 @@ def events(folded: DataFrame, topic_names: DataFrame, configs: DataFrame,
     cleared = live & (rt == "ClearElrRecord")
     leader, pleader = F.col("leader"), F.col("prev_leader")
     # the record's Leader field (-2 = absent); a PartitionRecord always carries one
-    leader_field = F.coalesce(F.when(change, F.col("r_leader")).otherwise(leader), F.lit(-2))
+    leader_field = F.coalesce(F.when(change, F.col("r_leader")).otherwise(leader),
+                              F.lit(NO_LEADER_CHANGE))
     moved = step & _b(~leader.eqNullSafe(pleader))
     prev_moving = _nonempty("prev_adding_replicas") | _nonempty("prev_removing_replicas")
     now_moving = _nonempty("adding_replicas") | _nonempty("removing_replicas")
@@ -153,8 +161,8 @@ def events(folded: DataFrame, topic_names: DataFrame, configs: DataFrame,
     instant = step & ~prev_moving & ~now_moving & ~_list_eq(F.col("replicas"),
                                                             F.col("prev_replicas"))
     lrs, plrs = F.col("leader_recovery_state"), F.col("prev_leader_recovery_state")
-    was_recovering = _b(plrs == 1)
-    by_lrs = change & _b(F.col("r_leader_recovery_state") == 1)
+    was_recovering = _b(plrs == RECOVERING)
+    by_lrs = change & _b(F.col("r_leader_recovery_state") == RECOVERING)
     # no FeatureLevelRecord yet (pre-3.3 log) = metadata.version unknown: LRS may not exist
     old_mv = _b(F.col("metadata_version").isNull() | (F.col("metadata_version") < MV_3_2_IV0))
     heuristic = (moved & (leader_field >= 0) & (was_recovering | old_mv)
@@ -168,9 +176,12 @@ def events(folded: DataFrame, topic_names: DataFrame, configs: DataFrame,
     elr_changed = (step | cleared) & _b(
         (_set("eligible_leader_replicas") != _set("prev_eligible_leader_replicas"))
         | (_set("last_known_elr") != _set("prev_last_known_elr")))
-    # m(X) = min(effective min.insync.replicas, |X.replicas|), before and after separately
-    min_isr = F.least(F.col("min_isr_config"), F.size("replicas"))
-    prev_min_isr = F.least(F.col("min_isr_config"), F.size("prev_replicas"))
+    # m(X) = `kraft.configs.partition_min_isr` (the broker's `Partition.effectiveMinIsr`):
+    # min(min.insync.replicas, |X.replicas|), before and after separately; null stays null
+    # (`least` would skip it)
+    known = F.col("min_isr_config").isNotNull()
+    min_isr = F.when(known, F.least(F.col("min_isr_config"), F.size("replicas")))
+    prev_min_isr = F.when(known, F.least(F.col("min_isr_config"), F.size("prev_replicas")))
     n_isr = F.coalesce(F.size("isr"), F.lit(0))
     n_prev_isr = F.coalesce(F.size("prev_isr"), F.lit(0))
     under = (step & _b((n_isr < min_isr) & (n_prev_isr >= prev_min_isr))) | (
@@ -185,16 +196,16 @@ def events(folded: DataFrame, topic_names: DataFrame, configs: DataFrame,
         ev(created, "partition_created"),
         ev(log & F.col("is_delete") & prev, "partition_deleted", rt),
         ev(unclean, "unclean_election",
-           F.when(by_lrs, "leader_recovery_state").when(was_recovering, "already_recovering")
-           .otherwise("metadata_version")),
-        ev(step & was_recovering & _b(lrs == 0), "recovery_completed"),
+           F.when(by_lrs, DETECTED_BY_LRS).when(was_recovering, DETECTED_ALREADY_RECOVERING)
+           .otherwise(DETECTED_BY_MV)),
+        ev(step & was_recovering & _b(lrs == RECOVERED), "recovery_completed"),
         ev(elr_changed, "elr_change", F.when(cleared, "ClearElrRecord")),
         ev(elr_elect, "elr_election"),
         ev(clean, "clean_election",
            F.when(completes | instant, "reassignment_completed")),
-        ev(clean & _b(pleader >= 0) & _b(leader == F.col("replicas")[0]),
+        ev(clean & _b(pleader >= 0) & _b(leader == F.get(F.col("replicas"), 0)),
            "preferred_election"),
-        ev(step & _b((leader == -1) & (pleader != -1)), "leader_offline"),
+        ev(step & _b((leader == NO_LEADER) & (pleader != NO_LEADER)), "leader_offline"),
         ev(step & _b(F.size(F.array_except("prev_isr", "isr")) > 0), "isr_shrink"),
         ev(step & _b(F.size(F.array_except("isr", "prev_isr")) > 0), "isr_expand"),
         ev(under, "under_min_isr"),

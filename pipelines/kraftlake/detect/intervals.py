@@ -34,6 +34,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..fold.silver import KEY
+from ..kraft.partition import NO_LEADER
+from ..kraft.partition import RECOVERING as LRS_RECOVERING
 from .events import context_at
 
 OFFLINE, UNDER_MIN_ISR, RECOVERING = "offline", "under_min_isr", "recovering"
@@ -51,11 +53,12 @@ def _n(c: str) -> Column:
 
 def kind_flags(rows: DataFrame) -> dict[str, Column]:
     """kind -> condition on a timeline row with its `min_isr_config` (see module doc)."""
+    # kraft.configs.partition_min_isr: no threshold when min.insync.replicas is unparseable
     m = F.least(F.col("min_isr_config"), _n("replicas"))
     return {
-        OFFLINE: F.col("leader") == -1,
-        UNDER_MIN_ISR: _n("isr") < m,
-        RECOVERING: F.col("leader_recovery_state") == 1,
+        OFFLINE: F.col("leader") == NO_LEADER,
+        UNDER_MIN_ISR: F.col("min_isr_config").isNotNull() & (_n("isr") < m),
+        RECOVERING: F.col("leader_recovery_state") == LRS_RECOVERING,
         REASSIGNING: (_n("adding_replicas") > 0) | (_n("removing_replicas") > 0),
         SINGLE_ISR: (_n("isr") == 1) & (_n("replicas") > 1),
         UNDER_REPLICATED: _n("isr") < _n("replicas"),

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..kraft.partition import LRS_VALUES, MIGRATING_DIR, NO_LEADER, RECOVERED
 from .silver import KEY, PARTITION_JSON
-from .window import MIGRATING
 
 SETS = ["isr", "eligible_leader_replicas", "last_known_elr", "adding_replicas",
         "removing_replicas"]
@@ -20,19 +20,27 @@ SCALARS = ["leader", "leader_epoch", "partition_epoch", "leader_recovery_state"]
 
 
 def snapshot_states(src: DataFrame) -> DataFrame:
-    """PartitionRecords of check snapshots, normalised like the fold's state."""
+    """PartitionRecords of check snapshots, normalised like the fold's state.
+
+    A PartitionRecord Kafka refuses (LeaderRecoveryState outside {0, 1}:
+    `PartitionRegistration(PartitionRecord)` -> `LeaderRecoveryState.of` throws, and the
+    snapshot loader skips it) is not part of the snapshot's state: the partition shows as
+    absent from the snapshot.
+    """
     p = F.from_json("data", PARTITION_JSON)
     rows = src.filter((F.col("row_kind") == "record") & (F.col("snapshot_role") == "check")
                       & (F.col("record_type") == "PartitionRecord")).select(
         "cluster_id", "snapshot_end_offset", p.alias("p"))
     empty = F.array().cast("array<int>")
+    lrs = F.col("p.leader_recovery_state")
+    rows = rows.filter(lrs.isNull() | lrs.isin(*LRS_VALUES))
     return rows.select(
         "cluster_id", "snapshot_end_offset", F.col("p.topic_id").alias("topic_id"),
         F.col("p.partition_id").alias("partition_id"),
-        F.coalesce("p.leader", F.lit(-1)).alias("leader"),
+        F.coalesce("p.leader", F.lit(NO_LEADER)).alias("leader"),
         F.coalesce("p.leader_epoch", F.lit(0)).alias("leader_epoch"),
         F.coalesce("p.partition_epoch", F.lit(0)).alias("partition_epoch"),
-        F.coalesce("p.leader_recovery_state", F.lit(0)).alias("leader_recovery_state"),
+        F.coalesce(lrs, F.lit(RECOVERED)).alias("leader_recovery_state"),
         F.coalesce("p.replicas", empty).alias("replicas"),
         *[F.coalesce(f"p.{c}", empty).alias(c) for c in SETS],
         F.col("p.directories").alias("directories"))
@@ -66,7 +74,7 @@ def reconcile(snap: DataFrame, points: DataFrame, timeline: DataFrame) -> DataFr
             f, s = F.array_sort(f), F.array_sort(s)
         cond = both & ~f.eqNullSafe(s)
         if c == "directories":  # not written below MV 3.7-IV2: only compare real ids
-            cond = cond & F.exists(F.col(f"s_{c}"), lambda d: d != F.lit(MIGRATING))
+            cond = cond & F.exists(F.col(f"s_{c}"), lambda d: d != F.lit(MIGRATING_DIR))
         diffs.append(F.when(cond, F.struct(F.lit(c).alias("field"),
                                            F.to_json(F.struct(f.alias("v"))).alias("folded_value"),
                                            F.to_json(F.struct(s.alias("v"))).alias(

@@ -2,10 +2,12 @@
 configs. All Spark column expressions; nothing here runs Python per row.
 
 Partition changes keep "absent is not empty": a null state column means unchanged
-(Leader -2 and LeaderRecoveryState -1 become null), `[]` stays `[]`. RemoveTopicRecord is
-expanded to one delete row per known partition of the topic; ClearElrRecord to one clear row
-(ELR = LastKnownElr = []) per known partition of the named topic (all topics for "");
-the fold drops the clear rows that change nothing.
+(Leader -2 and LeaderRecoveryState -1 become null), `[]` stays `[]`. A partition record
+Kafka refuses (LeaderRecoveryState outside `kraft.partition.LRS_VALUES` /
+`LRS_CHANGE_VALUES`) takes no effect, as in `PartitionRegistration.from_record` / `merge`.
+RemoveTopicRecord is expanded to one delete row per known partition of the topic;
+ClearElrRecord to one clear row (ELR = LastKnownElr = []) per known partition of the named
+topic (all topics for ""); the fold drops the clear rows that change nothing.
 """
 
 from __future__ import annotations
@@ -14,19 +16,32 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..kraft.partition import (
+    LIST_COLUMNS,
+    LRS_CHANGE_VALUES,
+    LRS_VALUES,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    RECOVERED,
+    STATE_COLUMNS,
+)
+from ..kraft.records import (
+    BEGIN_TRANSACTION,
+    BROKER_TYPES,
+    CONFIG_RECORD,
+    END_TRANSACTION,
+    FEATURE_LEVEL_RECORD,
+    PARTITION_TYPES,
+    TOPIC_RECORD,
+    TRANSACTION_MARKERS,
+)
+
 KEY = ["cluster_id", "topic_id", "partition_id"]
-MARKERS = ["BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"]
-PARTITION_TYPES = ["PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord",
-                   "ClearElrRecord"]
-BROKER_TYPES = ["RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "FenceBrokerRecord",
-                "UnfenceBrokerRecord", "UnregisterBrokerRecord"]
-OTHER_TYPES = ["TopicRecord", "ConfigRecord", "FeatureLevelRecord"]
-RELEVANT = PARTITION_TYPES + BROKER_TYPES + OTHER_TYPES
-STATE = ["leader", "leader_epoch", "partition_epoch", "isr", "eligible_leader_replicas",
-         "last_known_elr", "replicas", "adding_replicas", "removing_replicas",
-         "leader_recovery_state", "directories"]
-ARRAYS = ["isr", "eligible_leader_replicas", "last_known_elr", "replicas", "adding_replicas",
-          "removing_replicas"]
+MARKERS = list(TRANSACTION_MARKERS)
+OTHER_TYPES = [TOPIC_RECORD, CONFIG_RECORD, FEATURE_LEVEL_RECORD]
+RELEVANT = [*PARTITION_TYPES, *BROKER_TYPES, *OTHER_TYPES]
+STATE = list(STATE_COLUMNS)
+ARRAYS = list(LIST_COLUMNS)
 
 _INTS = T.ArrayType(T.IntegerType())
 PARTITION_JSON = T.StructType([
@@ -58,9 +73,11 @@ def relevant(src: DataFrame) -> DataFrame:
 def committed(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(records that took effect, Begin offsets of transactions still open at the end).
 
-    Log records between Begin and Abort are dropped; records after a Begin with no End yet
-    are held back (the next increment re-reads them from the Begin). Snapshot records are
-    always committed state.
+    Kafka's rule as `kraft.records` states it: a transaction is open after a marker iff the
+    marker is a Begin (a nested Begin and an unmatched End / Abort are ignored); an open
+    transaction's records commit iff the first End-or-Abort after them is an End, and are
+    held back while there is none yet (the next increment re-reads them from the Begin that
+    opened it). Snapshot records are always committed state.
     """
     log = rel.filter(F.col("source") == "log")
     # The nearest marker before a record, in both directions. Both are running frames
@@ -69,15 +86,17 @@ def committed(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
     before = (Window.unboundedPreceding, -1)
     fwd = Window.partitionBy("cluster_id").orderBy("offset").rowsBetween(*before)
     back = Window.partitionBy("cluster_id").orderBy(F.col("offset").desc()).rowsBetween(*before)
-    marker = F.when(F.col("record_type").isin(MARKERS), F.col("record_type"))
+    t = F.col("record_type")
+    marker = F.when(t.isin(MARKERS), t)
+    closer = F.when(t.isin(MARKERS) & (t != BEGIN_TRANSACTION), t)
     log = (log
            .withColumn("_prev_marker", F.last(marker, True).over(fwd))
-           .withColumn("_next_marker", F.last(marker, True).over(back)))
-    in_txn = F.col("_prev_marker") == MARKERS[0]
-    is_marker = F.col("record_type").isin(MARKERS)
-    keep = ~is_marker & (~F.coalesce(in_txn, F.lit(False))
-                         | (F.col("_next_marker") == MARKERS[1]))
-    open_ = ((F.col("record_type") == MARKERS[0]) & F.col("_next_marker").isNull())
+           .withColumn("_next_close", F.last(closer, True).over(back)))
+    in_txn = F.coalesce(F.col("_prev_marker") == BEGIN_TRANSACTION, F.lit(False))
+    keep = ~t.isin(MARKERS) & (~in_txn | (F.col("_next_close") == END_TRANSACTION))
+    # the Begin that opened the transaction still open: accepted (none open before it),
+    # and no End or Abort after it
+    open_ = (t == BEGIN_TRANSACTION) & F.col("_next_close").isNull() & ~in_txn
     pending = log.filter(open_).groupBy("cluster_id").agg(
         F.min("offset").alias("pending_txn_from"))
     cols = rel.columns
@@ -114,7 +133,7 @@ def brokers_of(rec: DataFrame) -> DataFrame:
     ics_raw = _j("in_controlled_shutdown")
     ics = (F.when(t == "RegisterBrokerRecord", ics_raw == "true")
            .when(ics_raw == "1", F.lit(True)))
-    return (rec.filter(t.isin(BROKER_TYPES))
+    return (rec.filter(t.isin(*BROKER_TYPES))
             .select("cluster_id", "offset", "seq", "timestamp", "record_type",
                     F.coalesce(_j("broker_id"), _j("id")).cast("int").alias("broker_id"),
                     F.coalesce(_j("broker_epoch"), _j("epoch")).cast("long").alias(
@@ -183,6 +202,9 @@ def partition_changes(rec: DataFrame, known: DataFrame, topic_names: DataFrame,
     typed = _typed(rec.filter(t.isin("PartitionRecord", "PartitionChangeRecord")))
     is_pr = t == "PartitionRecord"
     lrs = F.col("p.leader_recovery_state")
+    accepted = lrs.isNull() | F.when(is_pr, lrs.isin(*LRS_VALUES)).otherwise(
+        lrs.isin(*LRS_CHANGE_VALUES))
+    typed = typed.filter(accepted)
     direct = typed.select(
         "cluster_id", F.col("p.topic_id").alias("topic_id"),
         F.col("p.partition_id").alias("partition_id"), "offset", "seq", "position",
@@ -190,15 +212,15 @@ def partition_changes(rec: DataFrame, known: DataFrame, topic_names: DataFrame,
         F.when(is_pr & (F.col("source") == "snapshot"), "SnapshotPartitionRecord")
         .otherwise(t).alias("record_type"), "source",
         is_pr.alias("is_reset"), F.lit(False).alias("is_delete"),
-        F.when(is_pr, F.coalesce(F.col("p.leader"), F.lit(-1)))
-        .when(F.col("p.leader") != -2, F.col("p.leader")).alias("leader"),
+        F.when(is_pr, F.coalesce(F.col("p.leader"), F.lit(NO_LEADER)))
+        .when(F.col("p.leader") != NO_LEADER_CHANGE, F.col("p.leader")).alias("leader"),
         F.when(is_pr, F.coalesce(F.col("p.leader_epoch"), F.lit(0))).alias("leader_epoch"),
         F.when(is_pr, F.coalesce(F.col("p.partition_epoch"), F.lit(0))).alias(
             "partition_epoch"),
         *[(F.when(is_pr, F.coalesce(F.col(f"p.{a}"), F.array().cast(_INTS)))
            .otherwise(F.col(f"p.{a}"))).alias(a) for a in ARRAYS],
-        F.when(is_pr, F.when(lrs.isin(0, 1), lrs).otherwise(F.lit(0)))
-        .when(lrs.isin(0, 1), lrs).alias("leader_recovery_state"),
+        F.when(is_pr, F.coalesce(lrs, F.lit(RECOVERED)))
+        .when(lrs.isin(*LRS_VALUES), lrs).alias("leader_recovery_state"),
         F.when(is_pr, F.coalesce(F.col("p.directories"), F.array().cast("array<string>")))
         .otherwise(F.col("p.directories")).alias("directories"),
     )

@@ -23,11 +23,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from ..kraft.partition import LIST_COLUMNS, MIGRATING_DIR
 from .silver import KEY, STATE
 
-MIGRATING = "AAAAAAAAAAAAAAAAAAAAAA"
-LISTS = ["isr", "eligible_leader_replicas", "last_known_elr", "replicas", "adding_replicas",
-         "removing_replicas"]
+LISTS = list(LIST_COLUMNS)
 PLAIN = ["leader", "leader_recovery_state", *LISTS]
 ORDER = ["offset", "seq"]
 
@@ -72,8 +71,8 @@ def fold(changes: DataFrame, seed: DataFrame | None = None) -> tuple[DataFrame, 
     for c in PLAIN:
         s = s.withColumn(c, F.last(c, True).over(wga))
     # directories: normalise where present, carry and resize while all-MIGRATING
-    mig = F.array_repeat(F.lit(MIGRATING), F.size("replicas"))
-    all_mig = F.forall("directories", lambda d: d == F.lit(MIGRATING))
+    mig = F.array_repeat(F.lit(MIGRATING_DIR), F.size("replicas"))
+    all_mig = F.forall("directories", lambda d: d == F.lit(MIGRATING_DIR))
     s = s.withColumn("directories", F.when(F.col("directories").isNotNull(),
                                            F.when(all_mig, mig).otherwise(F.col("directories"))))
     s = s.withColumn("directories", F.last("directories", True).over(wga))

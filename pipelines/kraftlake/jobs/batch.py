@@ -33,11 +33,11 @@ from ..codec.dumplog import looks_like_dump_log
 from ..codec.logfiles import records_of_batch
 from ..config import Config
 from ..lake.delta import Lake, sql_eq
-from ..lake.hadoopfs import join
 from ..sources.decode import source_arrow_schema, source_spark_schema
 from ..sources.dumptext import read_dump_text
 from ..sources.files import LogDirIndex, find_log_dirs, read_cluster_id
 from ..sources.plan import FRESH, latest, offset_dict
+from ..uris import basename, is_local, join, read_bytes, to_uri
 from .increment import IncrementResult, cluster_progress, last_progress, process_increment
 
 
@@ -131,7 +131,7 @@ def _mismatch(lake_rows: list[dict], now: dict[int, tuple]) -> int | None:
     return None
 
 
-def check_tail(lake: Lake, cluster_id: str, log_dir: Path, end_offset: int,
+def check_tail(lake: Lake, cluster_id: str, log_dir: str, end_offset: int,
                index: LogDirIndex | None = None) -> Divergence | None:
     """Why `log_dir` cannot continue the lake's cluster at `end_offset` (None if it can).
 
@@ -156,11 +156,9 @@ def check_tail(lake: Lake, cluster_id: str, log_dir: Path, end_offset: int,
             f"{end_offset - 1}, but this log ends at offset {index.log_end - 1}: it is "
             f"another log with the same cluster id (or a truncated one)"))
     seg = next(s for s in index.ordered() if e in s.entries)
-    with open(seg.path, "rb") as fh:
-        fh.seek(e.position)
-        buf = fh.read(e.size)
+    buf = read_bytes(seg.path, e.position, e.position + e.size)
     now: dict[int, tuple] = {}
-    for item in scan_batches(buf, seg.path.name):
+    for item in scan_batches(buf, basename(seg.path)):
         if isinstance(item, Batch):
             for rec in records_of_batch(item):
                 now[rec.offset] = (rec.epoch, rec.timestamp * 1000, rec.type, rec.value)
@@ -174,7 +172,7 @@ def check_tail(lake: Lake, cluster_id: str, log_dir: Path, end_offset: int,
         f"another lake or pass a distinct --cluster-id."), e.position, buf)
 
 
-def refuse_if_diverged(lake: Lake, log_dir: Path, prev: dict,
+def refuse_if_diverged(lake: Lake, log_dir: str, prev: dict,
                        index: LogDirIndex | None = None) -> None:
     """Refuse `log_dir` (`DivergedLogError`, the divergence kept in `quarantine`) unless it
     continues what the lake holds after increment `prev` of its cluster."""
@@ -212,7 +210,7 @@ def open_increment(lake: Lake, cluster_id: str, kind: str) -> tuple[str, int, di
     return None if plan is None else (app_id, version, plan)
 
 
-def finish_open(spark: SparkSession, lake: Lake, cfg: Config, log_dir: Path, cid: str,
+def finish_open(spark: SparkSession, lake: Lake, cfg: Config, log_dir: str, cid: str,
                 kind: str, say: Callable[[str], None] = lambda _m: None) -> None:
     """Finish the increment a stopped job of `kind` left half-written for this cluster."""
     found = open_increment(lake, cid, kind)
@@ -222,13 +220,13 @@ def finish_open(spark: SparkSession, lake: Lake, cfg: Config, log_dir: Path, cid
         _run(spark, lake, cfg, log_dir, cid, app_id, version, plan["start"], plan["end"], say)
 
 
-def finish_open_ingest(spark: SparkSession, lake: Lake, cfg: Config, log_dir: Path,
+def finish_open_ingest(spark: SparkSession, lake: Lake, cfg: Config, log_dir: str,
                        cid: str) -> None:
     """What a stream does before it starts: finish a killed ingest's increment."""
     finish_open(spark, lake, cfg, log_dir, cid, "ingest")
 
 
-def next_range(lake: Lake, app_id: str, log_dir: Path) -> tuple[int, dict, dict] | None:
+def next_range(lake: Lake, app_id: str, log_dir: str) -> tuple[int, dict, dict] | None:
     """(version, start, end) of the next increment of `app_id`, or None if nothing is new.
 
     It starts where the lake stands for the cluster (`cluster_progress`), whichever job got
@@ -257,7 +255,8 @@ def next_range(lake: Lake, app_id: str, log_dir: Path) -> tuple[int, dict, dict]
     return version, start, end
 
 
-def ingest(spark: SparkSession, cfg: Config, sources: list[Path], cluster_id: str | None = None,
+def ingest(spark: SparkSession, cfg: Config, sources: list[str | Path],
+           cluster_id: str | None = None,
            log: Callable[[str], None] | None = None) -> list[IncrementResult]:
     """Ingest every `__cluster_metadata-0` found in `sources`, and every kafka-dump-log text
     among them (cluster id required), into the lake of `cfg`.
@@ -279,8 +278,7 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[Path], cluster_id: st
             return IncrementResult(d.cluster_id, app_id_for(d.cluster_id), -1, refused=d.reason)
 
     for src in sources:
-        src = Path(src)
-        if src.is_file() and looks_like_dump_log(src):
+        if is_local(to_uri(src)) and Path(src).is_file() and looks_like_dump_log(Path(src)):
             results.append(guarded(lambda s=src: _ingest_text(
                 spark, lake, cfg, s, cluster_id or cfg.cluster_id, say)))
             continue
@@ -290,7 +288,7 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[Path], cluster_id: st
     return results
 
 
-def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: Path, cluster_id: str | None,
+def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: str, cluster_id: str | None,
                 say: Callable[[str], None]) -> IncrementResult:
     cid = cluster_id or cfg.cluster_id or read_cluster_id(d)
     if not cid:
@@ -307,7 +305,7 @@ def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: Path, cluster_i
     return _run(spark, lake, cfg, d, cid, app_id, version, start, end, say)
 
 
-def _run(spark: SparkSession, lake: Lake, cfg: Config, d: Path, cid: str, app_id: str,
+def _run(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str, app_id: str,
          version: int, start: dict, end: dict, say: Callable[[str], None]) -> IncrementResult:
     """One planned increment of a log directory."""
     df = (spark.read.format("kraft-metadata").option("cluster_id", cid)

@@ -26,10 +26,10 @@ from pyspark.sql.streaming import StreamingQuery
 
 from ..config import Config
 from ..lake.delta import Lake
-from ..lake.hadoopfs import join, to_uri
 from ..lake.maintain import maintain
 from ..sources.files import find_log_dirs, read_cluster_id
 from ..sources.plan import FRESH, offset_dict
+from ..uris import join, to_uri
 from .batch import app_id_for, finish_open_ingest, refuse_if_diverged, write_plan
 from .increment import IncrementResult, cluster_progress, last_progress, process_increment
 
@@ -53,7 +53,7 @@ def processing_time(trigger: str) -> str:
                      f"5m, 1h")
 
 
-def _state(lake: Lake, app_id: str, checkpoint: str, log_dir: Path) -> dict:
+def _state(lake: Lake, app_id: str, checkpoint: str, log_dir: str) -> dict:
     """Where a stream starts: its own state file, else where the lake stands for the cluster.
 
     Starting after a batch ingest (or another stream) of the same cluster id, the input's
@@ -118,7 +118,7 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
                  on_batch: Callable[[IncrementResult], None] | None = None) -> StreamingQuery:
     """Start the streaming query for one metadata-log directory (one cluster)."""
     interval = None if available_now else processing_time(trigger or cfg.trigger)
-    log_dir = find_log_dirs(Path(source))[0]
+    log_dir = find_log_dirs(source)[0]
     cid = cluster_id or cfg.cluster_id or read_cluster_id(log_dir)
     if not cid:
         raise ValueError(f"{log_dir}: no meta.properties beside it; pass --cluster-id")

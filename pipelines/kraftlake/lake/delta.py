@@ -30,7 +30,8 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .hadoopfs import HadoopFS, join, to_uri
+from ..uris import join, to_uri
+from .hadoopfs import HadoopFS
 from .schema import table_names, table_schema
 
 # what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts

@@ -7,33 +7,7 @@ driver. They are for a few bytes of bookkeeping; table rows never pass through h
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pyspark.sql import SparkSession
-
-
-def to_uri(path: str | Path) -> str:
-    """A lake or source location as Spark and Hadoop take it.
-
-    Plain paths become absolute paths (not `file://` URIs: Spark reads a percent-encoded URI
-    of a path holding `+` literally); `file:///x` becomes `/x`; other schemes stay as given.
-    """
-    s = str(path)
-    if s.startswith("file://"):
-        s = s[len("file://"):]
-    elif s.startswith("file:"):
-        s = s[len("file:"):]
-    if "://" in s:
-        return s.rstrip("/")
-    return str(Path(s).expanduser().resolve())
-
-
-def is_local(uri: str) -> bool:
-    return "://" not in uri
-
-
-def join(uri: str, *parts: str) -> str:
-    return "/".join([uri.rstrip("/"), *parts])
 
 
 class HadoopFS:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .hadoopfs import HadoopFS, join
+from ..uris import join
+from .hadoopfs import HadoopFS
 
 
 class Work:

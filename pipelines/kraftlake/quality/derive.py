@@ -21,11 +21,12 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from ..detect.incidents import from_tables
+from ..kraft.partition import LRS_CHANGE_VALUES, LRS_VALUES, RECOVERING
+from ..kraft.records import LEADER_CHANGE
 from ..lake.delta import Lake
 from ..lake.schema import table_schema
 
 PKEY = ["cluster_id", "topic_id", "partition_id"]
-LEADER_CHANGE = "LeaderChangeMessage"
 PARTITION_RECORDS = ["PartitionRecord", "PartitionChangeRecord"]
 # Full partition state columns that must be present in every timeline / current row.
 STATE_REQUIRED = ["leader", "leader_epoch", "partition_epoch", "isr", "replicas",
@@ -70,14 +71,14 @@ def record_columns(df: DataFrame) -> DataFrame:
       file has (batch offset, Raft epoch, time, control flag, type), `data` for a record
       that decoded, and the snapshot columns for snapshot rows.
     * `dq_leader_recovery_state_violation`: the LeaderRecoveryState *field* of a
-      PartitionRecord (must be 0/1) or PartitionChangeRecord (-1 = unchanged, 0, 1). The
-      silver layer maps other values to "unchanged", so bronze is the only place left
-      where a corrupt value (invariant 18) can be seen.
+      PartitionRecord (must be 0/1) or PartitionChangeRecord (-1 = unchanged, 0, 1). Kafka
+      refuses such a record as a whole and so does the silver layer, so bronze is the only
+      place left where a corrupt value (invariant 18) can be seen.
     """
     t = F.col("record_type")
     lrs = F.get_json_object("data", "$.leader_recovery_state").cast("int")
-    bad_lrs = (F.when((t == "PartitionRecord") & ~lrs.isin(0, 1), lrs)
-               .when((t == "PartitionChangeRecord") & ~lrs.isin(-1, 0, 1), lrs))
+    bad_lrs = (F.when((t == "PartitionRecord") & ~lrs.isin(*LRS_VALUES), lrs)
+               .when((t == "PartitionChangeRecord") & ~lrs.isin(*LRS_CHANGE_VALUES), lrs))
     snap = F.col("source") == "snapshot"
     nulls = _unexpected_nulls(
         [*_schema_required("records"), "batch_base_offset", "epoch", "timestamp", "control",
@@ -194,8 +195,8 @@ def state_columns(df: DataFrame) -> DataFrame:
                 F.array_join(reps, ","), F.lit("]: "), isr_bad)))
             .withColumn("dq_elr_isr_overlap", F.when(F.size(overlap) > 0,
                                                      F.array_join(overlap, ",")))
-            .withColumn("dq_recovering_isr_size", F.when(F.col("leader_recovery_state") == 1,
-                                                         F.size(isr))))
+            .withColumn("dq_recovering_isr_size", F.when(
+                F.col("leader_recovery_state") == RECOVERING, F.size(isr))))
 
 
 def partition_timeline_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
@@ -218,7 +219,7 @@ def partition_timeline_frame(spark: SparkSession, lake: Lake, now: datetime) -> 
                       F.col("valid_to_offset") - F.col("valid_from_offset")))
     return df.withColumn("dq_unexpected_nulls", _unexpected_nulls(
         [*_schema_required("partition_timeline"), "valid_from_ts", *STATE_REQUIRED],
-        {"recovering_since_offset": F.col("leader_recovery_state") == 1}))
+        {"recovering_since_offset": F.col("leader_recovery_state") == RECOVERING}))
 
 
 def _open_timeline(spark: SparkSession, lake: Lake) -> DataFrame:
@@ -249,7 +250,7 @@ def partition_current_frame(spark: SparkSession, lake: Lake, now: datetime) -> D
     df = df.drop("_t", *[f"_t_{c}" for c in MATCHED])
     return df.withColumn("dq_unexpected_nulls", _unexpected_nulls(
         [*_schema_required("partition_current"), "valid_from_ts", *STATE_REQUIRED],
-        {"recovering_since_offset": F.col("leader_recovery_state") == 1}))
+        {"recovering_since_offset": F.col("leader_recovery_state") == RECOVERING}))
 
 
 def _any(df: DataFrame) -> int:

@@ -23,11 +23,12 @@ from typing import Any
 
 from kraftlake.codec.records import Record, encode_metadata_value
 from kraftlake.codec.wire import uuid_to_str
-from kraftlake.fold.replay import MIN_ISR, MV_FEATURE, Step
+from kraftlake.kraft.configs import MIN_ISR
+from kraftlake.kraft.versions import MV_3_3_IV0, MV_3_3_IV1, MV_3_7_IV0, MV_FEATURE, MV_LATEST
+from kraftlake.reference.replay import Step
 
 from .controller import Controller, ControllerConfig, Rec
 from .labels import label_line, step_events
-from .model import MV_3_3_IV0, MV_3_3_IV1, MV_3_7_IV0, MV_LATEST
 from .writer import LogWriter
 
 IDLE_MS = 500  # metadata.max.idle.interval.ms

@@ -1,11 +1,11 @@
 """A model of the active KRaft controller: which records each cluster event produces.
 
-The controller's image is a `kraftlake.fold.replay.Replay` fed with exactly the records
+The controller's image is a `kraftlake.reference.replay.Replay` fed with exactly the records
 the model writes, so the model decides from the same state any reader of the log would
 rebuild. Each event method (broker registration, fencing, controlled shutdown,
 AlterPartition, ElectLeaders, reassignment, topic creation and deletion, config changes)
 follows `ReplicationControlManager` / `ClusterControlManager` as summarised in
-kraft-semantics.md section 3, builds its records with `model.build_partition_change`,
+kraft-semantics.md section 3, builds its records with `kraft.builder.build_partition_change`,
 hands them to a `RecordSink` (the log writer, which assigns offsets and the clock) and
 replays what was written. Partition steps are passed to `on_steps` (labels).
 """
@@ -19,22 +19,31 @@ from typing import Any, Protocol
 
 from kraftlake.codec.records import Record
 from kraftlake.codec.wire import uuid_to_str
-from kraftlake.fold.replay import (
-    ELR_FEATURE,
+from kraftlake.kraft.builder import (
+    Decision,
+    Election,
+    build_partition_change,
+    initial_partition,
+    reassignment_target,
+    revert_reassignment,
+)
+from kraftlake.kraft.configs import (
     MIN_ISR,
-    MV_FEATURE,
-    NO_LEADER,
-    RECOVERED,
-    RECOVERING,
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
     UNCLEAN,
-    PartitionState,
-    Replay,
-    Step,
+    controller_min_isr,
+    resolve_min_isr,
 )
-
-from .model import (
+from kraftlake.kraft.partition import (
+    NO_LEADER,
+    RECOVERED,
+    RECOVERING,
+    UNASSIGNED_DIR,
+    PartitionRegistration,
+)
+from kraftlake.kraft.versions import (
+    ELR_FEATURE,
     MV_3_3_IV0,
     MV_3_3_IV2,
     MV_3_3_IV3,
@@ -44,14 +53,10 @@ from .model import (
     MV_3_7_IV2,
     MV_4_0_IV1,
     MV_4_1_IV0,
-    Decision,
-    Election,
-    build_partition_change,
-    initial_partition,
+    MV_FEATURE,
     partition_record_version,
-    reassignment_target,
-    revert_reassignment,
 )
+from kraftlake.reference.replay import Replay, Step
 
 Rec = tuple[str, int, dict[str, Any]]  # (record type, version, data)
 TP = tuple[str, int]  # (topic id, partition id)
@@ -110,7 +115,7 @@ class Controller:
         self.sink = sink
         self.rng = rng or random.Random(0)
         self.on_steps = on_steps
-        self.image = Replay()
+        self.image = Replay()  # labels: what a reader of the log alone derives
         self.isr_index: dict[int, set[TP]] = {}
         self.elr_index: dict[int, set[TP]] = {}
         self.leaderless: set[TP] = set()
@@ -191,7 +196,7 @@ class Controller:
     def topic_name(self, topic_id: str) -> str:
         return self.image.topics[topic_id]
 
-    def partition(self, tp: TP) -> PartitionState:
+    def partition(self, tp: TP) -> PartitionRegistration:
         return self.image.partitions[tp[0]][tp[1]]
 
     def partitions(self) -> list[TP]:
@@ -201,20 +206,21 @@ class Controller:
         return self.image.is_active(b)
 
     def min_isr(self, topic_id: str) -> int:
-        """`RCM.getTopicEffectiveMinIsr`: configured value capped at partition 0's RF."""
+        """`RCM.getTopicEffectiveMinIsr`: the configured value capped at partition 0's
+        replica count (`kraft.configs.controller_min_isr`)."""
         name = self.image.topics.get(topic_id)
-        v = self.image.topic_config(name, MIN_ISR)
-        m = int(v) if v is not None else self.config.default_min_isr
+        m = resolve_min_isr(self.image.own_config(name, MIN_ISR),
+                            self.image.cluster_config(MIN_ISR), self.config.default_min_isr)
+        if m is None:  # Kafka's Integer.parseInt throws: the operation fails
+            raise ValueError(f"min.insync.replicas of topic {topic_id} is not a number")
         parts = self.image.partitions.get(topic_id, {})
-        if 0 in parts:
-            m = min(m, len(parts[0].replicas))
-        return m
+        return controller_min_isr(m, len(parts[0].replicas)) if 0 in parts else m
 
     def unclean_enabled(self, topic_id: str) -> bool:
         return self.image.unclean_enabled(self.image.topics.get(topic_id))
 
     def default_dir(self, broker: int) -> str:
-        return self.broker_dirs.get(broker, "AAAAAAAAAAAAAAAAAAAAAQ")
+        return self.broker_dirs.get(broker, UNASSIGNED_DIR)
 
     def _build(self, tp: TP, *, acceptable: Callable[[int], bool],
                election: Election | None = None, **targets: Any) -> Decision:
@@ -268,7 +274,7 @@ class Controller:
             "features": self._supported_features()})])
 
     def _supported_features(self) -> list[dict[str, Any]]:
-        feats = [{"name": "metadata.version", "min_supported_version": 1,
+        feats = [{"name": MV_FEATURE, "min_supported_version": 1,
                   "max_supported_version": max(self.mv, 27)}]
         if self.config.elr_enabled:
             feats.append({"name": ELR_FEATURE, "min_supported_version": 0,
@@ -564,7 +570,7 @@ class Controller:
         self._topic_seq += 1
         return self._topic_seq
 
-    def partition_record(self, tid: str, pid: int, st: PartitionState) -> dict[str, Any]:
+    def partition_record(self, tid: str, pid: int, st: PartitionRegistration) -> dict[str, Any]:
         """`PartitionRegistration.toRecord` at this controller's metadata.version."""
         d: dict[str, Any] = {
             "partition_id": pid, "topic_id": tid, "replicas": list(st.replicas),

@@ -12,46 +12,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftlake.fold.replay import (
-    CHANGED,
-    CREATED,
-    DELETED,
-    ELR_CLEARED,
+from kraftlake.kraft.configs import partition_min_isr
+from kraftlake.kraft.events import EVENT_TYPES
+from kraftlake.kraft.partition import (
+    LRS_NO_CHANGE,
     NO_LEADER,
     NO_LEADER_CHANGE,
     RECOVERED,
     RECOVERING,
-    RESET,
-    PartitionState,
-    Step,
+    PartitionRegistration,
+    cancels_reassignment,
+    completes_reassignment,
 )
+from kraftlake.kraft.versions import leader_recovery_supported
+from kraftlake.reference.replay import CHANGED, CREATED, DELETED, ELR_CLEARED, RESET, Step
 
-MV_3_2_IV0 = 3
-
-EVENT_TYPES = (
-    "unclean_election", "recovery_completed", "elr_change", "elr_election", "clean_election",
-    "preferred_election", "leader_offline", "isr_shrink", "isr_expand", "under_min_isr",
-    "reassignment_started", "reassignment_completed", "reassignment_cancelled",
-    "partition_created", "partition_deleted",
-)
-
-_EMPTY = PartitionState(replicas=(), isr=())
+_EMPTY = PartitionRegistration(replicas=(), isr=())
 
 
-def effective_min_isr(min_isr: int, state: PartitionState) -> int:
-    """Topic `min.insync.replicas` (else cluster default, else 1) capped at the replica
-    count of the partition itself."""
-    return min(min_isr, len(state.replicas))
-
-
-def completes_reassignment(b: PartitionState, a: PartitionState) -> bool:
-    return b.reassigning and not a.reassigning and \
-        a.replicas == tuple(r for r in b.replicas if r not in b.removing_replicas)
-
-
-def cancels_reassignment(b: PartitionState, a: PartitionState) -> bool:
-    return b.reassigning and not a.reassigning and not completes_reassignment(b, a) and \
-        a.replicas == tuple(r for r in b.replicas if r not in b.adding_replicas)
+def under_min_isr(min_isr: int | None, state: PartitionRegistration) -> bool:
+    """Fewer ISR members than the broker's effective min ISR of this partition
+    (`kraft.configs.partition_min_isr`); never when min.insync.replicas is unknown."""
+    m = partition_min_isr(min_isr, len(state.replicas))
+    return m is not None and len(state.isr) < m
 
 
 def step_events(step: Step) -> list[str]:
@@ -59,7 +42,7 @@ def step_events(step: Step) -> list[str]:
     if step.kind == CREATED:
         ev = ["partition_created"]
         a = step.after
-        if len(a.isr) < effective_min_isr(step.context.min_isr, a):
+        if under_min_isr(step.context.min_isr, a):
             ev.append("under_min_isr")
         return ev
     if step.kind == DELETED:
@@ -74,11 +57,12 @@ def step_events(step: Step) -> list[str]:
     mv = step.context.metadata_version
     out: set[str] = set()
     leader_field = data.get("leader", NO_LEADER_CHANGE) if step.kind == CHANGED else a.leader
-    lrs_field = data.get("leader_recovery_state", -1) if step.kind == CHANGED else -1
+    lrs_field = data.get("leader_recovery_state", LRS_NO_CHANGE) if step.kind == CHANGED \
+        else LRS_NO_CHANGE
     moved = a.leader != b.leader
     completes = completes_reassignment(b, a)
 
-    heuristic = b.leader_recovery_state == RECOVERING or mv is None or mv < MV_3_2_IV0
+    heuristic = b.leader_recovery_state == RECOVERING or not leader_recovery_supported(mv)
     unclean = lrs_field == RECOVERING or (
         heuristic and leader_field >= 0 and moved and a.leader not in b.isr
         and a.leader not in b.eligible_leader_replicas and not completes)
@@ -101,9 +85,7 @@ def step_events(step: Step) -> list[str]:
         out.add("isr_shrink")
     if set(a.isr) - set(b.isr):
         out.add("isr_expand")
-    m_b = effective_min_isr(step.context.min_isr, b)
-    m_a = effective_min_isr(step.context.min_isr, a)
-    if len(a.isr) < m_a and len(b.isr) >= m_b:
+    if under_min_isr(step.context.min_isr, a) and not under_min_isr(step.context.min_isr, b):
         out.add("under_min_isr")
     if not b.reassigning and a.reassigning:
         out.add("reassignment_started")
@@ -117,7 +99,7 @@ def step_events(step: Step) -> list[str]:
     return [e for e in EVENT_TYPES if e in out]
 
 
-def _elr_changed(b: PartitionState, a: PartitionState) -> bool:
+def _elr_changed(b: PartitionRegistration, a: PartitionRegistration) -> bool:
     return set(b.eligible_leader_replicas) != set(a.eligible_leader_replicas) or \
         set(b.last_known_elr) != set(a.last_known_elr)
 

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kraftlake.fold.replay import MIN_ISR, UNCLEAN, Step
+from kraftlake.kraft.builder import Election
+from kraftlake.kraft.configs import MIN_ISR, UNCLEAN
+from kraftlake.reference.replay import Step
 
 from .cluster import SimConfig, Simulation
 from .controller import TP
-from .model import Election
 
 SEC = 1000
 MIN = 60 * SEC

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -28,6 +27,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
+from ..uris import to_uri
 from .decode import read_range, source_spark_schema
 from .files import LogDirIndex, ReadRange, read_cluster_id
 from .plan import FRESH, as_value, latest, offset_dict, plan
@@ -44,7 +44,7 @@ def _lower(options) -> dict:
     return {str(k).lower(): v for k, v in dict(options).items()}
 
 
-def _cluster_id(options: dict, path: Path) -> str:
+def _cluster_id(options: dict, path: str) -> str:
     cid = options.get("cluster_id") or options.get("clusterid") or read_cluster_id(path)
     if not cid:
         raise ValueError(f"{path}: no meta.properties beside it; pass option cluster_id")
@@ -77,7 +77,7 @@ class KraftMetadataDataSource(DataSource):
 
 class _BatchReader(DataSourceReader):
     def __init__(self, options: dict) -> None:
-        self.path = Path(options["path"])
+        self.path = to_uri(options["path"])
         self.cluster_id = _cluster_id(options, self.path)
         self.split = int(options.get("splitbytes", DEFAULT_SPLIT))
         if options.get("startjson"):
@@ -113,7 +113,7 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """
 
     def __init__(self, options: dict) -> None:
-        self.path = Path(options["path"])
+        self.path = to_uri(options["path"])
         self.cluster_id = _cluster_id(options, self.path)
         self.split = int(options.get("splitbytes", DEFAULT_SPLIT))
         self.index = LogDirIndex(self.path)

@@ -4,22 +4,26 @@ This is the only per-record Python of the pipeline, and it runs inside Spark tas
 are bronze `records` columns plus a `row_kind`: `record`, `problem` (a damaged byte region,
 kept raw for the quarantine), `gap` (offsets lost to retention) or `diverged` (bytes at an
 ingested offset changed).
+
+Records are decoded by the columnar decoder (`codec.columnar.decode_columns`): runs of NoOp
+heartbeat batches become Arrow columns in numpy without a Python object per record, every
+other batch is decoded record by record with its `data` serialised by orjson; the range's
+own columns (cluster, source, snapshot, offsets kept) are added to the Arrow table as a
+whole. `benchmarks/bench_decode.py` times this step.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from ..codec.batch import Problem, scan_batches
-from ..codec.logfiles import records_of_batch
+from ..codec.columnar import decode_columns
 from ..lake.schema import table_schema
+from ..uris import basename, read_bytes
 from .files import ReadRange
 
 EXTRA = [("row_kind", "string"), ("byte_position", "long"), ("end_offset", "long"),
@@ -41,16 +45,6 @@ def source_spark_schema() -> T.StructType:
                                              for n, t in EXTRA])
 
 
-def _json_default(o: Any) -> Any:
-    if isinstance(o, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(o)).decode()
-    raise TypeError(type(o).__name__)
-
-
-def _dumps(data: dict | None) -> str | None:
-    return None if data is None else json.dumps(data, default=_json_default, separators=(",", ":"))
-
-
 class _Rows:
     def __init__(self) -> None:
         self.cols: dict[str, list] = {f.name: [] for f in source_arrow_schema()}
@@ -68,16 +62,10 @@ class _Rows:
             [pa.array(self.cols[f.name], type=f.type) for f in schema], schema=schema)
 
 
-def _read_bytes(path: str, start: int, end: int) -> bytes:
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        return fh.read() if end < 0 else fh.read(end - start)
-
-
 def read_range(r: ReadRange, max_rows: int = 50_000) -> Iterator[pa.RecordBatch]:
     """Yield Arrow batches of source rows for one planned range."""
     rows = _Rows()
-    name = Path(r.path).name if r.path else ""
+    name = basename(r.path) if r.path else ""
     if r.kind in ("gap", "diverged"):
         rows.add(cluster_id=r.cluster_id, row_kind=r.kind, offset=r.lo, end_offset=r.hi,
                  position=-1, byte_position=-1, source="log", source_file=name,
@@ -85,7 +73,7 @@ def read_range(r: ReadRange, max_rows: int = 50_000) -> Iterator[pa.RecordBatch]
         yield rows.batch()
         return
     try:
-        buf = _read_bytes(r.path, r.start, r.end)
+        buf = read_bytes(r.path, r.start, r.end)
     except FileNotFoundError:
         rows.add(cluster_id=r.cluster_id, row_kind="gap", offset=r.lo, end_offset=r.hi,
                  position=-1, byte_position=-1, source="log", source_file=name,
@@ -93,35 +81,52 @@ def read_range(r: ReadRange, max_rows: int = 50_000) -> Iterator[pa.RecordBatch]
         yield rows.batch()
         return
     snapshot = r.kind == "snapshot"
-    for item in scan_batches(buf, name):
-        if isinstance(item, Problem):
-            if item.kind == "truncated" and r.end < 0 and not snapshot and r.note != "rolled":
-                continue  # the active segment's last batch is still being written
-            rows.add(cluster_id=r.cluster_id, row_kind="problem", source="snapshot" if snapshot
-                     else "log", source_file=name, byte_position=r.start + item.position,
-                     offset=item.base_offset, position=-1, problem_kind=item.kind,
-                     error=item.message, value=item.raw)
-            continue
-        if not snapshot and (item.last_offset < r.lo or item.base_offset >= r.hi):
-            continue
-        for rec in records_of_batch(item):
-            if snapshot:
-                offset, position = r.snapshot_end - 1, rec.offset
-            else:
-                if not (r.lo <= rec.offset < r.hi):
-                    continue
-                offset = position = rec.offset
-            rows.add(cluster_id=r.cluster_id, source="snapshot" if snapshot else "log",
-                     snapshot_end_offset=r.snapshot_end if snapshot else None,
-                     snapshot_role=r.snapshot_role if snapshot else None,
-                     offset=offset, position=position, batch_base_offset=item.base_offset,
-                     epoch=item.partition_leader_epoch, timestamp=rec.timestamp * 1000,
-                     control=rec.control, record_type=rec.type, api_key=rec.api_key,
-                     version=rec.version, data=_dumps(rec.data), value=rec.value,
-                     error=rec.error, source_file=name, row_kind="record",
-                     byte_position=r.start + item.position)
-            if len(rows) >= max_rows:
-                yield rows.batch()
-                rows = _Rows()
+    source = "snapshot" if snapshot else "log"
+    cols = decode_columns(buf, name)
+    for item in cols.problems:
+        if item.kind == "truncated" and r.end < 0 and not snapshot and r.note != "rolled":
+            continue  # the active segment's last batch is still being written
+        rows.add(cluster_id=r.cluster_id, row_kind="problem", source=source,
+                 source_file=name, byte_position=r.start + item.position,
+                 offset=item.base_offset, position=-1, problem_kind=item.kind,
+                 error=item.message, value=item.raw)
     if len(rows):
         yield rows.batch()
+    table = cols.table
+    if not snapshot:
+        offsets = table.column("offset")
+        table = table.filter(pc.and_(pc.greater_equal(offsets, r.lo), pc.less(offsets, r.hi)))
+    if table.num_rows:
+        yield from _source_rows(table, r, name, snapshot).to_batches(max_rows)
+
+
+def _source_rows(table: pa.Table, r: ReadRange, name: str, snapshot: bool) -> pa.Table:
+    """Decoded columns -> source-schema rows of range `r` (whole-column operations only).
+
+    Snapshot records carry the snapshot's last contained log offset (end - 1) as `offset`
+    and their in-file offset as `position`; timestamps become microseconds.
+    """
+    n = table.num_rows
+    schema = source_arrow_schema()
+
+    def const(field: str, value: object) -> pa.Array:
+        return pa.repeat(pa.scalar(value, schema.field(field).type), n)
+
+    offsets = table.column("offset")
+    cols = {
+        "cluster_id": const("cluster_id", r.cluster_id),
+        "source": const("source", "snapshot" if snapshot else "log"),
+        "snapshot_end_offset": const("snapshot_end_offset", r.snapshot_end if snapshot else None),
+        "snapshot_role": const("snapshot_role", r.snapshot_role if snapshot else None),
+        "offset": const("offset", r.snapshot_end - 1) if snapshot else offsets,
+        "position": offsets,
+        "timestamp": pc.multiply(table.column("timestamp"), 1000).cast(
+            schema.field("timestamp").type),
+        "source_file": const("source_file", name),
+        "row_kind": const("row_kind", "record"),
+        "byte_position": pc.add(table.column("byte_position"), r.start),
+        "end_offset": const("end_offset", None),
+        "problem_kind": const("problem_kind", None),
+    }
+    return pa.table([cols[f.name] if f.name in cols else table.column(f.name).cast(f.type)
+                     for f in schema], schema=schema)

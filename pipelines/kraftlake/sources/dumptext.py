@@ -22,8 +22,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..codec.dumplog import DumpProblem, parse_dump_log
-from ..codec.records import decode_metadata_value
-from .decode import _dumps, _Rows
+from ..codec.records import decode_metadata_value, to_json
+from .decode import _Rows
 
 _SNAP_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint$")
 _SNAP_LINE = re.compile(r"^Snapshot end offset: (\d+)")
@@ -129,6 +129,7 @@ def read_dump_text(path: Path, cluster_id: str, min_offset: int = 0,
                      else base_of.get(item.offset), epoch=item.epoch,
                      timestamp=item.timestamp * 1000, control=item.control,
                      record_type=item.type, api_key=item.api_key, version=item.version,
-                     data=_dumps(data), value=item.value, error=item.error,
+                     data=None if data is None else to_json(data), value=item.value,
+                     error=item.error,
                      source_file=sec.name, row_kind="record", byte_position=-1)
     return pa.Table.from_batches([rows.batch()]), next_offset, high

@@ -4,45 +4,73 @@ The index is built from batch headers only (seek + 61 bytes per batch), so mappi
 offsets to byte ranges costs a few microseconds per batch and never decodes records. It is
 what lets the driver hand Spark one task per byte range and the streaming reader turn
 metadata-log offsets into file positions.
+
+Locations are URIs (`kraftlake.uris`): a local directory, `file://` or `s3a://`; every file
+is reached through pyarrow's filesystems, here on the driver and in the executors that read
+the ranges, so a log shipped to an object store is read like a local one.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+import pyarrow.fs as pafs
+
+from .. import uris
 from ..codec.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, MAX_BATCH_LENGTH, MIN_BATCH_LENGTH
 from ..codec.errors import NotAKafkaLogError
-from ..codec.logfiles import LogFile, list_log_dir
+from ..codec.logfiles import LogFile, classify
 
 _LEN = struct.Struct(">qi")
 
 
-def read_cluster_id(log_dir: Path) -> str | None:
+def read_cluster_id(log_dir: str | Path) -> str | None:
     """`cluster.id` from the meta.properties beside (or inside) a `__cluster_metadata-0`."""
-    for props in (log_dir.parent / "meta.properties", log_dir / "meta.properties"):
-        if props.is_file():
-            for line in props.read_text(errors="replace").splitlines():
-                key, sep, value = line.partition("=")
-                if sep and key.strip() == "cluster.id":
-                    return value.strip()
+    d = uris.to_uri(log_dir)
+    for props in (uris.join(uris.parent(d), "meta.properties"), uris.join(d, "meta.properties")):
+        text = uris.read_text(props)
+        for line in (text or "").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() == "cluster.id":
+                return value.strip()
     return None
 
 
-def find_log_dirs(path: Path) -> list[Path]:
-    """A `__cluster_metadata-0` directory itself, or every one below `path`."""
-    path = Path(path)
-    if not path.exists():
+def find_log_dirs(path: str | Path) -> list[str]:
+    """A `__cluster_metadata-0` directory itself, or every one below `path` (as URIs)."""
+    uri = uris.to_uri(path)
+    fs, root = uris.filesystem(uri)
+    kind = fs.get_file_info(root).type
+    if kind == pafs.FileType.NotFound:
         raise NotAKafkaLogError(f"{path}: no such file or directory")
-    if path.is_dir() and any(p.suffix == ".log" for p in path.iterdir()):
-        return [path]
-    if path.is_dir():
-        found = sorted({p.parent for p in path.rglob("*.log")
-                        if p.parent.name.startswith("__cluster_metadata")})
+    if kind == pafs.FileType.Directory:
+        if any(i.path.endswith(".log") for i in uris.listing(uri)):
+            return [uri]
+        found = sorted({uris.parent(i.path) for i in uris.listing(uri, recursive=True)
+                        if i.path.endswith(".log") and
+                        uris.basename(uris.parent(i.path)).startswith("__cluster_metadata")})
         if found:
-            return found
+            return [uris.to_location(uri, p) for p in found]
     raise NotAKafkaLogError(f"{path}: not a metadata-log directory and none below it")
+
+
+def list_log_dir(uri: str) -> tuple[list[LogFile], list[LogFile]]:
+    """(segments by base offset, snapshots by end offset) of a metadata-log directory.
+
+    `LogFile.path` is the file's path within its filesystem (`uris.filesystem`), so its
+    name is classified as the codec does for local files; `LogDirIndex.location` gives
+    its URI.
+    """
+    entries = uris.listing(uri)
+    if not entries and uris.file_size(uri) is None:
+        raise NotAKafkaLogError(f"{uri}: not a directory")
+    files = [f for i in entries if i.type == pafs.FileType.File
+             and (f := classify(PurePosixPath(i.path))) is not None]
+    segments = sorted((f for f in files if f.kind == "segment"), key=lambda f: f.offset)
+    snapshots = sorted((f for f in files if f.kind == "snapshot"), key=lambda f: f.offset)
+    return segments, snapshots
 
 
 @dataclass(slots=True)
@@ -58,7 +86,7 @@ class BatchEntry:
 class SegmentIndex:
     """Batches of one segment found by walking headers; `end` = bytes of complete batches."""
 
-    path: Path
+    path: str  # the segment's location (uris)
     base_offset: int
     entries: list[BatchEntry] = field(default_factory=list)
     end: int = 0
@@ -71,7 +99,7 @@ class SegmentIndex:
 
     def refresh(self) -> SegmentIndex:
         """Extend the index with batches appended since the last call."""
-        size = self.path.stat().st_size if self.path.exists() else 0
+        size = uris.file_size(self.path) or 0
         if size < self.end:  # truncated (a Raft leader change rewrote the tail): start over
             self.entries.clear()
             self.end = 0
@@ -81,7 +109,11 @@ class SegmentIndex:
             return self
         pos = self.end
         status = "ok"
-        with open(self.path, "rb") as fh:
+        if size == pos:  # nothing new (and no file opened: cheap on an object store)
+            self.status = status
+            return self
+        fs, where = uris.filesystem(self.path)
+        with fs.open_input_file(where) as fh:
             while pos + LOG_OVERHEAD <= size:
                 fh.seek(pos)
                 head = fh.read(HEADER_SIZE)
@@ -122,9 +154,12 @@ class SegmentIndex:
 class LogDirIndex:
     """Segments and snapshots of one `__cluster_metadata-0`, refreshed on demand."""
 
-    path: Path
+    path: str  # the directory's location (uris)
     segments: dict[str, SegmentIndex] = field(default_factory=dict)
     snapshots: list[LogFile] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.path = uris.to_uri(self.path)
 
     def refresh(self) -> LogDirIndex:
         segs, snaps = list_log_dir(self.path)
@@ -135,10 +170,14 @@ class LogDirIndex:
         for s in segs:
             idx = self.segments.get(s.name)
             if idx is None:
-                idx = self.segments[s.name] = SegmentIndex(s.path, s.offset)
+                idx = self.segments[s.name] = SegmentIndex(self.location(s), s.offset)
             idx.refresh()
         self.snapshots = snaps
         return self
+
+    def location(self, f: LogFile) -> str:
+        """The URI of a file of this directory."""
+        return uris.to_location(self.path, str(f.path))
 
     def ordered(self) -> list[SegmentIndex]:
         return sorted(self.segments.values(), key=lambda s: s.base_offset)
@@ -174,9 +213,7 @@ class LogDirIndex:
                 e = s.entry_before(offset)
                 if e is None:
                     return None
-                with open(s.path, "rb") as fh:
-                    fh.seek(e.position)
-                    head = fh.read(HEADER_SIZE)
+                head = uris.read_bytes(s.path, e.position, e.position + HEADER_SIZE)
                 if len(head) == HEADER_SIZE and HEADER.unpack_from(head, 0)[0] == e.base_offset \
                         and HEADER.unpack_from(head, 0)[4] == e.crc:
                     return e

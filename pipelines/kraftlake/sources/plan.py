@@ -87,7 +87,7 @@ def plan(cluster_id: str, index: LogDirIndex, start: dict, end: dict,
                 f"read; resumed from snapshot {reset}")))
         s = snaps.get(reset)
         if s is not None:
-            ranges.append(ReadRange(cluster_id, str(s.path), "snapshot", snapshot_end=reset,
+            ranges.append(ReadRange(cluster_id, index.location(s), "snapshot", snapshot_end=reset,
                                     snapshot_role="reset"))
         lo = reset
     else:
@@ -104,7 +104,7 @@ def plan(cluster_id: str, index: LogDirIndex, start: dict, end: dict,
     ranges += plan_log_ranges(cluster_id, index, lo, end["offset"], split_bytes)
     for off in sorted(snaps):
         if start.get("snap", -1) < off <= end.get("snap", -1) and off not in (reset, 0):
-            ranges.append(ReadRange(cluster_id, str(snaps[off].path), "snapshot",
+            ranges.append(ReadRange(cluster_id, index.location(snaps[off]), "snapshot",
                                     snapshot_end=off, snapshot_role="check"))
     return ranges
 

@@ -23,18 +23,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraftlake.codec.logfiles import LogFile, iter_file
-
-from .replay import (
-    CHANGED,
-    CREATED,
-    ELR_CLEARED,
+from kraftlake.kraft.configs import controller_min_isr
+from kraftlake.kraft.partition import (
+    LRS_CHANGE_VALUES,
     MIGRATING_DIR,
     NO_LEADER,
     NO_LEADER_CHANGE,
     RECOVERED,
     RECOVERING,
+    PartitionRegistration,
+)
+from kraftlake.kraft.records import LEADER_CHANGE
+from kraftlake.kraft.versions import (
+    ELR_FEATURE,
+    MV_3_2_IV0,
+    MV_3_3_IV0,
+    MV_3_6_IV0,
+    MV_3_7_IV2,
+    MV_4_0_IV1,
+    MV_FEATURE,
+    MV_FIRST_ELR,
+)
+
+from .replay import (
+    CHANGED,
+    CREATED,
+    ELR_CLEARED,
     RESET,
-    PartitionState,
     Problem,
     Replay,
     Step,
@@ -43,15 +58,6 @@ from .replay import (
 )
 
 E, W = "E", "W"
-
-MV_3_2_IV0 = 3
-MV_3_3_IV0 = 4
-MV_3_6_IV0 = 12
-MV_3_7_IV2 = 17
-MV_FIRST_ELR = 20  # 3.7's unstable ELR level; renumbered later (kraft-semantics 2.11)
-MV_4_0_IV1 = 23
-
-LEADER_CHANGE = "LeaderChangeMessage"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +89,7 @@ def _is_subsequence(sub: tuple[int, ...], seq: tuple[int, ...]) -> bool:
 
 def check_state(step: Step) -> list[Violation]:
     """Invariants that hold for the state after any record (10-13, 16-19, 26)."""
-    s: PartitionState = step.after
+    s: PartitionRegistration = step.after
     out: list[Violation] = []
 
     def v(n: int, level: str, msg: str) -> None:
@@ -178,12 +184,13 @@ def check_step(step: Step, replay: Replay | None = None) -> list[Violation]:
         v(14, E, "ELR/LastKnownElr non-empty after a record version < 2")
     # 15: ISR at or above min ISR leaves no ELR (change built with ELR enabled)
     if rec is not None and rec.version >= 2 and ctx.elr_feature != 0:
-        m = min(ctx.min_isr, len(a.replicas))
-        if len(a.isr) >= m and a.eligible_leader_replicas:
+        p0 = replay.partition(step.topic_id, 0) if replay is not None else None
+        m = controller_min_isr(ctx.min_isr, len((p0 or a).replicas))
+        if m is not None and len(a.isr) >= m and a.eligible_leader_replicas:
             v(15, W, f"ISR size {len(a.isr)} >= min ISR {m} but ELR "
                      f"{list(a.eligible_leader_replicas)}")
     # 18: the change field
-    if lrs_field not in (-1, 0, 1):
+    if lrs_field not in LRS_CHANGE_VALUES:
         v(18, E, f"LeaderRecoveryState field {lrs_field}")
     # 20: RECOVERED -> RECOVERING only together with an election of a single-member ISR
     if b.leader_recovery_state == RECOVERED and a.leader_recovery_state == RECOVERING and (
@@ -244,7 +251,7 @@ def _check_record_version(step: Step, v) -> None:
 _PROBLEM_INVARIANT = {
     "unknown_topic": (5, E), "unknown_partition": (5, E), "topic": (5, E),
     "broker_epoch": (27, E), "broker": (27, E), "transaction": (28, E),
-    "directories": (26, E), "merge": (26, E), "offset": (1, W),
+    "directories": (26, E), "merge": (26, E), "offset": (1, W), "invalid_record": (18, E),
 }
 
 
@@ -321,9 +328,9 @@ def check_snapshot_file(lf: LogFile) -> list[Violation]:
                                                      f"SnapshotFooter"))
     data = [r for b, rs in batches if not b.is_control for r in rs]
     mv_first = data and data[0].type == "FeatureLevelRecord" and \
-        data[0].data is not None and data[0].data.get("name") == "metadata.version"
+        data[0].data is not None and data[0].data.get("name") == MV_FEATURE
     has_mv = any(r.type == "FeatureLevelRecord" and r.data and
-                 r.data.get("name") == "metadata.version" for r in data)
+                 r.data.get("name") == MV_FEATURE for r in data)
     if has_mv and not mv_first:
         out.append(Violation(30, E, lf.offset, None,
                              f"{where}: first data record is not metadata.version"))
@@ -346,7 +353,7 @@ def compare_with_snapshot(live: Replay, lf: LogFile) -> list[Violation]:
     snap.load_snapshot(read_records(lf), lf.offset)
     out: list[Violation] = []
     off = lf.offset - 1
-    elr_ok = snap.features.get("eligible.leader.replicas.version", 1) != 0
+    elr_ok = snap.features.get(ELR_FEATURE, 1) != 0
     if snap.topics != live.topics:
         only_s = set(snap.topics) - set(live.topics)
         only_l = set(live.topics) - set(snap.topics)

@@ -19,63 +19,14 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from kraftlake.fold.replay import (
+from .partition import (
     NO_LEADER,
     NO_LEADER_CHANGE,
-    RECOVERED,
     RECOVERING,
     UNASSIGNED_DIR,
-    PartitionState,
+    PartitionRegistration,
 )
-
-# metadata.version feature levels that change what the controller writes (2.11)
-MV_3_0_IV1 = 1
-MV_3_1_IV0 = 2
-MV_3_2_IV0 = 3  # unclean elections mark RECOVERING
-MV_3_3_IV0 = 4  # FeatureLevelRecord for metadata.version
-MV_3_3_IV1 = 5  # NoOpRecord
-MV_3_3_IV2 = 6  # BrokerRegistrationChangeRecord instead of Fence/Unfence
-MV_3_3_IV3 = 7  # InControlledShutdown
-MV_3_4_IV0 = 8  # RegisterBrokerRecord v2
-MV_3_6_IV0 = 12  # no leader epoch bump on ISR shrink
-MV_3_6_IV1 = 13  # metadata transactions
-MV_3_7_IV0 = 15  # RegisterControllerRecord
-MV_3_7_IV2 = 17  # Directories: Partition(Change)Record v1, RegisterBrokerRecord v3
-MV_4_0_IV1 = 23  # ELR capable: Partition(Change)Record v2
-MV_4_1_IV0 = 26  # modelled controller includes KAFKA-19522 (last leader must be acceptable)
-MV_LATEST = 27  # 4.1-IV1
-
-MV_NAMES: dict[str, int] = {
-    "3.0-IV1": 1, "3.1-IV0": 2, "3.2-IV0": 3, "3.3-IV0": 4, "3.3-IV1": 5, "3.3-IV2": 6,
-    "3.3-IV3": 7, "3.4-IV0": 8, "3.5-IV0": 9, "3.5-IV1": 10, "3.5-IV2": 11, "3.6-IV0": 12,
-    "3.6-IV1": 13, "3.6-IV2": 14, "3.7-IV0": 15, "3.7-IV1": 16, "3.7-IV2": 17,
-    "3.7-IV3": 18, "3.7-IV4": 19, "3.8-IV0": 20, "3.9-IV0": 21, "4.0-IV0": 22,
-    "4.0-IV1": 23, "4.0-IV2": 24, "4.0-IV3": 25, "4.1-IV0": 26, "4.1-IV1": 27,
-}
-
-
-def parse_metadata_version(text: str | int) -> int:
-    """A feature level from `27`, `"27"`, `"4.1-IV1"` or `"4.1"` (the release's last IV)."""
-    if isinstance(text, int):
-        return text
-    t = text.strip()
-    if t.isdigit():
-        return int(t)
-    if t in MV_NAMES:
-        return MV_NAMES[t]
-    levels = [lvl for name, lvl in MV_NAMES.items() if name.split("-")[0] == t]
-    if levels:
-        return max(levels)
-    raise ValueError(f"unknown metadata.version {text!r}")
-
-
-def partition_record_version(mv: int) -> int:
-    """`MetadataVersion.partitionRecordVersion` (also the PartitionChangeRecord version)."""
-    if mv >= MV_4_0_IV1:
-        return 2
-    if mv >= MV_3_7_IV2:
-        return 1
-    return 0
+from .versions import MV_3_6_IV0, MV_3_7_IV2, leader_recovery_supported
 
 
 class Election(Enum):
@@ -102,7 +53,7 @@ def _first(items: Iterable[int], pred: Callable[[int], bool]) -> int | None:
 
 
 def build_partition_change(
-    part: PartitionState,
+    part: PartitionRegistration,
     topic_id: str,
     partition_id: int,
     *,
@@ -200,7 +151,7 @@ def build_partition_change(
         leader_f = node
         if unclean:
             isr_f = [node]
-            if part.leader_recovery_state != RECOVERING and mv >= MV_3_2_IV0:
+            if part.leader_recovery_state != RECOVERING and leader_recovery_supported(mv):
                 lrs_f = RECOVERING
 
     # 4. leader epoch bump when a replica leaves the replica set
@@ -270,17 +221,17 @@ def build_partition_change(
 
 
 def initial_partition(replicas: list[int], active: Callable[[int], bool],
-                      directories: list[str] | None = None) -> PartitionState | None:
+                      directories: list[str] | None = None) -> PartitionRegistration | None:
     """`RCM.buildPartitionRegistration`: ISR = active replicas in replica order, leader the
     first of them, epochs 0, RECOVERED; None when no replica is active (creation refused)."""
     isr = tuple(r for r in replicas if active(r))
     if not isr:
         return None
-    return PartitionState(replicas=tuple(replicas), isr=isr, leader=isr[0],
+    return PartitionRegistration(replicas=tuple(replicas), isr=isr, leader=isr[0],
                           directories=tuple(directories or ()))
 
 
-def revert_reassignment(part: PartitionState) -> tuple[list[int], list[int], bool]:
+def revert_reassignment(part: PartitionRegistration) -> tuple[list[int], list[int], bool]:
     """`PartitionReassignmentRevert`: (replicas, isr, unclean) for a cancelled reassignment."""
     adding = set(part.adding_replicas)
     replicas = [r for r in part.replicas if r not in adding]
@@ -292,8 +243,8 @@ def revert_reassignment(part: PartitionState) -> tuple[list[int], list[int], boo
     return replicas, isr, unclean
 
 
-def reassignment_target(part: PartitionState, target: list[int]) -> tuple[list[int], list[int],
-                                                                           list[int]]:
+def reassignment_target(part: PartitionRegistration,
+                        target: list[int]) -> tuple[list[int], list[int], list[int]]:
     """`PartitionReassignmentReplicas`: (replicas, removing, adding) when a reassignment to
     `target` starts: removing / adding ascending (HashSet order), replicas = target then
     the removing ones."""
@@ -301,10 +252,3 @@ def reassignment_target(part: PartitionState, target: list[int]) -> tuple[list[i
     removing = sorted(cur - tgt)
     adding = sorted(tgt - cur)
     return list(target) + removing, removing, adding
-
-
-__all__ = [
-    "MV_NAMES", "NO_LEADER", "RECOVERED", "RECOVERING", "Decision", "Election",
-    "build_partition_change", "initial_partition", "parse_metadata_version",
-    "partition_record_version", "reassignment_target", "revert_reassignment",
-]

@@ -1,25 +1,28 @@
-"""Plain sequential replay of a KRaft metadata log: the project's reference fold.
+"""Plain sequential replay of a KRaft metadata log: kraftlake's reference.
 
-This is deliberately the slow, obvious implementation of Kafka's replay rules
-(kraft-semantics.md 1.1-1.10) over decoded `Record`s, one record at a time, so that the
-distributed Spark fold and the simulator's ground truth can both be checked against it:
+No ingest or stream job uses it. It is the simulator's controller image (the simulator
+decides from the state any reader of its log would rebuild, and writes its ground truth
+with it) and the test oracle the Spark fold is compared with. It applies the rules of
+`kraftlake.kraft` one record at a time, deliberately the slow, obvious way:
 
 * PartitionRecord replaces a partition's state wholesale (creation, or a reset);
-* PartitionChangeRecord merges: absent fields / sentinels mean "unchanged", the leader epoch
-  goes up by one iff Leader != -2, the partition epoch by one for every record;
+* PartitionChangeRecord merges (`PartitionRegistration.merge`);
+* a partition record Kafka refuses (`kraft.partition.InvalidRecord`) takes no effect;
 * RemoveTopicRecord ends every partition of the topic (configs go with it);
 * ClearElrRecord clears ELR and LastKnownElr (+1 partition epoch) of every partition of the
   named topic (all topics for "") whose ELR or LastKnownElr is non-empty;
-* records between BeginTransaction and End are applied together at the End, dropped on
-  Abort, and not applied at all while the transaction is still open at the end of the data;
+* metadata transactions follow `kraft.records` (Kafka's `MetadataBatchLoader`): applied
+  together at the End, dropped on Abort, not applied while still open at the end of the
+  data; a nested Begin or an unmatched End / Abort is ignored;
 * a snapshot is a full reset of everything.
 
 Besides the final state, every record that changes a partition yields a `Step` (offset,
 timestamp, topic, partition, kind of change, state before and after, and the cluster
 context in force), which is what the Spark fold is compared with row by row and what
-`kraftlake.fold.invariants` checks. Replay never raises on odd input: anything Kafka itself
-would refuse (unknown topic, wrong broker epoch, nested transaction, ...) is recorded in
-`Replay.problems` and skipped, and the invariant checker turns those into violations.
+`kraftlake.reference.invariants` checks. Replay never raises on odd input: anything Kafka
+itself would refuse (unknown topic, wrong broker epoch, nested transaction, ...) is
+recorded in `Replay.problems` and skipped, and the invariant checker turns those into
+violations.
 """
 
 from __future__ import annotations
@@ -31,24 +34,25 @@ from typing import Any
 
 from kraftlake.codec.logfiles import LogFile, iter_file, list_log_dir
 from kraftlake.codec.records import Record
-
-NO_LEADER = -1
-NO_LEADER_CHANGE = -2
-RECOVERED = 0
-RECOVERING = 1
-LRS_NO_CHANGE = -1
-
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
-
-MIGRATING_DIR = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid(0, 0)
-UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAQ"  # Uuid(0, 1)
-LOST_DIR = "AAAAAAAAAAAAAAAAAAAAAg"  # Uuid(0, 2)
-
-MIN_ISR = "min.insync.replicas"
-UNCLEAN = "unclean.leader.election.enable"
-MV_FEATURE = "metadata.version"
-ELR_FEATURE = "eligible.leader.replicas.version"
+from kraftlake.kraft.configs import (
+    CLUSTER_DEFAULT,
+    KAFKA_DEFAULT_MIN_ISR,
+    MIN_ISR,
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    UNCLEAN,
+    in_force,
+    resolve_min_isr,
+    unclean_enabled,
+)
+from kraftlake.kraft.partition import InvalidRecord, PartitionRegistration
+from kraftlake.kraft.records import (
+    BEGIN_TRANSACTION,
+    END_TRANSACTION,
+    TRANSACTION_MARKERS,
+    marker_refusal,
+)
+from kraftlake.kraft.versions import ELR_FEATURE, MV_FEATURE
 
 # Step kinds
 CREATED = "created"  # PartitionRecord for a partition that did not exist
@@ -57,132 +61,6 @@ CHANGED = "changed"  # PartitionChangeRecord
 ELR_CLEARED = "elr_cleared"  # ClearElrRecord touched this partition
 DELETED = "deleted"  # RemoveTopicRecord
 SNAPSHOT = "snapshot"  # loaded from a snapshot (full reset)
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionState:
-    """The state Kafka keeps for one partition (`PartitionRegistration`), immutable."""
-
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    removing_replicas: tuple[int, ...] = ()
-    adding_replicas: tuple[int, ...] = ()
-    leader: int = NO_LEADER
-    leader_epoch: int = 0
-    partition_epoch: int = 0
-    leader_recovery_state: int = RECOVERED
-    eligible_leader_replicas: tuple[int, ...] = ()
-    last_known_elr: tuple[int, ...] = ()
-    directories: tuple[str, ...] = ()
-
-    def as_dict(self, *, directories: bool = False) -> dict[str, Any]:
-        """The `final_state.json` shape: lists are [] when empty, never null."""
-        out: dict[str, Any] = {
-            "leader": self.leader,
-            "leader_epoch": self.leader_epoch,
-            "partition_epoch": self.partition_epoch,
-            "isr": list(self.isr),
-            "eligible_leader_replicas": list(self.eligible_leader_replicas),
-            "last_known_elr": list(self.last_known_elr),
-            "replicas": list(self.replicas),
-            "adding_replicas": list(self.adding_replicas),
-            "removing_replicas": list(self.removing_replicas),
-            "leader_recovery_state": self.leader_recovery_state,
-        }
-        if directories:
-            out["directories"] = list(self.directories)
-        return out
-
-    @property
-    def reassigning(self) -> bool:
-        return bool(self.adding_replicas or self.removing_replicas)
-
-
-def _tuple(v: Any) -> tuple[int, ...]:
-    return tuple(v) if v else ()
-
-
-def default_to_migrating(dirs: tuple[str, ...], n: int) -> tuple[str, ...]:
-    """`PartitionRegistration.defaultToMigrating`: empty or all-MIGRATING -> MIGRATING x n."""
-    if not dirs or all(d == MIGRATING_DIR for d in dirs):
-        return (MIGRATING_DIR,) * n
-    return dirs
-
-
-def state_from_partition_record(data: dict[str, Any]) -> PartitionState:
-    replicas = _tuple(data.get("replicas"))
-    return PartitionState(
-        replicas=replicas,
-        isr=_tuple(data.get("isr")),
-        removing_replicas=_tuple(data.get("removing_replicas")),
-        adding_replicas=_tuple(data.get("adding_replicas")),
-        leader=data.get("leader", NO_LEADER),
-        leader_epoch=data.get("leader_epoch", 0),
-        partition_epoch=data.get("partition_epoch", 0),
-        leader_recovery_state=data.get("leader_recovery_state", RECOVERED) or RECOVERED,
-        eligible_leader_replicas=_tuple(data.get("eligible_leader_replicas")),
-        last_known_elr=_tuple(data.get("last_known_elr")),
-        directories=default_to_migrating(tuple(data.get("directories") or ()), len(replicas)),
-    )
-
-
-def merge_change(prev: PartitionState, data: dict[str, Any]) -> tuple[PartitionState, str | None]:
-    """`PartitionRegistration.merge`: apply one PartitionChangeRecord; (new state, problem)."""
-    problem = None
-    isr = data.get("isr")
-    replicas = data.get("replicas")
-    removing = data.get("removing_replicas")
-    adding = data.get("adding_replicas")
-    elr = data.get("eligible_leader_replicas")
-    lke = data.get("last_known_elr")
-    dirs = data.get("directories")
-    leader = data.get("leader", NO_LEADER_CHANGE)
-    lrs = data.get("leader_recovery_state", LRS_NO_CHANGE)
-
-    new_replicas = tuple(replicas) if replicas is not None else prev.replicas
-    if dirs is not None:
-        new_dirs = default_to_migrating(tuple(dirs), len(new_replicas))
-    elif len(new_replicas) != len(prev.directories):
-        if all(d == MIGRATING_DIR for d in prev.directories):
-            new_dirs = (MIGRATING_DIR,) * len(new_replicas)
-        else:
-            problem = (f"replicas changed length ({len(prev.replicas)} -> {len(new_replicas)}) "
-                       f"without directories while directories are assigned")
-            new_dirs = prev.directories
-    else:
-        new_dirs = prev.directories
-    if lrs in (RECOVERED, RECOVERING):
-        new_lrs = lrs
-    else:
-        new_lrs = prev.leader_recovery_state
-        if lrs != LRS_NO_CHANGE:
-            problem = f"LeaderRecoveryState field {lrs} is not -1, 0 or 1"
-    if leader == NO_LEADER_CHANGE:
-        new_leader, new_le = prev.leader, prev.leader_epoch
-    else:
-        new_leader, new_le = leader, prev.leader_epoch + 1
-    state = PartitionState(
-        replicas=new_replicas,
-        isr=tuple(isr) if isr is not None else prev.isr,
-        removing_replicas=tuple(removing) if removing is not None else prev.removing_replicas,
-        adding_replicas=tuple(adding) if adding is not None else prev.adding_replicas,
-        leader=new_leader,
-        leader_epoch=new_le,
-        partition_epoch=prev.partition_epoch + 1,
-        leader_recovery_state=new_lrs,
-        eligible_leader_replicas=tuple(elr) if elr is not None else prev.eligible_leader_replicas,
-        last_known_elr=tuple(lke) if lke is not None else prev.last_known_elr,
-        directories=new_dirs,
-    )
-    return state, problem
-
-
-def clear_elr(prev: PartitionState) -> PartitionState:
-    """The synthetic change a ClearElrRecord merges into an affected partition."""
-    return PartitionState(
-        prev.replicas, prev.isr, prev.removing_replicas, prev.adding_replicas, prev.leader,
-        prev.leader_epoch, prev.partition_epoch + 1, prev.leader_recovery_state, (), (),
-        prev.directories)
 
 
 @dataclass(slots=True)
@@ -201,7 +79,8 @@ class Context:
 
     metadata_version: int | None  # feature level; None before any FeatureLevelRecord
     elr_feature: int | None  # eligible.leader.replicas.version; None if never named
-    min_isr: int  # effective min.insync.replicas of the topic (not capped)
+    min_isr: int | None  # configured min.insync.replicas of the topic, uncapped; None =
+    # a value Kafka cannot parse (kraft.configs)
     unclean_enabled: bool  # effective unclean.leader.election.enable of the topic
     zk_migration: bool  # a ZkMigrationStateRecord said MIGRATION (1)
 
@@ -217,8 +96,8 @@ class Step:
     partition_id: int
     kind: str  # created | reset | changed | elr_cleared | deleted | snapshot
     record: Record | None  # the record that made the change
-    before: PartitionState | None  # None when the partition did not exist
-    after: PartitionState  # for `deleted`: the last state, unchanged
+    before: PartitionRegistration | None  # None when the partition did not exist
+    after: PartitionRegistration  # for `deleted`: the last state, unchanged
     context: Context
 
     @property
@@ -253,12 +132,13 @@ class Replay:
 
     topics: dict[str, str] = field(default_factory=dict)  # topic id -> name
     topic_ids: dict[str, str] = field(default_factory=dict)  # name -> topic id
-    partitions: dict[str, dict[int, PartitionState]] = field(default_factory=dict)
+    partitions: dict[str, dict[int, PartitionRegistration]] = field(default_factory=dict)
     brokers: dict[int, BrokerState] = field(default_factory=dict)
     configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
     features: dict[str, int] = field(default_factory=dict)
     zk_migration_state: int | None = None
     problems: list[Problem] = field(default_factory=list)
+    default_min_isr: int = KAFKA_DEFAULT_MIN_ISR  # the controllers' static config
     last_offset: int = -1
     last_timestamp: int = -1
     _txn: list[Record] | None = None
@@ -277,26 +157,26 @@ class Replay:
         return self._txn is not None
 
     def cluster_config(self, name: str) -> str | None:
-        return self.configs.get((RESOURCE_BROKER, ""), {}).get(name)
+        return self.configs.get((RESOURCE_BROKER, CLUSTER_DEFAULT), {}).get(name)
+
+    def own_config(self, topic_name: str | None, name: str) -> str | None:
+        """The topic's own value only (None for a topic without the key)."""
+        if topic_name is None:
+            return None
+        return self.configs.get((RESOURCE_TOPIC, topic_name), {}).get(name)
 
     def topic_config(self, topic_name: str | None, name: str) -> str | None:
-        if topic_name is not None:
-            v = self.configs.get((RESOURCE_TOPIC, topic_name), {}).get(name)
-            if v is not None:
-                return v
-        return self.cluster_config(name)
+        """The value in force for a topic: its own, else the cluster default."""
+        return in_force(self.own_config(topic_name, name), self.cluster_config(name))
 
-    def min_isr(self, topic_name: str | None) -> int:
-        """Effective `min.insync.replicas`: topic, else cluster default, else 1 (uncapped)."""
-        v = self.topic_config(topic_name, MIN_ISR)
-        try:
-            return int(v) if v is not None else 1
-        except ValueError:
-            return 1
+    def min_isr(self, topic_name: str | None) -> int | None:
+        """Configured `min.insync.replicas` of a topic (`kraft.configs.resolve_min_isr`)."""
+        return resolve_min_isr(self.own_config(topic_name, MIN_ISR),
+                               self.cluster_config(MIN_ISR), self.default_min_isr)
 
     def unclean_enabled(self, topic_name: str | None) -> bool:
-        v = self.topic_config(topic_name, UNCLEAN)
-        return v is not None and v.strip().lower() == "true"
+        return unclean_enabled(self.own_config(topic_name, UNCLEAN),
+                               self.cluster_config(UNCLEAN))
 
     def context(self, topic_name: str | None) -> Context:
         ctx = self._contexts.get(topic_name)
@@ -311,7 +191,7 @@ class Replay:
         b = self.brokers.get(broker_id)
         return b is not None and not b.fenced and not b.in_controlled_shutdown
 
-    def partition(self, topic_id: str, partition_id: int) -> PartitionState | None:
+    def partition(self, topic_id: str, partition_id: int) -> PartitionRegistration | None:
         return self.partitions.get(topic_id, {}).get(partition_id)
 
     def final_state(self) -> dict[str, dict[str, Any]]:
@@ -341,32 +221,30 @@ class Replay:
         if rec.control or rec.data is None:
             return []
         t = rec.type
-        if t == "BeginTransactionRecord":
-            if self._txn is not None:
-                self._problem(rec.offset, "transaction",
-                              f"BeginTransaction inside the transaction begun at "
-                              f"{self._txn_begin}; the open one is kept")
-                return []
-            self._txn, self._txn_begin = [], rec.offset
-            return []
-        if t == "EndTransactionRecord":
-            if self._txn is None:
-                self._problem(rec.offset, "transaction", "EndTransaction without Begin")
-                return []
-            pending, self._txn = self._txn, None
-            steps: list[Step] = []
-            for r in pending:
-                steps.extend(self._apply_data(r))
-            return steps
-        if t == "AbortTransactionRecord":
-            if self._txn is None:
-                self._problem(rec.offset, "transaction", "AbortTransaction without Begin")
-            self._txn = None
-            return []
+        if t in TRANSACTION_MARKERS:
+            return self._marker(rec)
         if self._txn is not None:
             self._txn.append(rec)
             return []
         return self._apply_data(rec)
+
+    def _marker(self, rec: Record) -> list[Step]:
+        """`kraft.records.marker_refusal`: a refused marker changes nothing."""
+        refusal = marker_refusal(rec.type, self._txn is not None)
+        if refusal is not None:
+            where = f" (open since {self._txn_begin})" if self._txn is not None else ""
+            self._problem(rec.offset, "transaction", refusal + where)
+            return []
+        if rec.type == BEGIN_TRANSACTION:
+            self._txn, self._txn_begin = [], rec.offset
+            return []
+        pending, self._txn = self._txn or [], None
+        if rec.type != END_TRANSACTION:
+            return []  # an Abort drops what the transaction held
+        steps: list[Step] = []
+        for r in pending:
+            steps.extend(self._apply_data(r))
+        return steps
 
     def pending_transaction(self) -> list[Record]:
         """Records of a transaction still open (not committed: not applied)."""
@@ -392,7 +270,11 @@ class Replay:
             return []
         parts = self.partitions.setdefault(tid, {})
         before = parts.get(pid)
-        after = state_from_partition_record(d)
+        try:
+            after = PartitionRegistration.from_record(d)
+        except InvalidRecord as e:
+            self._problem(rec.offset, "invalid_record", str(e), tid, pid)
+            return []
         if d.get("directories") and len(d["directories"]) != len(after.replicas):
             self._problem(rec.offset, "directories",
                           f"{len(d['directories'])} directories for "
@@ -415,7 +297,11 @@ class Replay:
             self._problem(rec.offset, kind,
                           f"PartitionChangeRecord for unknown partition {tid}:{pid}", tid, pid)
             return []
-        after, problem = merge_change(before, d)
+        try:
+            after, problem = before.merge(d)
+        except InvalidRecord as e:
+            self._problem(rec.offset, "invalid_record", str(e), tid, pid)
+            return []
         if problem:
             self._problem(rec.offset, "merge", problem, tid, pid)
         self.partitions[tid][pid] = after
@@ -473,8 +359,8 @@ class Replay:
             parts = self.partitions.get(tid, {})
             for pid in sorted(parts):
                 st = parts[pid]
-                if st.eligible_leader_replicas or st.last_known_elr:
-                    parts[pid] = new = clear_elr(st)
+                if st.elr_clear_changes:
+                    parts[pid] = new = st.clear_elr()
                     steps.append(Step(rec.offset, rec.timestamp, tid, tname, pid, ELR_CLEARED,
                                       rec, st, new, ctx))
         return steps

@@ -1,0 +1,19 @@
+"""Kafka's KRaft rules, in one place: the top of kraftlake's import order.
+
+Every other layer (the Spark fold, silver, event detection, reconciliation, quality, the
+simulator and the sequential reference replay) imports its constants and rules from here,
+so each rule of ../shared/docs/kraft-semantics.md is written once. Modelled on Kafka's
+metadata module (`PartitionRegistration` is an immutable value whose `merge` is the only
+place a change is applied; `PartitionChangeBuilder` is the only place one is decided):
+
+* `versions`: metadata.version feature levels and the gates kraftlake needs;
+* `records`: record type names, metadata-transaction markers and their rule;
+* `partition`: sentinels, LeaderRecoveryState, directory ids, the state columns, and
+  `PartitionRegistration` (PartitionRecord -> state, PartitionChangeRecord merge, ClearElr);
+* `configs`: `min.insync.replicas` / `unclean.leader.election.enable` resolution and the
+  two "effective min ISR" caps Kafka uses;
+* `builder`: `PartitionChangeBuilder` (elections, ELR, LastKnownElr, reassignments);
+* `events`: the event types kraftlake flags.
+
+Nothing here imports the codec, Spark or any other kraftlake layer.
+"""

@@ -1,0 +1,51 @@
+"""Record type names kraftlake acts on, and Kafka's metadata-transaction rule.
+
+Transactions (MV >= 3.6-IV1, kraft-semantics 1.8) follow the broker's loader,
+`metadata/.../image/loader/MetadataBatchLoader.replay`: records after a Begin take effect
+together at the End and are dropped at an Abort. A Begin inside an open transaction, and an
+End or Abort with none open, throw there; `loadBatch` hands the exception to the fault
+handler and goes on with the next record, so the marker is ignored and the transaction
+state is unchanged (the *outer* transaction stays open and keeps its records). A
+transaction still open at the end of the data has not taken effect yet.
+
+A corollary the Spark fold uses (`fold.silver.committed`): since ignored markers change
+nothing, a transaction is open right after a marker iff that marker is a Begin, and an
+open transaction's records commit iff the first End-or-Abort after them is an End.
+"""
+
+from __future__ import annotations
+
+PARTITION_RECORD = "PartitionRecord"
+PARTITION_CHANGE_RECORD = "PartitionChangeRecord"
+REMOVE_TOPIC_RECORD = "RemoveTopicRecord"
+CLEAR_ELR_RECORD = "ClearElrRecord"
+TOPIC_RECORD = "TopicRecord"
+CONFIG_RECORD = "ConfigRecord"
+FEATURE_LEVEL_RECORD = "FeatureLevelRecord"
+REGISTER_BROKER_RECORD = "RegisterBrokerRecord"
+BROKER_REGISTRATION_CHANGE_RECORD = "BrokerRegistrationChangeRecord"
+FENCE_BROKER_RECORD = "FenceBrokerRecord"
+UNFENCE_BROKER_RECORD = "UnfenceBrokerRecord"
+UNREGISTER_BROKER_RECORD = "UnregisterBrokerRecord"
+LEADER_CHANGE = "LeaderChangeMessage"  # the control record opening every Raft epoch
+
+BEGIN_TRANSACTION = "BeginTransactionRecord"
+END_TRANSACTION = "EndTransactionRecord"
+ABORT_TRANSACTION = "AbortTransactionRecord"
+TRANSACTION_MARKERS = (BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION)
+
+PARTITION_TYPES = (PARTITION_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD,
+                   CLEAR_ELR_RECORD)
+BROKER_TYPES = (REGISTER_BROKER_RECORD, BROKER_REGISTRATION_CHANGE_RECORD,
+                FENCE_BROKER_RECORD, UNFENCE_BROKER_RECORD, UNREGISTER_BROKER_RECORD)
+
+
+def marker_refusal(marker: str, is_open: bool) -> str | None:
+    """Why `MetadataBatchLoader.replay` throws on this marker, or None if it is accepted.
+
+    A refused marker leaves the state as it was; an accepted one opens (Begin) or closes
+    (End, Abort) the transaction.
+    """
+    if marker == BEGIN_TRANSACTION:
+        return "BeginTransactionRecord inside an open transaction (ignored)" if is_open else None
+    return None if is_open else f"{marker} without BeginTransactionRecord (ignored)"

@@ -1,0 +1,42 @@
+"""`kraftlake ingest` and `kraftlake stream` on a real Spark standalone cluster (a master and
+two workers on 127.0.0.1, each its own JVM and work directory): the executors decode and
+write in other processes than the driver, and the lakes equal a `local[2]` ingest, table for
+table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kraftlake.jobs.batch import ingest
+from kraftlake.lake.delta import Lake
+from kraftlake.lake.schema import table_names
+from tests.cluster.servers import spark_standalone
+from tests.cluster.test_s3 import EXAMPLE
+from tests.pipeline.test_stream_tail import rows
+
+# ingest_progress and quality_results record runs, not the log
+TABLES = [t for t in table_names() if t not in ("ingest_progress", "quality_results")]
+
+
+@pytest.fixture(scope="module")
+def master(tmp_path_factory):
+    with spark_standalone(tmp_path_factory.mktemp("standalone")) as url:
+        yield url
+
+
+@pytest.mark.parametrize("job", [["ingest"], ["stream", "--available-now"]])
+def test_a_cluster_lake_equals_a_local_one(master, job, spark, tmp_path, cfg_factory) -> None:
+    lake = tmp_path / "cluster-lake"
+    res = subprocess.run([sys.executable, "-m", "kraftlake", job[0], str(EXAMPLE), *job[1:],
+                          "--lake", str(lake), "--master", master],
+                         capture_output=True, text=True, timeout=900,
+                         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    local = cfg_factory(tmp_path / "local-lake")
+    ingest(spark, local, [EXAMPLE])
+    for name in TABLES:
+        assert rows(spark, Lake(lake), name) == rows(spark, Lake(local.lake), name), name
