@@ -360,6 +360,8 @@ def _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_def
     if since is None:  # no log record: nothing can open or close
         return
     say("detect: intervals and incidents")
+    # asked before this run writes: a run stopped between the two commits wrote them already
+    rerun = seed.committed("partition_intervals", res.app_id, res.version)
     open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
         F.col("end_offset").isNull())
     iv = work.frame("partition_intervals", conform(intervals(
@@ -376,9 +378,7 @@ def _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_def
     outages = with_same_write_start(broker_outages(brokers), events).filter(
         (F.col("start_offset") >= since) | F.col("end_offset").isNull()
         | (F.col("end_offset") >= since))
-    if seed.committed("partition_intervals", res.app_id, res.version):
-        # a re-run after a stop between the two commits: the table already holds this
-        # increment's intervals (open ones moved on), so take them from it
+    if rerun:  # the table already holds this increment's intervals (open ones moved on)
         troubles = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
             F.col("end_offset").isNull() | (F.col("end_offset") >= since))
     else:  # what the table will hold: open at the start or ended in this increment
