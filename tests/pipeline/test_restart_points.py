@@ -25,7 +25,7 @@ from tests.pipeline.test_ingest_growth import _cut_copy, _recreated_topic_log
 
 TABLES = [t for t in table_names() if t != "quality_results"]
 # each point leaves a different set of tables committed (see increment.ORDER)
-POINTS = ["configs", "partition_timeline", "partition_current", "topics"]
+POINTS = ["configs", "partition_timeline", "partition_intervals", "partition_current", "topics"]
 
 
 @pytest.fixture(scope="module")

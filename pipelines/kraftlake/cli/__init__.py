@@ -29,6 +29,6 @@ def main() -> None:
 
 # Each module registers its commands on `main` when imported.
 for _name in ("decode", "simulate", "ingest", "stream", "query", "demo", "quality",
-              "maintain"):
+              "maintain", "report"):
     if importlib.util.find_spec(f"{__name__}.{_name}") is not None:
         importlib.import_module(f"{__name__}.{_name}")

@@ -24,6 +24,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..detect.events import events as detect_events
+from ..detect.incidents import broker_outages, incidents, with_same_write_start
+from ..detect.intervals import INTERVAL_KEY, intervals
 from ..fold.reconcile import check_points, reconcile, snapshot_states
 from ..fold.silver import (
     KEY,
@@ -49,7 +51,7 @@ SPILL = StorageLevel.DISK_ONLY
 
 ORDER = ["records", "quarantine", "brokers", "configs", "partition_changes",
          "partition_timeline", "partition_events", "snapshot_reconciliation",
-         "partition_current", "topics", "ingest_progress"]
+         "partition_intervals", "incidents", "partition_current", "topics", "ingest_progress"]
 GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
 
 # Fault injection for the restart tests: the name of a table after whose commit an increment
@@ -236,20 +238,23 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         "cluster_id", "topic_id", "topic_name", "deleted_offset"))
     changed_topics = merged.join(new_topics.select("cluster_id", "topic_id"),
                                  ["cluster_id", "topic_id"], "left_semi")
-    write("brokers", brokers_of(effective))
+    new_brokers = brokers_of(effective)
+    write("brokers", new_brokers)
     new_cfg = configs_of(effective)
     write("configs", new_cfg)
     configs = _cluster(seed.read(spark, "configs"), cid).unionByName(new_cfg).distinct()
 
     if lake.committed("partition_current", app_id, version):
         res.skipped += ["partition_changes", "partition_timeline", "partition_events",
-                        "snapshot_reconciliation", "partition_current"]
+                        "snapshot_reconciliation", "partition_intervals", "incidents",
+                        "partition_current"]
         _restore_gold_counts(res, lake.commit_metadata("partition_current", app_id, version))
     else:
         live = old_topics.filter(F.col("deleted_offset").isNull()).select(
             "cluster_id", "topic_id")
-        _gold(spark, seed, src, done, topic_names, live, configs, res, min_isr_default, write,
-              say, work)
+        brokers = _cluster(seed.read(spark, "brokers"), cid).unionByName(new_brokers)
+        _gold(spark, seed, src, done, topic_names, live, configs, brokers, res,
+              min_isr_default, write, say, work)
     write("topics", changed_topics, "upsert")
 
     say("progress: ingest_progress")
@@ -281,8 +286,8 @@ def _restore_gold_counts(res: IncrementResult, meta: dict[str, str] | None) -> N
     res.event_counts = json.loads(meta.get("kraftlake.event_counts", "{}"))
 
 
-def _gold(spark, seed, src, done, topic_names, live, configs, res, min_isr_default, write,
-          say, work):
+def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_isr_default,
+          write, say, work):
     """Silver partition changes -> timeline, events, reconciliation, current states.
 
     `seed` is the lake as pinned at the increment's start: the fold continues from the
@@ -332,8 +337,55 @@ def _gold(spark, seed, src, done, topic_names, live, configs, res, min_isr_defau
             reconcile(snapshot_states(src), points, old), "snapshot_reconciliation"))
         res.mismatches = m.count()
         write("snapshot_reconciliation", m, "upsert")
+    _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_default, write,
+            say, work)
     say("current: partition_current")
     live_rows, gone = current_rows(folded, topic_names)
     write("partition_current", live_rows, "upsert",
           delete_keys=gone, target_filter=_same_cluster(cid),
           metadata=_gold_counts(res))
+
+
+def _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_default, write,
+            say, work):
+    """partition_intervals and incidents of this increment, upserted on their keys.
+
+    Inputs grow with the increment, not the lake: the new timeline rows (with the states
+    they closed), the intervals and the incident still open at the increment's start (the
+    merges touch open rows only), the events from that incident's start on (Delta skips
+    older files by their offset statistics) and the cluster's broker records (silver, one
+    row per broker state change).
+    """
+    cid, since = res.cluster_id, res.start_offset
+    if since is None:  # no log record: nothing can open or close
+        return
+    say("detect: intervals and incidents")
+    # asked before this run writes: a run stopped between the two commits wrote them already
+    rerun = seed.committed("partition_intervals", res.app_id, res.version)
+    open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
+        F.col("end_offset").isNull())
+    iv = work.frame("partition_intervals", conform(intervals(
+        tl, configs, default_min_isr=min_isr_default, open_intervals=open_iv,
+        topic_names=topic_names), "partition_intervals"))
+    write("partition_intervals", iv, "upsert",
+          target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")
+    open_inc = _cluster(seed.read(spark, "incidents"), cid).filter(
+        F.col("end_offset").isNull())
+    first = open_inc.agg(F.min("start_offset")).first()[0]
+    frm = since if first is None else min(first, since)
+    events = _cluster(seed.read(spark, "partition_events"), cid).filter(
+        (F.col("offset") >= frm) & (F.col("offset") < since)).unionByName(ev)
+    outages = with_same_write_start(broker_outages(brokers), events).filter(
+        (F.col("start_offset") >= since) | F.col("end_offset").isNull()
+        | (F.col("end_offset") >= since))
+    if rerun:  # the table already holds this increment's intervals (open ones moved on)
+        troubles = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
+            F.col("end_offset").isNull() | (F.col("end_offset") >= since))
+    else:  # what the table will hold: open at the start or ended in this increment
+        troubles = open_iv.join(iv.select(*INTERVAL_KEY), INTERVAL_KEY, "left_anti"
+                                ).unionByName(iv)
+    inc = conform(incidents(troubles, outages, events,
+                            open_incident=open_inc if first is not None else None,
+                            since_offset=since), "incidents")
+    write("incidents", inc, "upsert",
+          target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from ..detect.incidents import from_tables
 from ..kraft.partition import LRS_CHANGE_VALUES, LRS_VALUES, RECOVERING
 from ..kraft.records import LEADER_CHANGE
 from ..lake.delta import Lake
@@ -40,6 +41,8 @@ INPUTS: dict[str, list[str]] = {
     "partition_timeline": ["partition_timeline", "partition_changes"],
     "partition_events": ["partition_events", "partition_timeline"],
     "partition_current": ["partition_current", "partition_timeline"],
+    "partition_intervals": ["partition_intervals", "partition_timeline", "configs"],
+    "incidents": ["incidents", "partition_timeline", "brokers", "partition_events"],
 }
 
 
@@ -307,12 +310,96 @@ def partition_events_frame(spark: SparkSession, lake: Lake, now: datetime) -> Da
         {"recovery_started_offset": rec, "recovery_duration_ms": rec}))
 
 
+def health_tables(spark: SparkSession, lake: Lake, cluster_id: str | None = None,
+                  default_min_isr: int = 1) -> tuple[DataFrame, DataFrame, bool]:
+    """(`partition_intervals`, `incidents`, computed?) of the lake (one cluster if given).
+
+    Read when the tables have rows; otherwise computed from the lake's other tables by
+    `detect.incidents.from_tables` (the increments create both tables empty and do not write
+    them yet; on a lake whose increments do, an empty table computes to the same nothing).
+    """
+    def read(name: str) -> DataFrame:
+        df = lake.read(spark, name)
+        return df if cluster_id is None else df.filter(F.col("cluster_id") == cluster_id)
+
+    iv, inc = read("partition_intervals"), read("incidents")
+    if _any(iv) or _any(inc):
+        return iv, inc, False
+    iv, inc = from_tables(*(read(t) for t in (
+        "partition_timeline", "configs", "brokers", "partition_events", "topics")),
+        default_min_isr=default_min_isr)
+    return iv, inc, True
+
+
+def _health_table(spark: SparkSession, lake: Lake, name: str) -> DataFrame:
+    iv, inc, _ = health_tables(spark, lake)
+    return iv if name == "partition_intervals" else inc
+
+
+def partition_intervals_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+    """`partition_intervals` with its sequence invariants.
+
+    Per (partition, kind) ordered by start: `dq_overlap` says how an interval overlaps the
+    one before it (that one is open, or ends after this one starts);
+    `dq_interval_length` = end_offset - start_offset (at least 1: an interval spans at least
+    the state it starts with); `dq_starts_on_timeline`: a timeline state starts at
+    (start_offset, start_seq).
+    """
+    df = _health_table(spark, lake, "partition_intervals")
+    w = Window.partitionBy(*PKEY, "kind").orderBy("start_offset", "start_seq")
+    prev_end = F.lag("end_offset").over(w)
+    has_prev = F.lag("start_offset").over(w).isNotNull()
+    df = df.withColumn("dq_overlap", F.when(has_prev & prev_end.isNull(), F.lit(
+        "previous interval still open")).when(prev_end > F.col("start_offset"), F.concat(
+            F.lit("previous interval ends at "), prev_end.cast("string"))))
+    tl = lake.read(spark, "partition_timeline").select(
+        *PKEY, F.col("valid_from_offset").alias("start_offset"), F.col("seq").alias(
+            "start_seq"), F.lit(True).alias("_on")).dropDuplicates(
+        [*PKEY, "start_offset", "start_seq"])
+    df = (df.join(tl, [*PKEY, "start_offset", "start_seq"], "left")
+          .withColumn("dq_starts_on_timeline", F.coalesce(F.col("_on"), F.lit(False)))
+          .drop("_on")
+          .withColumn("dq_interval_length", F.col("end_offset") - F.col("start_offset")))
+    closed = F.col("end_offset").isNotNull()
+    return df.withColumn("dq_unexpected_nulls", _unexpected_nulls(
+        [*_schema_required("partition_intervals"), "start_ts"],
+        {"end_ts": closed, "duration_ms": closed}))
+
+
+def incidents_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+    """`incidents` with its invariants: `dq_incident_length` = end - start offsets (never
+    negative), `dq_overlap` (per cluster by start: the previous incident is open or ends
+    after this one starts), `dq_counts_mismatch` (parallel arrays of different length, a
+    type counting more partitions than the incident affects, more data-loss partitions
+    than unclean elections)."""
+    df = _health_table(spark, lake, "incidents")
+    w = Window.partitionBy("cluster_id").orderBy("start_offset")
+    prev_end = F.lag("end_offset").over(w)
+    has_prev = F.lag("start_offset").over(w).isNotNull()
+    sizes = F.size("event_types") != F.size("event_partitions")
+    too_many = F.exists("event_partitions", lambda n: n > F.col("partitions_affected"))
+    loss = F.size("data_loss_partitions") > F.col("unclean_elections")
+    closed = F.col("end_offset").isNotNull()
+    return (df.withColumn("dq_incident_length", F.col("end_offset") - F.col("start_offset"))
+            .withColumn("dq_overlap", F.when(has_prev & prev_end.isNull(), F.lit(
+                "previous incident still open")).when(prev_end > F.col("start_offset"), F.concat(
+                    F.lit("previous incident ends at "), prev_end.cast("string"))))
+            .withColumn("dq_counts_mismatch", F.when(sizes, F.lit("event arrays differ"))
+                        .when(too_many, F.lit("a type counts more than partitions_affected"))
+                        .when(loss, F.lit("data_loss_partitions > unclean_elections")))
+            .withColumn("dq_unexpected_nulls", _unexpected_nulls(
+                [*_schema_required("incidents"), "start_ts"],
+                {"end_ts": closed, "duration_ms": closed})))
+
+
 FRAMES: dict[str, Callable[[SparkSession, Lake, datetime], DataFrame]] = {
     "records": records_frame,
     "partition_changes": partition_changes_frame,
     "partition_timeline": partition_timeline_frame,
     "partition_events": partition_events_frame,
     "partition_current": partition_current_frame,
+    "partition_intervals": partition_intervals_frame,
+    "incidents": incidents_frame,
 }
 
 

@@ -25,7 +25,7 @@ from ..config import REPO
 
 EXPECTATIONS_DIR = REPO / "expectations"
 SUITES = ["records", "partition_changes", "partition_timeline", "partition_events",
-          "partition_current"]
+          "partition_current", "partition_intervals", "incidents"]
 SEVERITIES = ("error", "warning")
 
 

@@ -1,0 +1,233 @@
+"""incidents: partition events grouped by what caused them (the grouping rule is in the README,
+"Incidents: the grouping rule"; this docstring says how it is computed).
+
+1. Broker outages (`broker_outages`): per broker, from the `brokers` table, a run of records
+   after which a broker that had been in service (registered, unfenced, not in controlled
+   shutdown) is out of it; the cause is the record that began the run (`broker_fenced`,
+   `broker_controlled_shutdown`, `broker_unregistered`, or `broker_restarted`: a new
+   registration of a broker that was in service, i.e. it lost its session). Kafka's
+   controller writes the partition changes a fence forces (ISR shrinks, leaders moved away)
+   in the same write just *before* the fence record (kraft-semantics T25), so an outage
+   starts at the first such change dropping that broker within `SAME_WRITE_MS` before it.
+2. Troubles: broker outages and the partition intervals of kinds `TROUBLE_KINDS` (offline,
+   under min ISR, recovering, reassigning, under-replicated); `single_isr` is a subset of
+   under-replicated.
+3. An incident is a connected component of troubles on the offset axis: a trouble that
+   starts while another one is still open (or at the offset where it ends) belongs to the
+   same incident. It starts with its first trouble and ends when the last one ends (null
+   while any is open): that end is the time to full recovery. Its cause is its first broker
+   outage if it has one (leaders drop a silent follower from their ISRs after
+   replica.lag.time.max.ms, before the controller fences it at the session timeout, so the
+   shrinks a crash causes come first), else its first trouble.
+4. The incident's events are the partition events whose offset lies in [start, end].
+
+Incremental: an increment passes the troubles it created or closed, the troubles still open
+in the lake, the incident still open (at most one per cluster: troubles open at the same
+time are one incident) and the events from that incident's start on. The open incident
+becomes a trouble from its start to `since_offset` (the increment's first offset), so every
+trouble carried over joins it; its id is its start, so it is updated by an upsert.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from .intervals import (
+    OFFLINE,
+    REASSIGNING,
+    RECOVERING,
+    UNDER_MIN_ISR,
+    UNDER_REPLICATED,
+    duration_ms,
+    intervals,
+)
+
+TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING, REASSIGNING, UNDER_REPLICATED)
+SAME_WRITE_MS = 1000
+OUTAGE_COLUMNS = ["cluster_id", "broker_id", "cause", "start_offset", "start_ts",
+                  "end_offset", "end_ts"]
+COLUMNS = ["cluster_id", "incident_id", "start_offset", "start_ts", "end_offset", "end_ts",
+           "duration_ms", "cause", "cause_broker", "brokers", "partitions_affected",
+           "event_types", "event_partitions", "events", "unclean_elections",
+           "data_loss_partitions"]
+_OPEN_END = 2**63 - 1  # the end offset of an open trouble, for ordering only
+_INT_ARRAY = "array<int>"
+
+
+def _last(c: Column, w: Window) -> Column:
+    return F.last(c, True).over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
+
+
+def broker_outages(brokers: DataFrame) -> DataFrame:
+    """Runs of a broker out of service after having been in it (OUTAGE_COLUMNS).
+
+    `brokers`: rows of the brokers table for every broker involved, from its first record on
+    (the table is small: one row per broker state change). The end is the record that puts
+    the broker back in service (null while it is out).
+    """
+    t = F.col("record_type")
+    register = t == "RegisterBrokerRecord"
+    w = Window.partitionBy("cluster_id", "broker_id").orderBy("offset", "seq")
+    b = (brokers
+         .withColumn("_reg", _last(F.when(register, True)
+                                   .when(t == "UnregisterBrokerRecord", False), w))
+         .withColumn("_fenced", _last(F.when(register, F.coalesce("fenced", F.lit(True)))
+                                      .otherwise(F.col("fenced")), w))
+         .withColumn("_ics", _last(F.when(register, F.coalesce("in_controlled_shutdown",
+                                                              F.lit(False)))
+                                   .otherwise(F.col("in_controlled_shutdown")), w)))
+    in_service = (F.coalesce("_reg", F.lit(True)) & ~F.coalesce("_fenced", F.lit(True))
+                  & ~F.coalesce("_ics", F.lit(False)))
+    b = b.withColumn("_in", in_service)
+    served = F.max(F.col("_in").cast("int")).over(
+        w.rowsBetween(Window.unboundedPreceding, -1)) == 1
+    b = (b.withColumn("_out", ~F.col("_in") & F.coalesce(served, F.lit(False)))
+         .withColumn("_to", F.lead("offset").over(w))
+         .withColumn("_to_ts", F.lead("timestamp").over(w)))
+    b = b.withColumn("_begins", F.col("_out") & ~F.coalesce(F.lag("_out").over(w),
+                                                           F.lit(False)))
+    b = b.withColumn("_run", F.sum(F.col("_begins").cast("int")).over(
+        w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+    cause = (F.when(t == "UnregisterBrokerRecord", "broker_unregistered")
+             .when(register & (F.col("seq") == 0), "broker_restarted")
+             .when(F.col("_ics"), "broker_controlled_shutdown")
+             .otherwise("broker_fenced"))
+    first = F.struct("offset", "seq", F.col("timestamp").alias("ts"), cause.alias("cause"))
+    last = F.struct("offset", "seq", F.col("_to").alias("to"), F.col("_to_ts").alias("to_ts"))
+    return (b.filter("_out").groupBy("cluster_id", "broker_id", "_run")
+            .agg(F.min(first).alias("_s"), F.max(last).alias("_e"))
+            .select("cluster_id", "broker_id", F.col("_s.cause").alias("cause"),
+                    F.col("_s.offset").alias("start_offset"), F.col("_s.ts").alias("start_ts"),
+                    F.col("_e.to").alias("end_offset"), F.col("_e.to_ts").alias("end_ts")))
+
+
+def _dropped(events: DataFrame) -> DataFrame:
+    """(cluster_id, broker_id, offset, timestamp) of events that take a broker out of an ISR
+    or away from leadership."""
+    left = F.when((F.col("prev_leader") >= 0)
+                  & ~F.col("prev_leader").eqNullSafe(F.col("new_leader")),
+                  F.array(F.col("prev_leader"))).otherwise(F.array().cast(_INT_ARRAY))
+    gone = F.array_union(F.array_except(F.coalesce("prev_isr", F.array().cast(_INT_ARRAY)),
+                                        F.coalesce("new_isr", F.array().cast(_INT_ARRAY))),
+                         left)
+    return (events.select("cluster_id", "offset", "timestamp", F.explode(gone).alias(
+        "broker_id")).distinct())
+
+
+def with_same_write_start(outages: DataFrame, events: DataFrame) -> DataFrame:
+    """Outages whose start is moved back to the first change dropping the broker in the same
+    controller write (within SAME_WRITE_MS before the broker record, offsets before it)."""
+    d = _dropped(events).withColumnRenamed("offset", "_o").withColumnRenamed("timestamp", "_t")
+    o = outages.withColumn("_id", F.monotonically_increasing_id())
+    near = (o.join(d, ["cluster_id", "broker_id"], "inner")
+            .filter((F.col("_o") < F.col("start_offset"))
+                    & (F.col("_t").cast("double") >= F.col("start_ts").cast("double")
+                       - SAME_WRITE_MS / 1000))
+            .groupBy("_id").agg(F.min(F.struct("_o", "_t")).alias("_p")))
+    o = o.join(near, "_id", "left")
+    return o.select("cluster_id", "broker_id", "cause",
+                    F.coalesce(F.col("_p._o"), F.col("start_offset")).alias("start_offset"),
+                    F.coalesce(F.col("_p._t"), F.col("start_ts")).alias("start_ts"),
+                    "end_offset", "end_ts")
+
+
+def _troubles(intervals: DataFrame, outages: DataFrame, open_incident: DataFrame | None,
+              since_offset: int | None) -> DataFrame:
+    cols = ["cluster_id", "start_offset", "start_ts", "end_offset", "end_ts", "cause",
+            "cause_broker", "brokers", "prio"]
+    part = intervals.filter(F.col("kind").isin(*TROUBLE_KINDS)).select(
+        "cluster_id", "start_offset", "start_ts", "end_offset", "end_ts",
+        F.col("kind").alias("cause"), F.lit(None).cast("int").alias("cause_broker"),
+        F.array().cast(_INT_ARRAY).alias("brokers"), F.lit(1).alias("prio"))
+    brk = outages.select("cluster_id", "start_offset", "start_ts", "end_offset", "end_ts",
+                         "cause", F.col("broker_id").alias("cause_broker"),
+                         F.array("broker_id").alias("brokers"), F.lit(0).alias("prio"))
+    t = part.unionByName(brk)
+    if open_incident is not None:
+        if since_offset is None:
+            raise ValueError("an open incident needs the increment's first offset")
+        t = t.unionByName(open_incident.select(
+            "cluster_id", "start_offset", "start_ts",
+            F.lit(since_offset).cast("long").alias("end_offset"),
+            F.lit(None).cast("timestamp").alias("end_ts"), "cause", "cause_broker",
+            "brokers", F.lit(-1).alias("prio")))
+    return t.select(*cols)
+
+
+def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
+              open_incident: DataFrame | None = None,
+              since_offset: int | None = None) -> DataFrame:
+    """incidents rows (COLUMNS), see the module docstring.
+
+    `intervals`: partition_intervals rows; `outages`: `broker_outages` (its starts moved by
+    `with_same_write_start`); `events`: partition_events rows from the earliest start on;
+    `open_incident`: the lake's incident with a null end, with `since_offset`.
+    """
+    t = _troubles(intervals, outages, open_incident, since_offset)
+    end = F.coalesce(F.col("end_offset"), F.lit(_OPEN_END))
+    w = Window.partitionBy("cluster_id").orderBy("start_offset", "prio")
+    reach = F.max(end).over(w.rowsBetween(Window.unboundedPreceding, -1))
+    t = (t.withColumn("_new", reach.isNull() | (F.col("start_offset") > reach))
+         .withColumn("_grp", F.sum(F.col("_new").cast("int")).over(
+             w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+         .withColumn("_end", end))
+    first = F.struct("start_offset", "prio", "start_ts", "cause", "cause_broker")
+    g = (t.groupBy("cluster_id", "_grp")
+         .agg(F.min(first).alias("_t"), F.max(F.struct("_end", "end_ts")).alias("_l"),
+              F.min(F.when(F.col("cause_broker").isNotNull(), first)).alias("_b"),
+              F.array_sort(F.array_distinct(F.flatten(F.collect_list("brokers")))).alias(
+                  "brokers"))
+         .select("cluster_id", F.col("_t.start_offset").alias("start_offset"),
+                 F.col("_t.start_ts").alias("start_ts"),
+                 F.when(F.col("_l._end") != _OPEN_END, F.col("_l._end")).alias("end_offset"),
+                 F.when(F.col("_l._end") != _OPEN_END, F.col("_l.end_ts")).alias("end_ts"),
+                 F.coalesce("_b.cause", "_t.cause").alias("cause"),
+                 F.col("_b.cause_broker").alias("cause_broker"), "brokers"))
+    g = g.withColumn("incident_id", F.concat(F.lit("incident-"),
+                                             F.col("start_offset").cast("string")))
+    return _with_events(g, events).withColumn(
+        "duration_ms", duration_ms(F.col("start_ts"), F.col("end_ts"))).select(*COLUMNS)
+
+
+def _with_events(inc: DataFrame, events: DataFrame) -> DataFrame:
+    """Add the event aggregates of each incident (events with start <= offset <= end)."""
+    span = inc.select("cluster_id", "incident_id", F.col("start_offset").alias("_s"),
+                      F.coalesce("end_offset", F.lit(_OPEN_END)).alias("_e"))
+    ev = events.join(F.broadcast(span), "cluster_id").filter(
+        (F.col("offset") >= F.col("_s")) & (F.col("offset") <= F.col("_e")))
+    part = F.struct("topic_id", "partition_id")
+    unclean = F.col("event_type") == "unclean_election"
+    name = F.concat(F.coalesce("topic_name", "topic_id"), F.lit(":"),
+                    F.col("partition_id").cast("string"))
+    per_type = (ev.groupBy("cluster_id", "incident_id", "event_type")
+                .agg(F.count_distinct(part).alias("n"))
+                .groupBy("cluster_id", "incident_id")
+                .agg(F.array_sort(F.collect_list(F.struct("event_type", "n"))).alias("_t")))
+    totals = ev.groupBy("cluster_id", "incident_id").agg(
+        F.count_distinct(part).cast("int").alias("partitions_affected"),
+        F.count(F.lit(1)).alias("events"),
+        F.sum(unclean.cast("int")).cast("int").alias("unclean_elections"),
+        F.array_sort(F.collect_set(F.when(unclean, name))).alias("data_loss_partitions"))
+    k = ["cluster_id", "incident_id"]
+    out = inc.join(totals, k, "left").join(per_type, k, "left")
+    return (out.withColumn("event_types", F.coalesce(
+                F.transform("_t", lambda x: x["event_type"]), F.array().cast("array<string>")))
+            .withColumn("event_partitions", F.coalesce(
+                F.transform("_t", lambda x: x["n"].cast("int")), F.array().cast(_INT_ARRAY)))
+            .withColumn("partitions_affected", F.coalesce("partitions_affected", F.lit(0)))
+            .withColumn("events", F.coalesce("events", F.lit(0)))
+            .withColumn("unclean_elections", F.coalesce("unclean_elections", F.lit(0)))
+            .withColumn("data_loss_partitions", F.coalesce(
+                "data_loss_partitions", F.array().cast("array<string>")))
+            .drop("_t"))
+
+
+def from_tables(timeline: DataFrame, configs: DataFrame, brokers: DataFrame, events: DataFrame,
+                topics: DataFrame | None = None, *,
+                default_min_isr: int = 1) -> tuple[DataFrame, DataFrame]:
+    """(partition_intervals, incidents) of whole tables: the batch form, which the report
+    uses on a lake whose increments do not write the two tables."""
+    iv = intervals(timeline, configs, default_min_isr=default_min_isr, topic_names=topics)
+    out = with_same_write_start(broker_outages(brokers), events)
+    return iv, incidents(iv, out, events)

@@ -1,0 +1,138 @@
+"""What the incident report shows, read from the lake with Spark and collected (small: one
+cluster's incidents, intervals, broker records and the chosen partitions' states).
+
+The report reads `partition_intervals` and `incidents` when the lake has their rows, else
+computes them from the lake's other tables with the same functions the increments use
+(`quality.derive.health_tables`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..lake.delta import Lake
+from ..quality.derive import health_tables
+
+TOP_PARTITIONS = 10
+# events that say a partition was hurt (creation, deletion and recoveries do not)
+HARM = ("unclean_election", "leader_offline", "under_min_isr", "isr_shrink", "elr_election",
+        "clean_election", "elr_change")
+ELR_EVENTS = ("elr_change", "elr_election")
+
+
+@dataclass(frozen=True)
+class Window:
+    """The time range the report covers (either end open), naive UTC like Spark's rows."""
+
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+
+    def overlaps(self, start: dt.datetime | None, end: dt.datetime | None) -> bool:
+        return ((self.until is None or start is None or start <= self.until)
+                and (self.since is None or end is None or end >= self.since))
+
+
+@dataclass
+class ReportData:
+    cluster_id: str
+    window: Window
+    first_ts: dt.datetime | None
+    last_ts: dt.datetime | None
+    incidents: list[dict[str, Any]]
+    intervals: list[dict[str, Any]]  # offline / under_min_isr / recovering only
+    brokers: list[dict[str, Any]]  # broker records, oldest first
+    unclean: list[dict[str, Any]]  # unclean_election events
+    incident_events: dict[str, list[dict[str, Any]]]  # incident id -> its notable events
+    partitions: list[tuple[str, int]]  # (topic_name, partition_id) shown in detail
+    states: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    computed: bool = False  # intervals/incidents computed, not read from their tables
+
+
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
+    return [r.asDict(recursive=True) for r in df.collect()]
+
+
+def clusters(spark: SparkSession, lake: Lake) -> list[str]:
+    return sorted(r.cluster_id for r in lake.read(spark, "partition_timeline")
+                  .select("cluster_id").distinct().collect())
+
+
+def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
+         partitions: list[tuple[str, int]] | None = None,
+         default_min_isr: int = 1) -> ReportData:
+    """Everything the report shows for one cluster; `partitions` default: the TOP_PARTITIONS
+    partitions with the most harmful events in the window."""
+    def read(name: str) -> DataFrame:
+        return lake.read(spark, name).filter(F.col("cluster_id") == cluster_id)
+
+    events = read("partition_events")
+    iv, inc, computed = health_tables(spark, lake, cluster_id, default_min_isr)
+    incidents = [i for i in _rows(inc.orderBy("start_offset"))
+                 if window.overlaps(i["start_ts"], i["end_ts"])]
+    intervals = _rows(iv.filter(F.col("kind").isin("offline", "under_min_isr", "recovering"))
+                      .orderBy("start_offset"))
+    brokers = _rows(read("brokers").orderBy("offset", "seq"))
+    ts = events.agg(F.min("timestamp"), F.max("timestamp")).first()
+    b_ts = read("brokers").agg(F.min("timestamp"), F.max("timestamp")).first()
+    first = min((t for t in (ts[0], b_ts[0]) if t is not None), default=None)
+    last = max((t for t in (ts[1], b_ts[1]) if t is not None), default=None)
+    in_window = events
+    if window.since is not None:
+        in_window = in_window.filter(F.col("timestamp") >= F.lit(window.since))
+    if window.until is not None:
+        in_window = in_window.filter(F.col("timestamp") <= F.lit(window.until))
+    unclean = _rows(in_window.filter(F.col("event_type") == "unclean_election")
+                    .orderBy("offset"))
+    incident_events = _incident_events(in_window, incidents)
+    if not partitions:
+        top = (in_window.filter(F.col("event_type").isin(*HARM)).groupBy(
+            "topic_name", "partition_id").count()
+            .orderBy(F.col("count").desc(), "topic_name", "partition_id")
+            .limit(TOP_PARTITIONS).collect())
+        partitions = [(r.topic_name, r.partition_id) for r in top]
+    states = _states(read("partition_timeline"), partitions)
+    return ReportData(cluster_id, window, first, last, incidents, intervals, brokers, unclean,
+                      incident_events, partitions, states, computed)
+
+
+def _incident_events(events: DataFrame, incidents: list[dict[str, Any]]
+                     ) -> dict[str, list[dict[str, Any]]]:
+    """Per incident: its unclean elections, recoveries and ELR events (the rest is counted)."""
+    out: dict[str, list[dict[str, Any]]] = {i["incident_id"]: [] for i in incidents}
+    if not incidents:
+        return out
+    notable = events.filter(F.col("event_type").isin(
+        "unclean_election", "recovery_completed", *ELR_EVENTS)).select(
+        "offset", "timestamp", "topic_name", "partition_id", "event_type", "detection",
+        "new_leader", "prev_isr", "new_isr", "elr_added", "elr_removed",
+        "new_eligible_leader_replicas", "new_last_known_elr", "recovery_duration_ms")
+    rows = _rows(notable.orderBy("offset"))
+    for i in incidents:
+        end = i["end_offset"]
+        out[i["incident_id"]] = [r for r in rows if r["offset"] >= i["start_offset"]
+                                 and (end is None or r["offset"] <= end)]
+    return out
+
+
+def _states(timeline: DataFrame, partitions: list[tuple[str, int]]
+            ) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    if not partitions:
+        return {}
+    cond = None
+    for topic, pid in partitions:
+        c = (F.col("topic_name") == topic) & (F.col("partition_id") == pid)
+        cond = c if cond is None else cond | c
+    rows = _rows(timeline.filter(cond).select(
+        "topic_name", "partition_id", "valid_from_offset", "valid_from_ts", "valid_to_ts",
+        "leader", "leader_epoch", "partition_epoch", "isr", "eligible_leader_replicas",
+        "last_known_elr", "replicas", "leader_recovery_state").orderBy("valid_from_offset",
+                                                                      "seq"))
+    out: dict[tuple[str, int], list[dict[str, Any]]] = {p: [] for p in partitions}
+    for r in rows:
+        out[(r["topic_name"], r["partition_id"])].append(r)
+    return out

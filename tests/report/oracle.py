@@ -1,0 +1,183 @@
+"""The expected partition_intervals and incidents of a metadata-log directory, computed
+without Spark: the reference replay (`reference/replay.py`) walks the log record by record, the
+interval kinds are judged on its states, broker outages on its broker registry, events are
+the ground-truth labels (`simulate.labels.step_events` on the replay's steps), and the
+grouping rule of the README is applied by a plain sweep over sorted troubles.
+
+Nothing here is imported from `kraftlake.detect`: the definitions are restated from the
+README (that is the point of an independent answer).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kraftlake.reference.replay import (
+    DELETED,
+    SNAPSHOT,
+    Replay,
+    iter_log_records,
+    plan_log_dir,
+    read_records,
+)
+from kraftlake.simulate.labels import step_events
+
+SAME_WRITE_MS = 1000
+TROUBLES = ("offline", "under_min_isr", "recovering", "reassigning", "under_replicated")
+
+
+def kinds_of(state, min_isr: int | None) -> set[str]:
+    """The README's interval kinds a partition state is in."""
+    n_isr, n_rep = len(state.isr), len(state.replicas)
+    out = set()
+    if state.leader == -1:
+        out.add("offline")
+    if min_isr is not None and n_isr < min(min_isr, n_rep):  # None: unparseable, no threshold
+        out.add("under_min_isr")
+    if state.leader_recovery_state == 1:
+        out.add("recovering")
+    if state.adding_replicas or state.removing_replicas:
+        out.add("reassigning")
+    if n_isr == 1 < n_rep:
+        out.add("single_isr")
+    if n_isr < n_rep:
+        out.add("under_replicated")
+    return out
+
+
+@dataclass
+class Expected:
+    # (topic_id, partition_id, kind, start_offset) -> end_offset (None = open)
+    intervals: dict[tuple, int | None] = field(default_factory=dict)
+    # broker outages: [broker, cause, start, start_ts, end]
+    outages: list[list] = field(default_factory=list)
+    # (offset, ts, topic_id, topic_name, partition_id, event types, dropped brokers)
+    events: list[tuple] = field(default_factory=list)
+    incidents: list[dict] = field(default_factory=list)
+
+
+def _in_service(b) -> bool:
+    return b is not None and not b.fenced and not b.in_controlled_shutdown
+
+
+def expected(log_dir: Path) -> Expected:
+    """Replay `log_dir` (a `__cluster_metadata-0` directory) into the expected tables."""
+    rp, ex = Replay(), Expected()
+    open_iv: dict[tuple, dict[str, int]] = defaultdict(dict)
+    served: set[int] = set()
+    out: dict[int, list] = {}  # broker -> its open outage
+
+    def step_(st) -> None:
+        key = (st.topic_id, st.partition_id)
+        if st.kind == DELETED:
+            for kind, start in open_iv.pop(key, {}).items():
+                ex.intervals[(*key, kind, start)] = st.offset
+        else:
+            now = kinds_of(st.after, st.context.min_isr)
+            for kind in list(open_iv[key]):
+                if kind not in now:
+                    ex.intervals[(*key, kind, open_iv[key].pop(kind))] = st.offset
+            for kind in now - set(open_iv[key]):
+                open_iv[key][kind] = st.offset
+        if st.kind != SNAPSHOT and st.record is not None:
+            evs = step_events(st)
+            if evs:
+                b, a = st.before, st.after
+                dropped = set(b.isr) - set(a.isr) if b else set()
+                if b and b.leader >= 0 and b.leader != a.leader:
+                    dropped.add(b.leader)
+                ex.events.append((st.offset, st.timestamp, st.topic_id, st.topic_name,
+                                  st.partition_id, evs, dropped))
+
+    def brokers_after(rec, before: dict) -> None:
+        for bid in set(before) | set(rp.brokers):
+            was, now = before.get(bid), rp.brokers.get(bid)
+            restarted = (rec.type == "RegisterBrokerRecord" and was is not None
+                         and now is not None and now.epoch != was.epoch)
+            if _in_service(now):
+                served.add(bid)
+                if bid in out:
+                    out.pop(bid)[4] = rec.offset
+            elif bid in served and bid not in out and (_in_service(was) or restarted):
+                cause = ("broker_unregistered" if now is None else
+                         "broker_restarted" if restarted else
+                         "broker_controlled_shutdown" if now.in_controlled_shutdown else
+                         "broker_fenced")
+                out[bid] = [bid, cause, rec.offset, rec.timestamp, None]
+                ex.outages.append(out[bid])
+
+    plan = plan_log_dir(log_dir)
+    after = -1
+    if plan.start_snapshot is not None:
+        for st in rp.load_snapshot(read_records(plan.start_snapshot),
+                                   plan.start_snapshot.offset):
+            step_(st)
+        served.update(b for b, s in rp.brokers.items() if _in_service(s))
+        after = plan.start_snapshot.offset - 1
+    for rec in iter_log_records(plan, after):
+        before = {k: _copy(v) for k, v in rp.brokers.items()}
+        for st in rp.apply(rec):
+            step_(st)
+        brokers_after(rec, before)
+    for key, kinds in open_iv.items():
+        for kind, start in kinds.items():
+            ex.intervals[(*key, kind, start)] = None
+    _pull_back(ex)
+    ex.incidents = _group(ex)
+    return ex
+
+
+def _copy(b):
+    from copy import copy
+    return copy(b)
+
+
+def _pull_back(ex: Expected) -> None:
+    """Start each outage at the first event dropping its broker within SAME_WRITE_MS before."""
+    for o in ex.outages:
+        bid, _, start, ts, _ = o
+        hits = [(e[0], e[1]) for e in ex.events
+                if e[0] < start and e[1] >= ts - SAME_WRITE_MS and bid in e[6]]
+        if hits:
+            o[2], o[3] = min(hits)
+
+
+def _group(ex: Expected) -> list[dict]:
+    inf = float("inf")
+    troubles = [(s, 1, e if e is not None else inf, None, kind)
+                for (_, _, kind, s), e in ex.intervals.items() if kind in TROUBLES]
+    troubles += [(o[2], 0, o[4] if o[4] is not None else inf, o[0], o[1]) for o in ex.outages]
+    troubles.sort(key=lambda t: (t[0], t[1]))
+    groups: list[list] = []
+    reach = None
+    for t in troubles:
+        if reach is None or t[0] > reach:
+            groups.append([])
+            reach = t[2]
+        else:
+            reach = max(reach, t[2])
+        groups[-1].append(t)
+    out = []
+    for g in groups:
+        start, end = g[0][0], max(t[2] for t in g)
+        brk = [t for t in g if t[3] is not None]
+        cause = brk[0] if brk else g[0]
+        evs = [e for e in ex.events if start <= e[0] <= end]
+        per_type: dict[str, set] = defaultdict(set)
+        for e in evs:
+            for t in e[5]:
+                per_type[t].add((e[2], e[4]))
+        out.append({
+            "start_offset": start, "end_offset": None if end == inf else end,
+            "cause": cause[4], "cause_broker": cause[3],
+            "brokers": sorted({t[3] for t in brk}),
+            "partitions_affected": len({(e[2], e[4]) for e in evs}),
+            "event_types": sorted(per_type),
+            "event_partitions": [len(per_type[t]) for t in sorted(per_type)],
+            "unclean_elections": sum("unclean_election" in e[5] for e in evs),
+            "data_loss_partitions": sorted({f"{e[3]}:{e[4]}" for e in evs
+                                            if "unclean_election" in e[5]}),
+        })
+    return out
