@@ -153,13 +153,24 @@ def test_real_fixtures_equal_kafka_dump_log(real_dump) -> None:
     check_all(files, view)
 
 
+# The text path on the real fixtures: every snapshot and bootstrap file and every segment
+# below this size (52 of 95 segments, 7.5 of 70 MB). The 43 larger segments are long runs of
+# NoOp records whose text costs minutes to parse twice on 2 cores and adds no record kind the
+# others lack; their bytes are compared with Kafka's dump above, every one of them.
+TEXT_MAX_BYTES = 512 * 1024
+
+
 @pytest.mark.parametrize("which", ["cluster_dump", "real_dump"])
 def test_dump_text_ingest_of_kafkas_own_output(which: str, request: pytest.FixtureRequest,
                                                tmp_path: Path) -> None:
     """kraftlake reading Kafka's dump text == kraftlake reading the same file's bytes."""
     _, _, text = request.getfixturevalue(which)
     problems = []
-    for i, (name, part) in enumerate(split_dump(text.read_text()).items()):
+    parts = split_dump(text.read_text())
+    if which == "real_dump":
+        parts = {n: p for n, p in parts.items() if Path(n).stat().st_size <= TEXT_MAX_BYTES}
+        assert len(parts) >= 100, len(parts)
+    for i, (name, part) in enumerate(parts.items()):
         dump_txt = tmp_path / f"{i}.txt"
         dump_txt.write_text(part)
         from_text = [(r.offset, r.type, r.version, r.data) for r in kraftlake_records(dump_txt)]
