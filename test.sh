@@ -10,4 +10,4 @@ ensure_chromium
 # Apache Kafka for tests/kafka (a real cluster as the ground truth), from Maven Central once
 python -m kraftlake.jvm tests/kafka/poms/kafka-4.3.1.pom.xml tests/kafka/poms/kafka-3.9.1.pom.xml >/dev/null
 ruff check pipelines tests benchmarks
-pytest -q "$@"
+pytest -q --durations=30 "$@"  # the slowest tests, in every CI log
