@@ -22,8 +22,11 @@ import subprocess
 import time
 import uuid
 from base64 import urlsafe_b64encode
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from kraftlake.jvm import resolve
 
@@ -323,3 +326,18 @@ class KafkaCluster:
         """Every segment and snapshot of the controller's metadata log, in offset order."""
         d = self.controller.metadata_log
         return sorted(list(d.glob("*.log")) + list(d.glob("*.checkpoint")))
+
+
+def running_cluster(root: Path, version: str = "4.3.1", brokers: int = 4
+                    ) -> Iterator[KafkaCluster]:
+    """A started cluster for a pytest fixture to yield; stopped after. A cluster that cannot
+    start fails the test with Kafka's own log tail (never a skip)."""
+    cluster = KafkaCluster(root, version=version, brokers=brokers)
+    print(f"\nKafka {cluster.version} cluster under {cluster.root}")
+    try:
+        cluster.start()
+    except KafkaStartError as exc:
+        cluster.stop()
+        pytest.fail(str(exc), pytrace=False)
+    yield cluster
+    cluster.stop()

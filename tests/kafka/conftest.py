@@ -20,20 +20,12 @@ import pytest
 from kraftlake.sources.files import LogDirIndex
 
 from . import scenario
-from .cluster import KafkaCluster, KafkaStartError
+from .cluster import KafkaCluster, running_cluster
 
 
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-4.3.1"))
-    print(f"\nKafka {cluster.version} cluster under {cluster.root}")
-    try:
-        cluster.start()
-    except KafkaStartError as exc:
-        cluster.stop()
-        pytest.fail(str(exc), pytrace=False)
-    yield cluster
-    cluster.stop()
+    yield from running_cluster(tmp_path_factory.mktemp("kafka-4.3.1"))
 
 
 @pytest.fixture(scope="session")

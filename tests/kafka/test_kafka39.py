@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .cluster import KafkaCluster, KafkaStartError
+from .cluster import KafkaCluster, running_cluster
 from .dumplog import dump
 from .scenario import copy_log, produce, wait_for
 from .test_dump_parity import check_all
@@ -24,15 +24,7 @@ from .test_incidents import kraftlake, sql
 
 @pytest.fixture(scope="module")
 def kafka39(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-3.9.1"), version="3.9.1", brokers=1)
-    print(f"\nKafka {cluster.version} cluster under {cluster.root}")
-    try:
-        cluster.start()
-    except KafkaStartError as exc:
-        cluster.stop()
-        pytest.fail(str(exc), pytrace=False)
-    yield cluster
-    cluster.stop()
+    yield from running_cluster(tmp_path_factory.mktemp("kafka-3.9.1"), "3.9.1", brokers=1)
 
 
 def test_kafka_39_log_decoded_and_ingested(kafka39: KafkaCluster, tmp_path: Path) -> None:
