@@ -382,6 +382,13 @@ def test_looks_like_dump_log(real_root: Path, tmp_path: Path) -> None:
     rendered.write_text("\n".join(render_path(_real("nomanazeem-elr", real_root))) + "\n")
     assert looks_like_dump_log(rendered)
     assert looks_like_dump_log(str(rendered))
+    # what Kafka's DumpLogSegments prints for an empty segment (a real fixture has one)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("Dumping /data/__cluster_metadata-0/00000000000000000000.log\n"
+                     "Log starting offset: 0\n")
+    assert looks_like_dump_log(empty)
+    got = read_dump_log(empty)
+    assert (got.records, got.problems) == ([], [])
 
 
 def test_read_errors_are_codec_errors(tmp_path: Path) -> None:

@@ -118,7 +118,10 @@ def looks_like_dump_log(path_or_text: str | os.PathLike[str]) -> bool:
     preamble = any(ln.startswith(_HEADER_STARTS) for ln in lines)
     batch = any(_BATCH_START.match(ln) and "isControl: " in ln for ln in lines)
     record = any(ln.startswith("| offset: ") for ln in lines)
-    return batch or (preamble and record)
+    # Kafka's dump of an empty segment is its two preamble lines alone: a dump of no records
+    empty = (len(lines) >= 2 and lines[0].startswith("Dumping ")
+             and lines[1].startswith(_HEADER_STARTS[1:]) and not any(lines[2:]))
+    return batch or (preamble and record) or empty
 
 
 # ---------------------------------------------------------------- schemas
