@@ -144,3 +144,41 @@ def test_demo_force_may_replace_a_kraftlake_lake(tmp_path: Path) -> None:
     assert is_kraftlake_lake(lake)
     (lake / "records" / "_delta_log").rmdir()  # a table name without a Delta log
     assert not is_kraftlake_lake(lake)
+
+
+# ------------------------------------------------------------ ingest and stream sources
+
+
+def _dir(d: Path, *files: str) -> Path:
+    d.mkdir()
+    for f in files:
+        (d / f).write_text("not a log\n")
+    return d
+
+
+@pytest.mark.parametrize("command", ["ingest", "stream"])
+@pytest.mark.parametrize("make, needle", [
+    (lambda d: d / "nope", "no such file or directory"),
+    (lambda d: _dir(d / "empty"), "not a metadata-log directory"),
+    (lambda d: _dir(d / "notes", "a.txt"), "not a metadata-log directory"),
+    (lambda d: _dir(d / "__cluster_metadata-0", "00000000000000000000.log"),
+     "not a Kafka"),
+])
+def test_a_source_that_is_no_metadata_log_is_refused_before_spark_starts(
+        tmp_path: Path, command: str, make, needle: str) -> None:
+    src, lake = make(tmp_path), tmp_path / "lake"
+    out = kraftlake(command, str(src), "--lake", str(lake), "--cluster-id", "x")
+    assert out.returncode == 2, out
+    assert out.stdout == "" and "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"refused: {src}"), out.stderr
+    assert needle in lines[0]
+    assert not lake.exists()
+
+
+def test_every_bad_source_gets_its_line(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    out = kraftlake("ingest", str(a), str(b), "--lake", str(tmp_path / "lake"))
+    assert out.returncode == 2, out
+    assert [ln.split(":")[1].strip() for ln in out.stderr.strip().splitlines()] == [
+        str(a), str(b)]

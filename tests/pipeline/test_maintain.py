@@ -95,7 +95,7 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
         seg.write_bytes(full[:batches[i].position])
         (res,) = ingest(spark, cfg, [grown])
         assert res.end_offset == batches[i].base_offset
-    app_id = app_id_for(read_cluster_id(seg.parent), "stream")
+    app_id = app_id_for(read_cluster_id(seg.parent), "ingest")
     assert lake_app_ids(lake) == [app_id]
     before = every_row(spark, lake)
     parts_before = {n: files_per_partition(lake, n) for n in table_names()}
@@ -182,8 +182,9 @@ def test_the_stream_compacts_every_n_micro_batches(spark, tmp_path, cfg_factory,
 
 
 def test_compact_every_comes_from_the_config(tmp_path):
-    assert load_config(tmp_path / "absent.yaml").compact_every == 100
     conf = tmp_path / "k.yaml"
+    conf.write_text("")  # an empty file: the built-in default
+    assert load_config(conf).compact_every == 100
     conf.write_text("stream:\n  compact_every: 0\n")
     assert load_config(conf).compact_every == 0
     conf.write_text("stream:\n  compact_every: 7\n")

@@ -29,15 +29,22 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
     """Ingest __cluster_metadata-0 directories or kafka-dump-log texts (new records only)
     into the Delta lake; a text needs --cluster-id.
 
-    Exit status 1 when an input was refused (it diverges from what the lake holds for its
-    cluster id; the other inputs are ingested), 2 when the command could not start."""
+    Exit status 0 when every input was ingested; 1 when an input was refused (not a
+    metadata log, or it diverges from what the lake holds for its cluster id) and the
+    others were ingested; 2 when nothing could be ingested (nothing is written then)."""
     from ..codec.errors import KraftCodecError
     from ..config import load_config
+    from ..jobs.batch import find_inputs
     from ..jobs.batch import ingest as run
     from ..spark import get_spark
 
     console = Console(stderr=True)
     cfg = load_config(conf_file, lake=lake, cluster_id=cluster_id)
+    inputs = find_inputs(list(sources), cluster_id, cfg)
+    if all(i.refused for i in inputs):  # before Spark starts or the lake is created
+        for i in inputs:
+            console.print(f"[red]refused:[/red] {i.refused}", soft_wrap=True)
+        raise SystemExit(2)
     t0 = time.time()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
@@ -46,27 +53,28 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
         try:
             results = run(spark, cfg, list(sources), cluster_id,
                           log=lambda m: progress.update(task, description=m))
-        except (ValueError, KraftCodecError) as exc:  # no cluster id, not a log: say why
+        except (ValueError, KraftCodecError) as exc:  # e.g. a dump text that breaks off
             progress.stop()
-            console.print(f"[red]refused:[/red] {exc}")
+            console.print(f"[red]refused:[/red] {exc}", soft_wrap=True)
             raise SystemExit(2) from None
     table = Table(title=f"ingested into {cfg.lake} in {time.time() - t0:.1f}s")
-    for col in ("cluster", "offsets", "records", "quarantined", "changes", "timeline", "events",
-                "unclean", "snapshot mismatches", "orphans"):
+    for col in ("source", "cluster", "offsets", "records", "quarantined", "changes",
+                "timeline", "events", "unclean", "snapshot mismatches", "orphans"):
         table.add_column(col)
     for r in results:
         if r.version < 0:
-            table.add_row(r.cluster_id, "refused" if r.refused else "nothing new", *["0"] * 8)
+            table.add_row(r.source, r.cluster_id, "refused" if r.refused else "nothing new",
+                          *["0"] * 8)
             continue
-        table.add_row(r.cluster_id, f"{r.start_offset}..{r.end_offset}", str(r.records),
-                      str(r.quarantined), str(r.changes), str(r.timeline), str(r.events),
-                      str(r.event_counts.get("unclean_election", 0)), str(r.mismatches),
-                      str(r.orphans))
+        table.add_row(r.source, r.cluster_id, f"{r.start_offset}..{r.end_offset}",
+                      str(r.records), str(r.quarantined), str(r.changes), str(r.timeline),
+                      str(r.events), str(r.event_counts.get("unclean_election", 0)),
+                      str(r.mismatches), str(r.orphans))
     Console().print(table)
     for r in results:
         if r.refused:
-            console.print(f"[red]refused:[/red] {r.refused} (kept in `quarantine`, kind "
-                          f"'diverged')")
+            kept = " (kept in `quarantine`, kind 'diverged')" if r.cluster_id else ""
+            console.print(f"[red]refused:[/red] {r.refused}{kept}", soft_wrap=True)
         if r.quarantined:
             console.print(f"[yellow]{r.cluster_id}: {r.quarantined} quarantined item(s); "
                           f"see table `quarantine`")

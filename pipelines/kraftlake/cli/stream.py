@@ -24,11 +24,17 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
            master: str | None, conf_file: str | None) -> None:
     """Stream new records of a __cluster_metadata-0 directory into the lake (exactly once)."""
     from ..config import load_config
+    from ..jobs.batch import find_inputs
     from ..jobs.stream import start_stream
     from ..spark import get_spark
 
     console = Console(stderr=True)
     cfg = load_config(conf_file, lake=lake, cluster_id=cluster_id, checkpoint=checkpoint)
+    (first, *_) = find_inputs([source], cluster_id, cfg)
+    if first.refused or first.kind != "dir":  # before Spark starts or the lake is created
+        why = first.refused or f"{source}: a stream tails a metadata-log directory, not a text"
+        console.print(f"[red]refused:[/red] {why}", soft_wrap=True)
+        raise SystemExit(2)
     spark = get_spark(cfg, master=master, uris=[source])
 
     def report(r) -> None:

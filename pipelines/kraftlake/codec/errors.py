@@ -30,3 +30,7 @@ class SchemaError(KraftCodecError):
 
 class NotAKafkaLogError(KraftCodecError):
     """A path that is neither a metadata-log file, a log directory nor a dump-log text."""
+
+
+class NotTheMetadataLogError(NotAKafkaLogError):
+    """A Kafka log of some other topic: its records are user data, never read further."""

@@ -27,6 +27,9 @@ from .records import (
 from .redact import redact_in_place
 from .redact import secret_types as _secret_types
 
+# The directory of the metadata log: topic `__cluster_metadata`, its only partition
+# (Kafka's `Topic.CLUSTER_METADATA_TOPIC_NAME` / `CLUSTER_METADATA_TOPIC_PARTITION`).
+METADATA_LOG_DIR = "__cluster_metadata-0"
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
@@ -153,7 +156,7 @@ def iter_file(lf: LogFile, report: FileReport | None = None, *,
 def resolve_log_dir(path: Path) -> Path | None:
     """The metadata-log directory a path names: itself, or its `__cluster_metadata-0` child."""
     if path.is_dir():
-        child = path / "__cluster_metadata-0"
+        child = path / METADATA_LOG_DIR
         if child.is_dir():
             return child
         if any(classify(p) is not None for p in path.iterdir()):

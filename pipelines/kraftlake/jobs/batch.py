@@ -30,12 +30,13 @@ from pyspark.sql import SparkSession
 
 from ..codec.batch import Batch, scan_batches
 from ..codec.dumplog import looks_like_dump_log
+from ..codec.errors import KraftCodecError
 from ..codec.logfiles import records_of_batch
 from ..config import Config
 from ..lake.delta import Lake, sql_eq
 from ..sources.decode import source_arrow_schema, source_spark_schema
 from ..sources.dumptext import read_dump_text
-from ..sources.files import LogDirIndex, find_log_dirs, read_cluster_id
+from ..sources.files import LogDirIndex, find_log_dirs, read_cluster_id, require_metadata_log
 from ..sources.plan import FRESH, latest, offset_dict
 from ..uris import basename, is_local, join, read_bytes, to_uri
 from .increment import IncrementResult, cluster_progress, last_progress, process_increment
@@ -255,44 +256,93 @@ def next_range(lake: Lake, app_id: str, log_dir: str) -> tuple[int, dict, dict] 
     return version, start, end
 
 
+@dataclass(frozen=True)
+class Input:
+    """One input of an ingest, checked before anything is read or written: a metadata-log
+    directory or a dump-log text, with its cluster id, or why it is refused."""
+
+    source: str  # as the user named it
+    location: str  # the log directory's URI, or the text's path
+    kind: str  # "dir" or "text"
+    cluster_id: str | None
+    refused: str | None = None
+
+
+def find_inputs(sources: list[str | Path], cluster_id: str | None,
+                cfg: Config) -> list[Input]:
+    """Every metadata-log directory and dump-log text named by `sources`, in order.
+
+    A source that is no metadata log (missing, unreadable, empty, another topic's partition
+    directory) or whose cluster id is unknown becomes an `Input` with `refused` set; the
+    others are ingested all the same. Nothing is written here.
+    """
+    found: list[Input] = []
+    for src in map(str, sources):
+        try:
+            if is_local(to_uri(src)) and Path(src).is_file() and looks_like_dump_log(Path(src)):
+                cid = cluster_id or cfg.cluster_id
+                if not cid:
+                    raise ValueError(f"{src}: a dump-log text carries no cluster id; pass "
+                                     f"--cluster-id")
+                found.append(Input(src, src, "text", cid))
+                continue
+            for d in find_log_dirs(src):
+                require_metadata_log(d)
+                cid = cluster_id or cfg.cluster_id or read_cluster_id(d)
+                if not cid:
+                    raise ValueError(f"{d}: no meta.properties beside it; pass --cluster-id")
+                found.append(Input(src, d, "dir", cid))
+        except (ValueError, OSError, KraftCodecError) as exc:
+            found.append(Input(src, src, "", None, refused=_one_line(exc)))
+    return found
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
 def ingest(spark: SparkSession, cfg: Config, sources: list[str | Path],
            cluster_id: str | None = None,
            log: Callable[[str], None] | None = None) -> list[IncrementResult]:
     """Ingest every `__cluster_metadata-0` found in `sources`, and every kafka-dump-log text
     among them (cluster id required), into the lake of `cfg`.
 
-    An input that diverges from what the lake holds for its cluster id is refused (its
-    result has `refused` set, its divergence is in `quarantine`) and the others go on.
+    An input that is not a metadata log, or that diverges from what the lake holds for its
+    cluster id, is refused (its result has `refused` set; a divergence is also kept in
+    `quarantine`) and the others go on. When no input can be ingested, nothing is written,
+    not even an empty lake.
     """
-    lake = Lake(cfg.lake)
-    lake.ensure_all()
+    inputs = find_inputs(sources, cluster_id, cfg)
     say = log or (lambda _m: None)
     results = []
-
-    def guarded(job: Callable[[], IncrementResult]) -> IncrementResult:
+    lake = None
+    for inp in inputs:
+        if inp.refused is not None:
+            say(f"refused: {inp.refused}")
+            results.append(IncrementResult(inp.cluster_id or "", "", -1, refused=inp.refused,
+                                           source=inp.source))
+            continue
+        if lake is None:
+            lake = Lake(cfg.lake)
+            lake.ensure_all()
         try:
-            return job()
+            if inp.kind == "text":
+                res = _ingest_text(spark, lake, cfg, Path(inp.location), inp.cluster_id, say)
+            else:
+                res = _ingest_dir(spark, lake, cfg, inp.location, inp.cluster_id, say)
         except DivergedLogError as exc:  # already kept in quarantine
             d = exc.divergence
             say(f"refused: {d.reason}")
-            return IncrementResult(d.cluster_id, app_id_for(d.cluster_id), -1, refused=d.reason)
-
-    for src in sources:
-        if is_local(to_uri(src)) and Path(src).is_file() and looks_like_dump_log(Path(src)):
-            results.append(guarded(lambda s=src: _ingest_text(
-                spark, lake, cfg, s, cluster_id or cfg.cluster_id, say)))
-            continue
-        for d in find_log_dirs(src):
-            results.append(guarded(lambda d=d: _ingest_dir(
-                spark, lake, cfg, d, cluster_id, say)))
+            res = IncrementResult(d.cluster_id, app_id_for(d.cluster_id), -1,
+                                  refused=d.reason)
+        res.source = inp.source
+        results.append(res)
     return results
 
 
-def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: str, cluster_id: str | None,
+def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str,
                 say: Callable[[str], None]) -> IncrementResult:
-    cid = cluster_id or cfg.cluster_id or read_cluster_id(d)
-    if not cid:
-        raise ValueError(f"{d}: no meta.properties beside it; pass --cluster-id")
     app_id = app_id_for(cid)
     finish_open(spark, lake, cfg, d, cid, "stream", say)
     nxt = next_range(lake, app_id, d)
@@ -339,10 +389,8 @@ def _text_tail_check(lake: Lake, cid: str, text: pa.Table, prev: dict, path: Pat
 
 
 def _ingest_text(spark: SparkSession, lake: Lake, cfg: Config, path: Path,
-                 cluster_id: str | None, say: Callable[[str], None]) -> IncrementResult:
+                 cluster_id: str, say: Callable[[str], None]) -> IncrementResult:
     """One increment from a kafka-dump-log text (records after the lake's end offset)."""
-    if not cluster_id:
-        raise ValueError(f"{path}: a dump-log text carries no cluster id; pass --cluster-id")
     app_id = app_id_for(cluster_id)
     prev = cluster_progress(lake, cluster_id)
     own = last_progress(lake, app_id)

@@ -78,7 +78,8 @@ class IncrementResult:
     orphans: int = 0
     mismatches: int = 0
     pending_txn_from: int | None = None
-    refused: str | None = None  # why the input was not ingested (it diverged from the lake)
+    refused: str | None = None  # why the input was not ingested (not a metadata log, diverged)
+    source: str = ""  # the input as the user named it
     maintenance_errors: list[str] = field(default_factory=list)  # a stream's compaction
     skipped: list[str] = field(default_factory=list)
     event_counts: dict[str, int] = field(default_factory=dict)

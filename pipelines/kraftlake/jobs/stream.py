@@ -27,7 +27,7 @@ from pyspark.sql.streaming import StreamingQuery
 from ..config import Config
 from ..lake.delta import Lake
 from ..lake.maintain import maintain
-from ..sources.files import find_log_dirs, read_cluster_id
+from ..sources.files import find_log_dirs, read_cluster_id, require_metadata_log
 from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
 from .batch import app_id_for, finish_open_ingest, refuse_if_diverged, write_plan
@@ -119,6 +119,7 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
     """Start the streaming query for one metadata-log directory (one cluster)."""
     interval = None if available_now else processing_time(trigger or cfg.trigger)
     log_dir = find_log_dirs(source)[0]
+    require_metadata_log(log_dir)  # before the lake is touched: user data never enters
     cid = cluster_id or cfg.cluster_id or read_cluster_id(log_dir)
     if not cid:
         raise ValueError(f"{log_dir}: no meta.properties beside it; pass --cluster-id")

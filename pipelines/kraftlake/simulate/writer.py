@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.codec.batch import build_batch, encode_batch
+from kraftlake.codec.logfiles import METADATA_LOG_DIR
 from kraftlake.codec.records import (
     Record,
     control_key,
@@ -36,7 +37,7 @@ class LogWriter:
     def __init__(self, root: Path, *, segment_bytes: int = 8 * 1024 * 1024,
                  max_records_per_batch: int = 10_000) -> None:
         self.root = Path(root)
-        self.dir = self.root / "__cluster_metadata-0"
+        self.dir = self.root / METADATA_LOG_DIR
         self.dir.mkdir(parents=True, exist_ok=True)
         self.segment_bytes = segment_bytes
         self.max_records = max_records_per_batch

@@ -12,6 +12,7 @@ the ranges, so a log shipped to an object store is read like a local one.
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -19,9 +20,18 @@ from pathlib import Path, PurePosixPath
 import pyarrow.fs as pafs
 
 from .. import uris
-from ..codec.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, MAX_BATCH_LENGTH, MIN_BATCH_LENGTH
-from ..codec.errors import NotAKafkaLogError
-from ..codec.logfiles import LogFile, classify
+from ..codec.batch import (
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAX_BATCH_LENGTH,
+    MIN_BATCH_LENGTH,
+    Batch,
+    plausible_batch_start,
+    scan_batches,
+)
+from ..codec.errors import NotAKafkaLogError, NotTheMetadataLogError
+from ..codec.logfiles import METADATA_LOG_DIR, LogFile, classify, records_of_batch
 
 _LEN = struct.Struct(">qi")
 
@@ -50,10 +60,67 @@ def find_log_dirs(path: str | Path) -> list[str]:
             return [uri]
         found = sorted({uris.parent(i.path) for i in uris.listing(uri, recursive=True)
                         if i.path.endswith(".log") and
-                        uris.basename(uris.parent(i.path)).startswith("__cluster_metadata")})
+                        uris.basename(uris.parent(i.path)) == METADATA_LOG_DIR})
         if found:
             return [uris.to_location(uri, p) for p in found]
     raise NotAKafkaLogError(f"{path}: not a metadata-log directory and none below it")
+
+
+# Kafka names a partition's directory `<topic>-<partition>`, with a `.<id>-delete`,
+# `-future` or `-stray` suffix while it is deleted, moved between log dirs or orphaned
+# (storage/.../internals/log/LocalLog.java: DeleteDirSuffix, FutureDirSuffix, StrayDirSuffix).
+_PARTITION_DIR = re.compile(
+    r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]+-(?:delete|future|stray))?$")
+# How much of a log's start is read to tell metadata records from user data: the first
+# batches of a segment hold the controller's bootstrap records (or a user's messages).
+_SNIFF_BYTES = 1 << 20
+_SNIFF_RECORDS = 64
+
+
+def require_metadata_log(uri: str) -> None:
+    """Refuse a directory that holds some other topic's partition, before anything reads it
+    further: a user topic's segments carry user payloads, which must never reach the lake
+    (not even as undecodable bytes in `quarantine`).
+
+    Two tests, each enough to refuse: the directory is named as Kafka names the partition
+    directory of another topic (`orders-0`), or the first records of its log are not KRaft
+    metadata records (a copy renamed to anything, `__cluster_metadata-0` included). A log
+    with no data record yet (empty segments, snapshots only) is accepted: nothing of it can
+    leak.
+    """
+    name = uris.basename(uri.rstrip("/"))
+    m = _PARTITION_DIR.match(name)
+    if m and name != METADATA_LOG_DIR:
+        raise NotTheMetadataLogError(
+            f"{uri}: the directory of partition {m['partition']} of topic '{m['topic']}', "
+            f"not the KRaft metadata log ({METADATA_LOG_DIR}); refusing to read user data")
+    segments, _ = list_log_dir(uri)
+    seen = 0
+    for seg in segments:
+        location = uris.to_location(uri, str(seg.path))
+        head = uris.read_bytes(location, 0, _SNIFF_BYTES)
+        batches = 0
+        for item in scan_batches(head, seg.name):
+            if not isinstance(item, Batch):
+                continue
+            batches += 1
+            if item.is_control:
+                continue
+            for rec in records_of_batch(item):
+                if rec.error is None:
+                    return  # a metadata record: this is a metadata log
+                seen += 1
+            if seen >= _SNIFF_RECORDS:
+                break
+        if not batches and head.strip(b"\0") and not plausible_batch_start(head):
+            raise NotAKafkaLogError(f"{location}: not a Kafka log (no record batch at its "
+                                    f"start)")
+        if seen >= _SNIFF_RECORDS:
+            break
+    if seen:
+        raise NotTheMetadataLogError(
+            f"{uri}: its first {seen} records are not KRaft metadata records: this is not "
+            f"a {METADATA_LOG_DIR} directory; refusing to read user data")
 
 
 def list_log_dir(uri: str) -> tuple[list[LogFile], list[LogFile]]:
