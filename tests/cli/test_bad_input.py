@@ -182,3 +182,25 @@ def test_every_bad_source_gets_its_line(tmp_path: Path) -> None:
     assert out.returncode == 2, out
     assert [ln.split(":")[1].strip() for ln in out.stderr.strip().splitlines()] == [
         str(a), str(b)]
+
+
+# ------------------------------------------------------------ readers on a wrong --lake
+
+
+@pytest.mark.parametrize("args", [
+    ["sql", "SELECT 1"],
+    ["timeline", "--topic", "t", "--partition", "0"],
+    ["quality"],
+    ["maintain"],
+    ["report", "--out", "r.html"],
+])
+def test_a_reader_on_a_directory_without_a_lake_is_an_error(spark, tmp_path: Path,
+                                                            args: list[str]) -> None:
+    empty = tmp_path / "not-a-lake"
+    empty.mkdir()
+    out = CliRunner().invoke(main, [*args, "--lake", str(empty)])
+    assert out.exit_code == 1, out.output
+    lines = out.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), out.output
+    assert "no kraftlake lake here" in lines[0] and str(empty) in lines[0]
+    assert list(empty.iterdir()) == []  # nothing was written

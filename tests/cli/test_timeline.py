@@ -9,20 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from kraftlake.cli import main
-from kraftlake.cli.demo import ingest_dir, read_labels, simulate_cluster
-
-
-@pytest.fixture(scope="module")
-def sim_lake(spark, tmp_path_factory) -> tuple[Path, list[dict]]:
-    base = tmp_path_factory.mktemp("timeline")
-    sim, lake = base / "cluster", base / "lake"
-    simulate_cluster(sim, "mixed", seed=1, hours=1.0, elr=True)
-    ingest_dir(spark, sim, lake)
-    return lake, read_labels(sim)
 
 
 def _timeline(lake: Path, topic: str, partition: int):

@@ -9,15 +9,17 @@ import click
 
 
 class _Main(click.Group):
-    """The command group; a configuration kraftlake cannot use ends any command with one
-    line naming it (exit status 1), not a traceback."""
+    """The command group; a configuration kraftlake cannot use, or a `--lake` that holds no
+    kraftlake lake, ends any command with one line naming it (exit status 1), not a
+    traceback (nor an empty answer)."""
 
     def invoke(self, ctx: click.Context) -> object:
         from kraftlake.config import ConfigError
+        from kraftlake.lake.delta import NotALakeError
 
         try:
             return super().invoke(ctx)
-        except ConfigError as e:
+        except (ConfigError, NotALakeError) as e:
             raise click.ClickException(str(e)) from None
 
 

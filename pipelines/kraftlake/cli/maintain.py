@@ -79,8 +79,7 @@ def maintain(lake_dir: str, tables: tuple[str, ...], retention_hours: int,
 
     cfg = load_config(conf_file, lake=lake_dir)
     lake = Lake(cfg.lake, get_spark(cfg, master=master))
-    if not lake.is_lake():
-        raise click.BadParameter(f"{lake_dir} holds no kraftlake lake", param_hint="--lake")
+    lake.require()
     if retention_hours < DEFAULT_RETENTION_HOURS and not allow_short_retention:
         raise click.BadParameter(
             f"{retention_hours} h is below Delta's default retention of "

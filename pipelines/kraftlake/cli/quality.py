@@ -65,8 +65,7 @@ def quality(lake_dir: str, report_dir: Path | None, suites: tuple[str, ...],
     cfg = load_config(lake=lake_dir)
     spark = get_spark(cfg, master=master)
     lake = Lake(cfg.lake, spark)
-    if not lake.is_lake():
-        raise click.BadParameter(f"{lake_dir} holds no kraftlake lake", param_hint="--lake")
+    lake.require()
     run = run_quality(spark, lake, suites=list(suites) or None,
                       report_dir=report_dir,
                       now=now.replace(tzinfo=UTC) if now else None,

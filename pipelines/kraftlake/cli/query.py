@@ -46,17 +46,45 @@ def _session(lake: str | None, master: str | None, conf_file: str | None):
     return spark, lk
 
 
+DEFAULT_LIMIT = 1000
+
+
+def _spark_error(exc: Exception) -> str:
+    """Spark's own message, on one line (its first: the error class and what is wrong)."""
+    first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+    return " ".join(first.split())
+
+
 @main.command()
 @click.argument("query")
 @click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT, show_default=True,
+              help="print at most this many rows (0: all of them)")
 @spark_options
-def sql(query: str, lake: str | None, fmt: str, master: str | None,
+def sql(query: str, lake: str | None, fmt: str, limit: int, master: str | None,
         conf_file: str | None) -> None:
-    """Run Spark SQL over the lake; every table is a view under its own name."""
+    """Run Spark SQL over the lake; every table is a view under its own name.
+
+    Exit status 2 when Spark refuses the query (a syntax error, an unknown table or
+    column), with Spark's message on one line."""
+    from pyspark.errors import AnalysisException, ParseException
+    from pyspark.logger import PySparkLogger
+
+    # PySpark logs a refused SQL query with its JVM stack trace as one JSON line on stderr;
+    # the user gets Spark's message once, below
+    PySparkLogger.getLogger("SQLQueryContextLogger").disabled = True
     spark, _ = _session(lake, master, conf_file)
-    df = spark.sql(query)
-    rows = [{k: _plain(v) for k, v in r.asDict().items()} for r in df.collect()]
+    try:
+        df = spark.sql(query)
+        got = (df.limit(limit + 1) if limit else df).collect()
+    except (AnalysisException, ParseException) as exc:
+        click.echo(f"Error: {_spark_error(exc)}", err=True)
+        raise SystemExit(2) from None
+    if limit and len(got) > limit:
+        got = got[:limit]
+        click.echo(f"note: the first {limit} rows; --limit N for more (0: all)", err=True)
+    rows = [{k: _plain(v) for k, v in r.asDict().items()} for r in got]
     if fmt == "json":
         click.echo(json.dumps(rows, indent=1, default=str))
     elif fmt == "csv":

@@ -51,7 +51,7 @@ def report(lake: Path, out: Path, cluster_id: str | None, since: dt.datetime | N
     t0 = time.time()
     spark = get_spark(cfg, master=master)
     try:
-        path = write_report(spark, Lake(cfg.lake), out, cluster_id=cluster_id,
+        path = write_report(spark, Lake(cfg.lake).require(), out, cluster_id=cluster_id,
                             window=Window(since, until), partitions=chosen,
                             default_min_isr=cfg.min_insync_replicas_default)
     except ValueError as e:

@@ -1,0 +1,45 @@
+"""`kraftlake sql` through the real command on a real lake: Spark's refusals on one line
+with exit status 2, and results bounded by `--limit`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kraftlake.cli import main
+from kraftlake.cli.query import DEFAULT_LIMIT
+
+
+def _sql(lake, *args: str):
+    return CliRunner().invoke(main, ["sql", *args, "--lake", str(lake)])
+
+
+@pytest.mark.parametrize("query, spark_says", [
+    ("SELECT * FORM records", "[PARSE_SYNTAX_ERROR]"),
+    ("SELECT * FROM no_such_table", "[TABLE_OR_VIEW_NOT_FOUND]"),
+    ("SELECT no_such_column FROM records", "[UNRESOLVED_COLUMN"),
+])
+def test_a_query_spark_refuses_is_one_line_and_exit_2(sim_lake, query: str,
+                                                       spark_says: str) -> None:
+    out = _sql(sim_lake[0], query)
+    assert out.exit_code == 2, out.output
+    lines = out.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: " + spark_says), out.output
+    assert "Traceback" not in out.output
+
+
+def test_a_huge_result_is_bounded_by_limit(sim_lake) -> None:
+    lake = sim_lake[0]
+    (total,) = json.loads(_sql(lake, "SELECT count(*) AS n FROM records", "--format",
+                               "json").stdout)
+    assert total["n"] > DEFAULT_LIMIT  # else the default bound is not exercised
+    out = _sql(lake, "SELECT offset FROM records", "--format", "json")
+    assert out.exit_code == 0
+    assert len(json.loads(out.stdout)) == DEFAULT_LIMIT
+    assert f"note: the first {DEFAULT_LIMIT} rows" in out.stderr
+    out = _sql(lake, "SELECT offset FROM records", "--format", "json", "--limit", "7")
+    assert len(json.loads(out.stdout)) == 7
+    out = _sql(lake, "SELECT offset FROM records", "--format", "json", "--limit", "0")
+    assert len(json.loads(out.stdout)) == total["n"] and "note:" not in out.stderr
