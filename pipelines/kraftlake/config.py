@@ -1,4 +1,5 @@
-"""Configuration: `conf/kraftlake.yaml` merged with the environment and CLI options.
+"""Configuration: the packaged defaults (`resources/kraftlake.yaml`), then a user's file
+(`--conf` or $KRAFTLAKE_CONF), then the environment and CLI options.
 
 One file holds every default so the same jobs run on a laptop (`local[*]`) and under
 `spark-submit` on a cluster (a different master URL and lake path, nothing else).
@@ -14,17 +15,10 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_FILE = REPO / "conf" / "kraftlake.yaml"
+from .resources import DEFAULT_CONF
 
-_BUILTIN: dict[str, Any] = {
-    "lake": "lake",
-    "cluster_id": None,
-    "min_insync_replicas_default": 1,
-    "ingest": {"split_bytes": 32 * 1024 * 1024},
-    "stream": {"trigger": "1s", "checkpoint": None, "compact_every": 100},
-    "spark": {"master": "local[*]", "app_name": "kraftlake", "conf": {}},
-}
+# Every default, in one file shipped with the package (`kraftlake.resources`).
+_BUILTIN: dict[str, Any] = yaml.safe_load(DEFAULT_CONF.read_text())
 
 
 class ConfigError(ValueError):
@@ -68,21 +62,21 @@ def _unknown_keys(given: dict[str, Any], known: dict[str, Any], prefix: str = ""
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
-    """Read the YAML file ($KRAFTLAKE_CONF, else conf/kraftlake.yaml) and apply overrides.
+    """The defaults, merged with a user's YAML file (`path`, else $KRAFTLAKE_CONF, if either
+    is given), then `overrides`.
 
     Overrides whose value is None are ignored, so CLI options can be passed straight through.
     A file named by `--conf` or $KRAFTLAKE_CONF must exist, and a key kraftlake does not
     know (a typo such as `min_insync_replica_default`) is refused rather than silently
     ignored: both raise `ConfigError` naming the file and the key.
     """
-    env = os.environ.get("KRAFTLAKE_CONF")
-    named = path or env
-    file = Path(named or DEFAULT_FILE)
+    named = path or os.environ.get("KRAFTLAKE_CONF")
     raw = _BUILTIN
-    if named and not file.is_file():
-        how = "--conf" if path else "$KRAFTLAKE_CONF"
-        raise ConfigError(f"configuration file {file} (from {how}) does not exist")
-    if file.is_file():
+    if named:
+        file = Path(named)
+        if not file.is_file():
+            how = "--conf" if path else "$KRAFTLAKE_CONF"
+            raise ConfigError(f"configuration file {file} (from {how}) does not exist")
         given = yaml.safe_load(file.read_text()) or {}
         if not isinstance(given, dict):
             raise ConfigError(f"{file}: expected a mapping of settings, found "

@@ -8,13 +8,14 @@ import pytest
 
 from kraftlake.lake.schema import table_schema
 from kraftlake.quality.record_checks import check_records, record_level_checks
-from kraftlake.quality.suites import EXPECTATIONS_DIR, SUITES, checks, gx_suite
+from kraftlake.quality.suites import SUITES, checks, gx_suite
+from kraftlake.resources import EXPECTATIONS
 from tests.quality import crafted as C
 
 
 def test_suites_are_gx_1x_json_with_severity():
     for suite in SUITES:
-        raw = json.loads((EXPECTATIONS_DIR / f"{suite}.json").read_text())
+        raw = json.loads((EXPECTATIONS / f"{suite}.json").read_text())
         assert raw["name"] == suite
         built = gx_suite(suite)  # every entry accepted by GX
         assert len(built.expectations) == len(raw["expectations"]) > 0

@@ -307,7 +307,8 @@ def is_kraftlake_lake(path: Path) -> bool:
 
 # ------------------------------------------------------------ --example real-incident
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"  # the checkout's examples/
+# the source checkout's examples/ (an installed wheel has none: --example takes a directory)
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 KAFKA_COUNTERS = {"unclean_election": "UncleanLeaderElectionsPerSec",
                   "elr_election": "ElectionFromEligibleLeaderReplicasPerSec"}
 
@@ -361,14 +362,16 @@ def report_kafka_view(console: Console, events: list[dict[str, Any]],
 
 
 def run_example(name: str, lake: Path, master: str | None, conf_file: str | None) -> None:
-    """Ingest `examples/<name>` (a log real Kafka wrote) instead of simulating; print the
-    incidents and compare them with Kafka's own view saved beside the log."""
+    """Ingest `examples/<name>` or the directory `name` (a log real Kafka wrote) instead of
+    simulating; print the incidents and compare them with Kafka's own view saved beside
+    the log."""
     from kraftlake.config import load_config
     from kraftlake.spark import get_spark
 
-    src = EXAMPLES / name
+    src = Path(name) if (Path(name) / "kafka-view.json").is_file() else EXAMPLES / name
     if not (src / "kafka-view.json").is_file():
-        raise click.UsageError(f"no example {name!r} with a kafka-view.json under {EXAMPLES}")
+        raise click.UsageError(f"no example {name!r}: neither a directory with a "
+                               f"kafka-view.json nor one under {EXAMPLES}")
     view = json.loads((src / "kafka-view.json").read_text())
     out = Console() if Console().is_terminal else Console(width=160)
     t0 = time.time()
@@ -401,8 +404,9 @@ def run_example(name: str, lake: Path, master: str | None, conf_file: str | None
 @click.option("--force", is_flag=True,
               help="Replace a non-empty --lake, only if it is a kraftlake lake.")
 @click.option("--example", default=None,
-              help="Ingest examples/EXAMPLE (a log real Kafka wrote, e.g. real-incident) "
-                   "instead of simulating, and compare with Kafka's view saved beside it.")
+              help="Ingest examples/EXAMPLE of the checkout, or the directory EXAMPLE (a log "
+                   "real Kafka wrote, e.g. real-incident) instead of simulating, and compare "
+                   "with Kafka's view saved beside it.")
 @spark_options
 def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
          force: bool, example: str | None, master: str | None, conf_file: str | None) -> None:

@@ -13,9 +13,9 @@ from . import main
 
 
 def spark_options(f):
-    f = click.option("--master", default=None, help="Spark master URL (default from conf/)")(f)
+    f = click.option("--master", default=None, help="Spark master URL (default: configured)")(f)
     f = click.option("--conf", "conf_file", default=None, type=click.Path(dir_okay=False),
-                     help="configuration file (default conf/kraftlake.yaml)")(f)
+                     help="YAML settings merged over the defaults (else $KRAFTLAKE_CONF)")(f)
     return f
 
 

@@ -13,7 +13,7 @@ from .ingest import spark_options
 @click.argument("source")
 @click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
 @click.option("--cluster-id", default=None)
-@click.option("--trigger", default=None, help="micro-batch interval, e.g. 1s (default conf/)")
+@click.option("--trigger", default=None, help="micro-batch interval, e.g. 1s (default: configured)")
 @click.option("--available-now", is_flag=True, help="ingest what is there now, then stop")
 @click.option("--max-offsets", type=int, default=None,
               help="at most this many log offsets per micro-batch")

@@ -12,12 +12,13 @@ import re
 from functools import cache
 from typing import Any
 
-from .schema import Field, registry, schemas_dir
+from ..resources import SCHEMAS
+from .schema import Field, registry
 
 
 @cache
 def _rules() -> tuple[str, re.Pattern[str]]:
-    raw = json.loads((schemas_dir() / "redaction.json").read_text())
+    raw = json.loads((SCHEMAS / "redaction.json").read_text())
     pattern = re.compile("|".join(f"(?:{p})" for p in raw["config_name_patterns"]), re.I)
     return raw["placeholder"], pattern
 

@@ -2,19 +2,19 @@
 
 The wire layout of every metadata and control record lives in data files, not in Python:
 a new Kafka release that adds a field or a record type is a new JSON file, and the codec,
-the lake writers and the docs all read the same facts. See schemas/records/README.md.
+the lake writers and the docs all read the same facts. See resources/schemas/records/README.md.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..resources import SCHEMAS
 from .errors import SchemaError
 
 VersionRange = tuple[int, int | None]
@@ -23,14 +23,6 @@ PRIMITIVES = frozenset(
     {"int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool", "string",
      "bytes", "uuid", "records"}
 )
-
-
-def schemas_dir() -> Path:
-    """Where the schema files are: $KRAFTLAKE_SCHEMAS, else `schemas/` of the source tree."""
-    env = os.environ.get("KRAFTLAKE_SCHEMAS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "schemas"
 
 
 def snake_case(name: str) -> str:
@@ -162,7 +154,7 @@ class SchemaRegistry:
 
 @cache
 def registry(directory: str | None = None) -> SchemaRegistry:
-    root = Path(directory) if directory else schemas_dir() / "records"
+    root = Path(directory) if directory else SCHEMAS / "records"
     files = sorted(root.glob("*.json"))
     if not files:
         raise SchemaError(f"no record schemas in {root}")

@@ -40,7 +40,7 @@ _UNITS = {"ms": "milliseconds", "s": "seconds", "sec": "seconds", "m": "minutes"
 def processing_time(trigger: str) -> str:
     """A trigger interval as Spark parses it: "1s" -> "1 seconds" ("500ms", "5m", "1h" too).
 
-    The README and conf/ use the short form; Spark's processingTime rejects it ("1s" is
+    The README and the defaults use the short form; Spark's processingTime rejects it ("1s" is
     not an interval to Spark) and would only fail once the query starts. Spark's own
     spelling ("1 second") passes through.
     """

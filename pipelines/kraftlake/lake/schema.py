@@ -17,9 +17,9 @@ from pathlib import Path
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from ..config import REPO
+from ..resources import SCHEMAS
 
-TABLES_DIR = REPO / "schemas" / "tables"
+TABLES_DIR = SCHEMAS / "tables"
 
 _ARROW = {
     "string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_(),

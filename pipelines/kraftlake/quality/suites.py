@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ..config import REPO
+from ..resources import EXPECTATIONS
 
-EXPECTATIONS_DIR = REPO / "expectations"
 SUITES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "partition_intervals", "incidents"]
 SEVERITIES = ("error", "warning")
@@ -49,7 +48,7 @@ class Check:
 
 @cache
 def _raw(suite: str) -> dict[str, Any]:
-    path = EXPECTATIONS_DIR / f"{suite}.json"
+    path = EXPECTATIONS / f"{suite}.json"
     if not path.is_file():
         raise KeyError(f"no expectation suite {path}")
     return json.loads(path.read_text())
