@@ -39,14 +39,14 @@ from ..fold.silver import (
 )
 from ..fold.window import current_rows, fold, timeline_rows
 from ..lake.delta import Lake, conform, sql_eq
-from ..lake.work import frame
+from ..lake.work import Work
 from ..quality.record_checks import check_records
 
 # The decoded source is reused by every stage; it is kept on local disk, not in the JVM heap:
 # a first ingest of a week-long log holds ~10 million rows, and caching them in memory ran a
 # 4 GiB driver out of heap (the columnar cache builds its buffers on the heap while it
 # unrolls). Reading them back from local disk costs little next to decoding again (Python).
-# The frames derived from it are local checkpoints (`lake.work.frame`): one-node plans.
+# The frames derived from it are kept as files instead (`Work.frame`).
 SPILL = StorageLevel.DISK_ONLY
 
 ORDER = ["records", "quarantine", "brokers", "configs", "partition_changes",
@@ -143,15 +143,19 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
         res.skipped = list(ORDER)
         return res
     src = src.persist(SPILL)
+    work = Work(spark, lake.root, app_id, version)
     try:
-        return _process(spark, lake, src, res, min_isr_default, snapshot_high, say)
+        res = _process(spark, lake, src, res, min_isr_default, snapshot_high, say, work)
+        work.clear()  # only after ingest_progress committed: a killed run rewrites it
+        return res
     finally:
         say.close()
         src.unpersist()
 
 
 def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResult,
-             min_isr_default: int, snapshot_high: int | None, say) -> IncrementResult:
+             min_isr_default: int, snapshot_high: int | None, say,
+             work: Work) -> IncrementResult:
     cid, app_id, version = res.cluster_id, res.app_id, res.version
     # every input is read as of now: a table committed meanwhile (by this very increment)
     # does not change what the next stage reads
@@ -225,7 +229,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         rel_in = checked
     rel = relevant(rel_in)
     done, pending = committed(rel)
-    done = frame("committed", done)
+    done = work.frame("committed", done)
     pend = pending.first()
     res.pending_txn_from = pend["pending_txn_from"] if pend else None
 
@@ -243,7 +247,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
                         ["deleted_offset", "deleted_ts"]]))
     # deleted_offset too: a topic deleted by an earlier increment and re-created under the
     # same name must not inherit the old topic's configs (detect.events.context_at)
-    topic_names = frame("topic_names", merged.select(
+    topic_names = work.frame("topic_names", merged.select(
         "cluster_id", "topic_id", "topic_name", "deleted_offset"))
     changed_topics = merged.join(new_topics.select("cluster_id", "topic_id"),
                                  ["cluster_id", "topic_id"], "left_semi")
@@ -263,7 +267,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
             "cluster_id", "topic_id")
         brokers = _cluster(seed.read(spark, "brokers"), cid).unionByName(new_brokers)
         _gold(spark, seed, src, done, topic_names, live, configs, brokers, res,
-              min_isr_default, write, say)
+              min_isr_default, write, say, work)
     write("topics", changed_topics, "upsert")
 
     say("progress: ingest_progress")
@@ -296,18 +300,18 @@ def _restore_gold_counts(res: IncrementResult, meta: dict[str, str] | None) -> N
 
 
 def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_isr_default,
-          write, say):
+          write, say, work):
     """Silver partition changes -> timeline, events, reconciliation, current states.
 
     `seed` is the lake as pinned at the increment's start: the fold continues from the
-    current states it held then. Frames used twice are computed once (`lake.work.frame`).
+    current states it held then. Frames used twice are computed once (`work.frame`).
     """
     cid = res.cluster_id
     say("fold: partition timeline")
     cur_df = _cluster(seed.read(spark, "partition_current"), cid)
     seed_keys = cur_df.select(*KEY)
     # the table's rows are the fold's input too (they hold every column it reads)
-    changes = frame("partition_changes", conform(partition_changes(
+    changes = work.frame("partition_changes", conform(partition_changes(
         done, seed_keys, topic_names, live).unionByName(
         snapshot_removals(done, seed_keys), allowMissingColumns=True), "partition_changes"))
     res.changes = changes.count()
@@ -315,17 +319,17 @@ def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_
     touched = changes.select(*KEY).distinct()
     seed_states = cur_df.join(touched, KEY, "left_semi")
     folded, orphans = fold(changes, seed_states)
-    folded = frame("folded", folded)
+    folded = work.frame("folded", folded)
     if res.changes:
         res.orphans = orphans.count()
-    tl = frame("partition_timeline",
+    tl = work.frame("partition_timeline",
                     conform(timeline_rows(folded, topic_names), "partition_timeline"))
     res.timeline = tl.count()
     # Only current states are ever closed, so the merge reads the current partition alone.
     write("partition_timeline", tl, "upsert",
           target_filter=f"t.is_current = true AND {_same_cluster(cid)}")
     say("detect: events")
-    ev = frame("partition_events", conform(
+    ev = work.frame("partition_events", conform(
         detect_events(folded, topic_names, configs, min_isr_default), "partition_events"))
     res.event_counts = {r[0]: r[1] for r in ev.groupBy("event_type").count().collect()}
     res.events = sum(res.event_counts.values())
@@ -342,12 +346,12 @@ def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_
         if res.timeline:  # rows rewritten by this increment replace the old ones
             k = [*KEY, "valid_from_offset", "seq"]
             old = old.join(tl.select(*k), k, "left_anti").unionByName(tl)
-        m = frame("snapshot_reconciliation", conform(
+        m = work.frame("snapshot_reconciliation", conform(
             reconcile(snapshot_states(src), points, old), "snapshot_reconciliation"))
         res.mismatches = m.count()
         write("snapshot_reconciliation", m, "upsert")
     _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_default, write,
-            say)
+            say, work)
     say("current: partition_current")
     live_rows, gone = current_rows(folded, topic_names)
     write("partition_current", live_rows, "upsert",
@@ -356,7 +360,7 @@ def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_
 
 
 def _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_default, write,
-            say):
+            say, work):
     """partition_intervals and incidents of this increment, upserted on their keys.
 
     Inputs grow with the increment, not the lake: the new timeline rows (with the states
@@ -373,7 +377,7 @@ def _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_def
     rerun = seed.committed("partition_intervals", res.app_id, res.version)
     open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
         F.col("end_offset").isNull())
-    iv = frame("partition_intervals", conform(intervals(
+    iv = work.frame("partition_intervals", conform(intervals(
         tl, configs, default_min_isr=min_isr_default, open_intervals=open_iv,
         topic_names=topic_names), "partition_intervals"))
     write("partition_intervals", iv, "upsert",
