@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -209,8 +210,13 @@ class Lake:
         self._ensured.add(name)
 
     def ensure_all(self) -> None:
-        for name in table_names():
-            self.ensure(name)
+        """Every table, created or checked concurrently: each is a Delta commit or log read
+        that waits mostly on the driver and the file system (a new lake's fifteen tables
+        took ~11 s one after the other on two cores)."""
+        todo = [n for n in table_names() if n not in self._ensured]
+        self._spark = self.spark  # the active session is per thread: the pool's have none
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(self.ensure, todo))  # list(): an error in any thread is raised
 
     # ------------------------------------------------------------------ writing
 
