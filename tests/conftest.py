@@ -20,8 +20,14 @@ REAL = Path(os.environ.get("KRAFTLAKE_REAL_FIXTURES", REPO.parent / "shared/fixt
 
 # The one session's settings (ARCHITECTURE: one session-scoped SparkSession fixture): two
 # cores, few shuffle partitions for small test inputs, UTC so timestamps read the same
-# everywhere, no UI.
+# everywhere, no UI. Spark evaluates expressions without generating Java code: on the
+# tests' small inputs compiling the generated code was a third of the JVM's CPU (Janino and
+# its regex-based code formatter in a profile of an increment), and turning it off cut an
+# increment's JVM CPU time by a fifth to a quarter. The results do not depend on it; the
+# CLI tests, the demo and the cluster tests run the default (generated code).
 TEST_SPARK_CONF = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
@@ -29,6 +35,43 @@ TEST_SPARK_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.databricks.delta.snapshotPartitions": "2",
 }
+
+
+# ------------------------------------------------------------ running on two workers
+#
+# test.sh runs the suite on two pytest-xdist workers (`--dist loadgroup`): much of it waits
+# on one core (Spark's driver planning, JVM starts, a Kafka scenario, the pure-Python codec)
+# while the other idles. A worker takes whole groups, so a fixture shared by a group is
+# built once: packages whose conftest holds session or package fixtures (a Kafka cluster,
+# simulated lakes) are one group each, every other module is a group, and each kill -9 test
+# is a group of its own (they share nothing and are the longest). The longest groups are
+# handed out first, so the two workers finish together.
+PACKAGE_GROUPS = ("cli", "cluster", "kafka", "quality", "report", "simulate")
+LONGEST_FIRST = ("tests/pipeline/test_kill_restart.py", "tests/kafka", "tests/cluster",
+                 "tests/cli", "tests/quality", "tests/report")
+
+
+def _group(item: pytest.Item) -> str:
+    rel = Path(str(item.path)).relative_to(REPO).as_posix()
+    parts = rel.split("/")
+    if len(parts) > 2 and parts[1] in PACKAGE_GROUPS:
+        return "/".join(parts[:2])
+    if rel.endswith("test_kill_restart.py"):
+        return item.nodeid
+    return rel
+
+
+def _rank(item: pytest.Item) -> int:
+    rel = Path(str(item.path)).relative_to(REPO).as_posix()
+    return next((i for i, p in enumerate(LONGEST_FIRST) if rel.startswith(p)),
+                len(LONGEST_FIRST))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    items.sort(key=_rank)  # stable: collection order within a rank
 
 
 def real_files(kind: str) -> list[Path]:

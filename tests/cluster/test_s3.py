@@ -8,16 +8,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
 
-from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
+from tests.cluster.conftest import EXAMPLE
 from tests.cluster.servers import s3_server
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "real-3-broker"
 CURRENT = ("SELECT topic_name, partition_id, leader, isr, leader_epoch, partition_epoch, "
            "leader_recovery_state FROM partition_current ORDER BY topic_name, partition_id")
 
@@ -49,16 +47,14 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=900)
 
 
-def test_ingest_sql_quality_maintain_on_s3a(s3, spark, tmp_path, cfg_factory) -> None:
+def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake) -> None:
     lake = "s3a://kraftlake/lake"
     res = cli("ingest", "s3a://kraftlake/logs/real-3-broker", "--lake", lake)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "153" in res.stdout  # the example's records
 
-    local = cfg_factory(tmp_path / "local")
-    ingest(spark, local, [EXAMPLE])
     want = [r.asDict() for r in spark.sql(CURRENT.replace(
-        "FROM partition_current", f"FROM delta.`{Lake(local.lake).path('partition_current')}`"))
+        "FROM partition_current", f"FROM delta.`{Lake(local_lake).path('partition_current')}`"))
         .collect()]
     res = cli("sql", CURRENT, "--lake", lake, "--format", "json")
     assert res.returncode == 0, res.stderr[-3000:]

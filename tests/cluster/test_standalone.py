@@ -11,11 +11,10 @@ import sys
 
 import pytest
 
-from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
+from tests.cluster.conftest import EXAMPLE
 from tests.cluster.servers import spark_standalone
-from tests.cluster.test_s3 import EXAMPLE
 from tests.pipeline.test_stream_tail import rows
 
 # ingest_progress and quality_results record runs, not the log
@@ -29,14 +28,12 @@ def master(tmp_path_factory):
 
 
 @pytest.mark.parametrize("job", [["ingest"], ["stream", "--available-now"]])
-def test_a_cluster_lake_equals_a_local_one(master, job, spark, tmp_path, cfg_factory) -> None:
+def test_a_cluster_lake_equals_a_local_one(master, job, spark, tmp_path, local_lake) -> None:
     lake = tmp_path / "cluster-lake"
     res = subprocess.run([sys.executable, "-m", "kraftlake", job[0], str(EXAMPLE), *job[1:],
                           "--lake", str(lake), "--master", master],
                          capture_output=True, text=True, timeout=900,
                          env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
     assert res.returncode == 0, res.stderr[-3000:]
-    local = cfg_factory(tmp_path / "local-lake")
-    ingest(spark, local, [EXAMPLE])
     for name in TABLES:
-        assert rows(spark, Lake(lake), name) == rows(spark, Lake(local.lake), name), name
+        assert rows(spark, Lake(lake), name) == rows(spark, Lake(local_lake), name), name

@@ -41,6 +41,7 @@ from tests.pipeline.test_stream_tail import NOMAN, GrowingLog, rows
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "quarantine", "topics", "brokers", "configs",
           "snapshot_reconciliation"]
+# the suite session's settings (tests/conftest.py TEST_SPARK_CONF) in a small driver
 CONF = """spark:
   master: local[2]
   conf:
@@ -51,6 +52,8 @@ CONF = """spark:
     spark.driver.memory: 1g
     spark.buffer.pageSize: 4m
     spark.ui.showConsoleProgress: "false"
+    spark.sql.codegen.wholeStage: "false"
+    spark.sql.codegen.factoryMode: NO_CODEGEN
 """
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
