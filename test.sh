@@ -12,4 +12,4 @@ python -m kraftlake.jvm tests/kafka/poms/kafka-4.3.1.pom.xml tests/kafka/poms/ka
 ruff check pipelines tests benchmarks
 # two workers, each taking whole groups (tests/conftest.py says which), longest first; the
 # 30 slowest tests in every CI log
-pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=30 "$@"
+pytest -q -n 2 --no-loadscope-reorder --durations=30 "$@"

@@ -39,39 +39,49 @@ TEST_SPARK_CONF = {
 
 # ------------------------------------------------------------ running on two workers
 #
-# test.sh runs the suite on two pytest-xdist workers (`--dist loadgroup`): much of it waits
-# on one core (Spark's driver planning, JVM starts, a Kafka scenario, the pure-Python codec)
-# while the other idles. A worker takes whole groups, so a fixture shared by a group is
-# built once: packages whose conftest holds session or package fixtures (a Kafka cluster,
-# simulated lakes) are one group each, every other module is a group, and each kill -9 test
-# is a group of its own (they share nothing and are the longest). The longest groups are
-# handed out first, so the two workers finish together.
+# test.sh runs the suite on two pytest-xdist workers: much of it waits on one core (Spark's
+# driver planning, JVM starts, a Kafka scenario, the pure-Python codec) while the other
+# idles. A worker takes whole groups (the scheduler below), so a fixture shared by a group
+# is built once: packages whose conftest holds session or package fixtures (a Kafka cluster,
+# simulated lakes, the cluster tests' reference lake) are one group each, every other module
+# is a group, and each kill -9 test is a group of its own (they share nothing and are the
+# longest). The longest groups come first in the collection, so the workers finish together.
+# (xdist's own `--dist loadgroup` cannot be used: it renames items through an attribute
+# pytest 9.2 no longer reads, so its groups silently fall apart.)
 PACKAGE_GROUPS = ("cli", "cluster", "kafka", "quality", "report", "simulate")
 LONGEST_FIRST = ("tests/pipeline/test_kill_restart.py", "tests/kafka", "tests/cluster",
                  "tests/cli", "tests/quality", "tests/report")
 
 
-def _group(item: pytest.Item) -> str:
-    rel = Path(str(item.path)).relative_to(REPO).as_posix()
-    parts = rel.split("/")
+def group_of(nodeid: str) -> str:
+    """The scheduling group of a test, from its node id."""
+    module = nodeid.split("::", 1)[0]
+    parts = module.split("/")
     if len(parts) > 2 and parts[1] in PACKAGE_GROUPS:
         return "/".join(parts[:2])
-    if rel.endswith("test_kill_restart.py"):
-        return item.nodeid
-    return rel
+    if module.endswith("test_kill_restart.py"):
+        return nodeid
+    return module
 
 
 def _rank(item: pytest.Item) -> int:
-    rel = Path(str(item.path)).relative_to(REPO).as_posix()
-    return next((i for i, p in enumerate(LONGEST_FIRST) if rel.startswith(p)),
+    return next((i for i, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)),
                 len(LONGEST_FIRST))
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
     items.sort(key=_rank)  # stable: collection order within a rank
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Whole groups (`group_of`) to a worker, in collection order."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 def real_files(kind: str) -> list[Path]:
@@ -99,7 +109,8 @@ def real_root() -> Path:
 
 @pytest.fixture(scope="session")
 def spark():
-    """The SparkSession of the whole run (pipeline, quality and rules tests share it)."""
+    """The SparkSession of the whole run, one per xdist worker (pipeline, quality and rules
+    tests share it)."""
     from kraftlake.config import load_config
     from kraftlake.spark import get_spark
 
