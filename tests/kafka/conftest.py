@@ -24,10 +24,7 @@ from .cluster import KafkaCluster, running_cluster
 
 
 @pytest.fixture(scope="session")
-def kafka(spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    """`spark`: the worker's SparkSession starts before the cluster, as it did when the suite
-    ran in one process (on two workers, the quality tests that followed the Kafka tests on
-    one worker, starting Spark only then, errored in their fixtures; cause not found yet)."""
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     yield from running_cluster(tmp_path_factory.mktemp("kafka-4.3.1"))
 
 
