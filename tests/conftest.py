@@ -14,6 +14,14 @@ import pytest
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+# An xdist worker's __main__ is execnet's bootstrap, without __file__ or __spec__, and
+# pyspark.sql.connect takes such a __main__ for a doctest run and exits 0 at import when
+# grpc is missing (pyspark/sql/connect/utils.py, check_dependencies). great_expectations
+# imports pyspark.sql.connect, so the quality tests would end in SystemExit on a worker.
+_main = sys.modules["__main__"]
+if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
+    _main.__file__ = "<pytest-xdist worker>"
+
 REPO = Path(__file__).resolve().parents[1]
 REAL = Path(os.environ.get("KRAFTLAKE_REAL_FIXTURES", REPO.parent / "shared/fixtures/kraft-real"))
 
