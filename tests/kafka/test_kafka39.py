@@ -19,7 +19,7 @@ from .cluster import KafkaCluster, running_cluster
 from .dumplog import dump
 from .scenario import copy_log, produce, wait_for
 from .test_dump_parity import check_all
-from .test_incidents import kraftlake, sql
+from .test_incidents import kraftlake, table
 
 
 @pytest.fixture(scope="module")
@@ -47,14 +47,14 @@ def test_kafka_39_log_decoded_and_ingested(kafka39: KafkaCluster, tmp_path: Path
 
     lake = tmp_path / "lake"
     kraftlake("ingest", str(log), "--lake", str(lake), "--cluster-id", c.cluster_id)
-    rows = {(r["topic_name"], r["partition_id"]): r for r in sql(
-        lake, "SELECT topic_name, partition_id, leader, isr, replicas, "
-              "eligible_leader_replicas, last_known_elr FROM partition_current")}
+    rows = {(r["topic_name"], r["partition_id"]): r for r in table(lake, "partition_current", [
+        "topic_name", "partition_id", "leader", "isr", "replicas", "eligible_leader_replicas",
+        "last_known_elr"])}
     for (topic, p), k in describe.items():
         r = rows[(topic, p)]
         assert (r["leader"], r["isr"], r["replicas"]) == (k["Leader"], k["Isr"], k["Replicas"])
         assert not r["eligible_leader_replicas"] and not r["last_known_elr"]
-    ours = [r["data"] for r in sql(lake, "SELECT data FROM records WHERE record_type = "
-                                         "'FeatureLevelRecord' AND data LIKE '%metadata.version%' "
-                                         "ORDER BY offset")]
+    ours = [r["data"] for r in sorted(table(lake, "records", ["offset", "record_type", "data"]),
+                                      key=lambda r: r["offset"])
+            if r["record_type"] == "FeatureLevelRecord" and "metadata.version" in (r["data"] or "")]
     assert ours and f'"feature_level":{level}' in ours[-1].replace(" ", ""), (ours, level)
