@@ -126,17 +126,19 @@ def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, i
         if want <= set(paths):
             break
     assert want <= set(paths), f"the metadata shell lacks {want - set(paths)}:\n{listing}"
+    # one shell for every partition (`cat` prints its targets in order); it may run its
+    # command before it has loaded the whole snapshot ("No such file or directory" for a
+    # path `find` just listed, and one registration fewer): ask again
+    for _ in range(5):
+        text = c.tool(SHELL, "--snapshot", str(snapshot), "cat", *paths).stdout
+        regs = re.findall(r"PartitionRegistration\((.*)\)", text)
+        if len(regs) == len(paths):
+            break
+    assert len(regs) == len(paths), f"the metadata shell printed {len(regs)} " \
+        f"PartitionRegistrations for {len(paths)} partitions:\n{text}"
     parts: dict[tuple[str, int], dict[str, Any]] = {}
-    for path in paths:
-        # the shell may run its command before it has loaded the whole snapshot ("No such
-        # file or directory" for a path `find` just listed): ask again
-        for _ in range(5):
-            text = c.tool(SHELL, "--snapshot", str(snapshot), "cat", path).stdout
-            m = re.search(r"PartitionRegistration\((.*)\)", text)
-            if m:
-                break
-        assert m, f"metadata shell printed no PartitionRegistration for {path}:\n{text}"
-        fields = dict(re.findall(r"(\w+)=(\[[^\]]*\]|[^,]+)", m.group(1)))
+    for path, reg in zip(paths, regs, strict=True):
+        fields = dict(re.findall(r"(\w+)=(\[[^\]]*\]|[^,]+)", reg))
         _, _, _, _, topic, p = path.split("/")
         parts[(topic, int(p))] = {"leaderEpoch": int(fields["leaderEpoch"]),
                                   "partitionEpoch": int(fields["partitionEpoch"]),

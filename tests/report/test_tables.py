@@ -113,6 +113,8 @@ def test_two_increments_equal_one_pass(spark, scenario_lakes, computed, case) ->
                      open_incident=open_inc if since is not None else None, since_offset=x)
     ivs = _interval_map(_upsert(iv1, iv2, INTERVAL_KEY))
     incs = _incident_rows(_upsert(inc1, inc2, ["cluster_id", "incident_id"]))
+    for df in (iv1, inc1, iv2):  # the worker's session runs other modules' tests next
+        df.unpersist()
     _, full_iv, full_inc = computed[case]
     assert ivs == full_iv
     assert incs == full_inc
