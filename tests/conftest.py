@@ -81,15 +81,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=_rank)  # stable: collection order within a rank
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """Whole groups (`group_of`) to a worker, in collection order."""
-    from xdist.scheduler import LoadScopeScheduling
+class _GroupsPerWorker:
+    """xdist's scheduler hook, registered only when xdist runs (pytest refuses a conftest
+    hook it has no spec for, e.g. under `-p no:xdist`)."""
 
-    class GroupScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return group_of(nodeid)
+    @staticmethod
+    def pytest_xdist_make_scheduler(config: pytest.Config, log):
+        """Whole groups (`group_of`) to a worker, in collection order."""
+        from xdist.scheduler import LoadScopeScheduling
 
-    return GroupScheduling(config, log)
+        class GroupScheduling(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return group_of(nodeid)
+
+        return GroupScheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_GroupsPerWorker(), "kraftlake-groups-per-worker")
 
 
 def real_files(kind: str) -> list[Path]:

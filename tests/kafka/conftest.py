@@ -1,9 +1,11 @@
-"""A real Kafka cluster for the whole session, the incidents driven on it, Kafka's dump of it.
+"""A real Kafka cluster for the Kafka tests, the incidents driven on it, Kafka's dump of it.
 
 One 4.3.1 cluster (1 controller + 4 brokers) starts once and runs the incident scenario
 once; every test of tests/kafka reads what that produced, so the Kafka tests cost one
-cluster start and one scenario. A cluster that cannot start fails the test with Kafka's own
-log tail; the cluster's directory (logs included) stays under pytest's tmp dir, printed.
+cluster start and one scenario. The cluster stops when the package's last test is done (its
+five idle JVMs would otherwise share the worker's cores with every later test). A cluster
+that cannot start fails the test with Kafka's own log tail; the cluster's directory (logs
+included) stays under pytest's tmp dir, printed.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from . import scenario
 from .cluster import KafkaCluster, running_cluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     yield from running_cluster(tmp_path_factory.mktemp("kafka-4.3.1"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def incidents(kafka: KafkaCluster,
               tmp_path_factory: pytest.TempPathFactory) -> scenario.Incidents:
     """The scenario, with `kraftlake stream` tailing the controller's live log throughout

@@ -123,7 +123,7 @@ def check_all(files: list[Path], kafka_view: dict[Path, list[KafkaRecord]]) -> t
     return len(files), records
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster_dump(incidents: Incidents, tmp_path_factory: pytest.TempPathFactory
                  ) -> tuple[list[Path], dict[Path, list[KafkaRecord]], Path]:
     files = sorted(incidents.controller_log.iterdir())
