@@ -31,30 +31,21 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kraftlake.jobs.batch import app_id_for, ingest
 from kraftlake.jobs.increment import ORDER
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
+from tests.conftest import TEST_SPARK_CONF
 from tests.pipeline.test_stream_tail import NOMAN, GrowingLog, rows
 
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "quarantine", "topics", "brokers", "configs",
           "snapshot_reconciliation"]
-# the suite session's settings (tests/conftest.py TEST_SPARK_CONF) in a small driver
-CONF = """spark:
-  master: local[2]
-  conf:
-    spark.ui.enabled: "false"
-    spark.sql.shuffle.partitions: "2"
-    spark.default.parallelism: "2"
-    spark.sql.session.timeZone: UTC
-    spark.driver.memory: 1g
-    spark.buffer.pageSize: 4m
-    spark.ui.showConsoleProgress: "false"
-    spark.sql.codegen.wholeStage: "false"
-    spark.sql.codegen.factoryMode: NO_CODEGEN
-"""
+# the suite session's settings in a small driver
+CONF = {"spark": {"master": "local[2]", "conf": {
+    **TEST_SPARK_CONF, "spark.driver.memory": "1g", "spark.buffer.pageSize": "4m"}}}
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 # One fixed schedule a test: on delta-spark one seed costs about 10 minutes of JVM restarts
@@ -73,7 +64,7 @@ def kill_seeds() -> list[int]:
 
 def _conf(tmp_path: Path) -> Path:
     conf = tmp_path / "conf.yaml"
-    conf.write_text(CONF)
+    conf.write_text(yaml.safe_dump(CONF))
     return conf
 
 
