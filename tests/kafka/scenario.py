@@ -39,10 +39,13 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float = 90) -> None:
 
 
 def produce(c: KafkaCluster, topic: str, records: int = 300) -> None:
-    """acks=1 producing, so an out-of-sync replica really is behind."""
+    """acks=1 producing, so an out-of-sync replica really is behind. Records go to the
+    topic's partitions in turn (the default sticky partitioner can put a few hundred small
+    records all into one or two partitions, and tests read partition 0)."""
     c.tool("org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
            "--num-records", str(records), "--record-size", "100", "--throughput", "-1",
            "--producer-props", f"bootstrap.servers={c.bootstrap}", "acks=1",
+           "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner",
            "delivery.timeout.ms=30000", "request.timeout.ms=10000")
 
 
