@@ -11,7 +11,7 @@ Two inputs:
   made once into the temp dir.
 
 Needs the pinned Kafka jars (test.sh resolves them) and .venv's `kraftlake` on the PATH.
-Usage: python benchmarks/bench_dumplog.py [--hours H] [--repeat N]
+Usage: python benchmarks/bench_dumplog.py [--hours H | --cluster DIR] [--repeat N]
 """
 
 from __future__ import annotations
@@ -67,17 +67,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hours", type=float, default=24.0,
                     help="simulated hours of the large scenario (>= 1 M records)")
+    ap.add_argument("--cluster", type=Path,
+                    help="an already simulated cluster directory instead of --hours")
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
     real = sorted(p for p in REAL.rglob("*") if p.suffix in (".log", ".checkpoint"))
     compare("real fixtures", real, args.repeat)
     with tempfile.TemporaryDirectory() as tmp:
-        sim = Path(tmp) / "large"
-        subprocess.run(["kraftlake", "simulate", "--scenario", "large", "--hours",
-                        str(args.hours), "--out", str(sim)], check=True,
-                       stdout=subprocess.DEVNULL, env={**os.environ})
+        sim = args.cluster
+        if sim is None:
+            sim = Path(tmp) / "large"
+            subprocess.run(["kraftlake", "simulate", "--scenario", "large", "--hours",
+                            str(args.hours), "--out", str(sim)], check=True,
+                           stdout=subprocess.DEVNULL, env={**os.environ})
         files = sorted((sim / "__cluster_metadata-0").glob("*.log"))
-        compare(f"simulated large ({args.hours:g} h)", files, args.repeat)
+        compare(f"simulated {sim.name}", files, args.repeat)
     return 0
 
 
