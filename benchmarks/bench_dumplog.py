@@ -74,14 +74,14 @@ def main() -> int:
     real = sorted(p for p in REAL.rglob("*") if p.suffix in (".log", ".checkpoint"))
     compare("real fixtures", real, args.repeat)
     with tempfile.TemporaryDirectory() as tmp:
-        sim = args.cluster
+        sim, label = args.cluster, f"simulated {args.cluster}"
         if sim is None:
-            sim = Path(tmp) / "large"
+            sim, label = Path(tmp) / "large", f"simulated large ({args.hours:g} h)"
             subprocess.run(["kraftlake", "simulate", "--scenario", "large", "--hours",
                             str(args.hours), "--out", str(sim)], check=True,
                            stdout=subprocess.DEVNULL, env={**os.environ})
         files = sorted((sim / "__cluster_metadata-0").glob("*.log"))
-        compare(f"simulated {sim.name}", files, args.repeat)
+        compare(label, files, args.repeat)
     return 0
 
 

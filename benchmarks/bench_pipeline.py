@@ -15,13 +15,15 @@ The last (increments + stream appends) x ~1,000 records of the log are cut off f
 are appended back one tail at a time, as a running Kafka controller would write them.
 
 1. Batch ingest of the cut log into the *history* lake: wall time, records/s end to end,
-   and for each table the rows written per second of (DataFrame -> Arrow) + (Delta commit).
-2. Increment cost: each tail is appended and ingested as one increment, on two lakes of the
-   same cluster: the history lake (every state since offset 0: for `large` about 10 million
-   timeline rows) and a *snapshot* lake, started from the newest snapshot before the cut as
-   if retention had deleted the older segments (one state per partition plus the records
-   since). Both increments read the same seeds and write the same rows; the ratio of their
-   median wall times is the cost of history. Target: at most 1.5.
+   beside the sequential replay on one core; rows/s and seconds per stage, and the seconds
+   of each table's Delta commit.
+2. Increment cost (`--increments 0` skips it): each tail is appended and ingested as one
+   increment, on two lakes of the same cluster: the history lake (every state since
+   offset 0: for `large` about 10 million timeline rows) and a *snapshot* lake, started
+   from the newest snapshot before the cut as if retention had deleted the older segments
+   (one state per partition plus the records since). Both increments read the same seeds
+   and write the same rows; the ratio of their median wall times is the cost of history.
+   Target: at most 1.5.
 3. Streaming: `kraftlake stream --trigger 1s` runs on the history lake; each remaining tail
    is appended to the active segment, and the figures are the time until the tail's first
    event is visible to a reader of `partition_events` and until its micro-batch committed.
@@ -238,11 +240,11 @@ def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
             seen: dict[str, float] = {}
             t0 = time.perf_counter()
             append(log_copy, tail)
+            in_tail = (pc.field("offset") >= first) & (pc.field("offset") < end)
             while "committed" not in seen:
                 now = time.perf_counter() - t0
-                off = pc.field("offset")
                 if "event" not in seen and _visible(
-                        lake_dir, "partition_events", (off >= first) & (off < end)).num_rows:
+                        lake_dir, "partition_events", in_tail).num_rows:
                     seen["event"] = now
                 prog = _visible(lake_dir, "ingest_progress")
                 if prog.num_rows and pc.max(prog["end_offset"]).as_py() >= end:
