@@ -15,6 +15,7 @@ import pytest
 from kraftlake.lake.delta import Lake
 from tests.cluster.conftest import EXAMPLE
 from tests.cluster.servers import s3_server
+from tests.conftest import cli_env
 
 CURRENT = ("SELECT topic_name, partition_id, leader, isr, leader_epoch, partition_epoch, "
            "leader_recovery_state FROM partition_current ORDER BY topic_name, partition_id")
@@ -44,7 +45,7 @@ def s3(tmp_path_factory):
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kraftlake", *args, "--master", "local[2]"],
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900, env=cli_env())
 
 
 def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake) -> None:

@@ -5,7 +5,6 @@ table."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from tests.cluster.conftest import EXAMPLE
 from tests.cluster.servers import spark_standalone
+from tests.conftest import cli_env
 from tests.pipeline.test_stream_tail import rows
 
 # ingest_progress and quality_results record runs, not the log
@@ -33,7 +33,7 @@ def test_a_cluster_lake_equals_a_local_one(master, job, spark, tmp_path, local_l
     res = subprocess.run([sys.executable, "-m", "kraftlake", job[0], str(EXAMPLE), *job[1:],
                           "--lake", str(lake), "--master", master],
                          capture_output=True, text=True, timeout=900,
-                         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+                         env=cli_env(SPARK_LOCAL_IP="127.0.0.1"))
     assert res.returncode == 0, res.stderr[-3000:]
     for name in TABLES:
         assert rows(spark, Lake(lake), name) == rows(spark, Lake(local_lake), name), name

@@ -10,7 +10,6 @@ included) stays under pytest's tmp dir, printed.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from kraftlake.sources.files import LogDirIndex
+from tests.conftest import cli_env
 
 from . import scenario
 from .cluster import KafkaCluster, running_cluster
@@ -58,7 +58,7 @@ class LiveStream:
             self.proc = subprocess.Popen(
                 ["kraftlake", "stream", str(kafka.controller.metadata_log), "--lake",
                  str(self.lake), "--cluster-id", kafka.cluster_id, "--trigger", "1s"],
-                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "200"})
+                stdout=out, stderr=subprocess.STDOUT, env=cli_env(COLUMNS="200"))
 
     def committed_end(self) -> int:
         """The end offset of the newest micro-batch the stream reported committed."""

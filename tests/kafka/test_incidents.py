@@ -18,11 +18,14 @@ from typing import Any
 import deltalake
 import pytest
 
+from tests.conftest import cli_env
+
 from .scenario import Incidents
 
 
 def kraftlake(*args: str) -> str:
-    proc = subprocess.run(["kraftlake", *args], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(["kraftlake", *args], capture_output=True, text=True, timeout=600,
+                          env=cli_env())
     assert proc.returncode == 0, f"kraftlake {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 

@@ -11,7 +11,6 @@ byte of its payloads is in any table.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,13 +21,14 @@ import pyarrow.compute as pc
 import pytest
 
 from kraftlake.codec.batch import Batch, scan_batches
+from tests.conftest import cli_env
 
 from .scenario import Incidents
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["kraftlake", *args], capture_output=True, text=True, timeout=600,
-                          check=False, env={**os.environ, "COLUMNS": "250"})
+                          check=False, env=cli_env(COLUMNS="250"))
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ broken byte sequence reaches the records suite exactly the way ingest would deli
 from __future__ import annotations
 
 import base64
+import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -122,6 +123,24 @@ def copy_lake(base: Lake, root: Path,
         lake.ensure(name)
         lake.append(name, table)
     lake.ensure("ingest_progress")
+    return lake
+
+
+def edited_copy(base: Path, root: Path,
+                edits: dict[str, Callable[[pa.Table], pa.Table]]) -> Lake:
+    """A file copy of the lake at `base` (a Delta log names its data files relative to the
+    table, so the copy is a lake of its own) with each table in `edits` overwritten by its
+    edit of the table's rows: one Delta commit per edited table, where `copy_lake` creates
+    and fills every table (most of a broken-table case's time before this helper)."""
+    shutil.copytree(base, root)
+    lake = Lake(root)
+    for name, edit in edits.items():
+        rows = edit(lake.read_arrow(name))
+        fields = table_schema(name).spark.fields
+        df = lake.spark.createDataFrame(
+            [tuple(r.get(f.name) for f in fields) for r in rows.to_pylist()],
+            table_schema(name).spark)
+        df.write.format("delta").mode("overwrite").save(lake.path(name))
     return lake
 
 
