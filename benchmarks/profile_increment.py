@@ -84,7 +84,7 @@ def spark_jobs(event_dir: Path) -> tuple[int, float]:
     starts: dict[int, int] = {}
     busy = 0
     for f in event_dir.rglob("*"):
-        if not f.is_file() or f.name.startswith("appstatus"):
+        if not f.is_file() or not f.name.startswith("events_"):  # not appstatus, .crc
             continue
         for line in f.read_text().splitlines():
             ev = json.loads(line)
