@@ -37,15 +37,16 @@ from kraftlake.jobs.batch import app_id_for, ingest
 from kraftlake.jobs.increment import ORDER
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
-from tests.conftest import TEST_SPARK_CONF
+from tests.conftest import SHORT_JOB_CONF
 from tests.pipeline.test_stream_tail import NOMAN, GrowingLog, rows
 
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "quarantine", "topics", "brokers", "configs",
           "snapshot_reconciliation"]
-# the suite session's settings in a small driver
+# the settings of a short job process (tests/conftest.py SHORT_JOB_CONF: C1 only, which
+# matters here, where a dozen JVMs each live a minute or less) in a small driver
 CONF = {"spark": {"master": "local[2]", "conf": {
-    **TEST_SPARK_CONF, "spark.driver.memory": "1g", "spark.buffer.pageSize": "4m"}}}
+    **SHORT_JOB_CONF, "spark.driver.memory": "1g", "spark.buffer.pageSize": "4m"}}}
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 # One fixed schedule a test: on delta-spark one seed costs about 10 minutes of JVM restarts
