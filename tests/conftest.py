@@ -56,10 +56,10 @@ TEST_SPARK_CONF = {
 # to 99-104 CPU s in the same wall time, tests/cluster/test_s3.py (four CLI jobs) from 750
 # to 547 CPU s (408 -> 351 s wall) and tests/cluster/test_standalone.py (driver and
 # executors C1 only) from 1,401 to 887 CPU s (462 -> 388 s wall), each run alone on an
-# idle machine, CPU summed over the test's process tree. The two cores are saturated for the
-# whole suite, so CPU saved is time saved. A JVM that lives for many increments wants C2:
-# the suite's own session with C1 only took twice the time on test_ingest_growth.py, so the
-# session and the Kafka tests' live stream keep the default.
+# idle machine (benchmarks/cpu_time.py: CPU of the test's process tree). The two cores are
+# saturated for the whole suite, so CPU saved is time saved. A JVM that lives for many
+# increments wants C2: the suite's own session with C1 only took twice the time on
+# test_ingest_growth.py, so the session and the Kafka tests' live stream keep the default.
 SHORT_JOB_CONF = {**TEST_SPARK_CONF,
                   "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
                   "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
