@@ -161,19 +161,22 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # does not change what the next stage reads
     seed = lake.pinned()
 
-    def write(name: str, data: pa.Table | DataFrame, how: str = "append", **kw) -> int:
+    def write(name: str, data: pa.Table | DataFrame, how: str = "append",
+              count: int | None = None, **kw) -> int:
         """Commit `data` to `name` once per (app id, version); the rows written (0: skipped).
 
         Nothing to write is no commit (a Delta commit costs most of a second, and most
         increments leave several tables unchanged); a re-run finds the same nothing. Only
         `partition_current` and `ingest_progress` always commit: their transaction ids mark
-        how far an increment got (see the module docstring).
+        how far an increment got (see the module docstring). `count`: the rows of `data`
+        when the caller has counted them already (asking again is one more Spark job).
         """
         if lake.committed(name, app_id, version):
             res.skipped.append(name)
             return 0
-        if name not in ALWAYS_COMMITTED and (
-                data.num_rows == 0 if isinstance(data, pa.Table) else data.isEmpty()):
+        if count is None:
+            count = data.num_rows if isinstance(data, pa.Table) else int(not data.isEmpty())
+        if name not in ALWAYS_COMMITTED and count == 0:
             if name == FAIL_AFTER:
                 raise InjectedFailure(f"stopped after {name} (nothing to commit)")
             return 0
@@ -203,7 +206,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # ---- bronze
     say("bronze: records")
     res.records = records.count()
-    write("records", records)
+    write("records", records, count=res.records)
     problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
         "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),
         F.when(F.col("row_kind") == "record", F.lit(-1)).otherwise(
@@ -315,7 +318,7 @@ def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_
         done, seed_keys, topic_names, live).unionByName(
         snapshot_removals(done, seed_keys), allowMissingColumns=True), "partition_changes"))
     res.changes = changes.count()
-    write("partition_changes", changes)
+    write("partition_changes", changes, count=res.changes)
     touched = changes.select(*KEY).distinct()
     seed_states = cur_df.join(touched, KEY, "left_semi")
     folded, orphans = fold(changes, seed_states)
@@ -326,14 +329,14 @@ def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_
                     conform(timeline_rows(folded, topic_names), "partition_timeline"))
     res.timeline = tl.count()
     # Only current states are ever closed, so the merge reads the current partition alone.
-    write("partition_timeline", tl, "upsert",
+    write("partition_timeline", tl, "upsert", count=res.timeline,
           target_filter=f"t.is_current = true AND {_same_cluster(cid)}")
     say("detect: events")
     ev = work.frame("partition_events", conform(
         detect_events(folded, topic_names, configs, min_isr_default), "partition_events"))
     res.event_counts = {r[0]: r[1] for r in ev.groupBy("event_type").count().collect()}
     res.events = sum(res.event_counts.values())
-    write("partition_events", ev)
+    write("partition_events", ev, count=res.events)
     points = check_points(src)
     lo, hi = points.agg(F.min("snapshot_end_offset"), F.max("snapshot_end_offset")).first()
     if lo is not None:
@@ -349,7 +352,7 @@ def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_
         m = work.frame("snapshot_reconciliation", conform(
             reconcile(snapshot_states(src), points, old), "snapshot_reconciliation"))
         res.mismatches = m.count()
-        write("snapshot_reconciliation", m, "upsert")
+        write("snapshot_reconciliation", m, "upsert", count=res.mismatches)
     _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_default, write,
             say, work)
     say("current: partition_current")
