@@ -15,7 +15,7 @@ from kraftlake.lake.schema import table_names
 from tests.cluster.conftest import EXAMPLE
 from tests.cluster.servers import spark_standalone
 from tests.conftest import cli_env
-from tests.pipeline.test_stream_tail import rows
+from tests.lake_rows import table_rows
 
 # ingest_progress and quality_results record runs, not the log
 TABLES = [t for t in table_names() if t not in ("ingest_progress", "quality_results")]
@@ -36,4 +36,4 @@ def test_a_cluster_lake_equals_a_local_one(master, job, spark, tmp_path, local_l
                          env=cli_env(SPARK_LOCAL_IP="127.0.0.1"))
     assert res.returncode == 0, res.stderr[-3000:]
     for name in TABLES:
-        assert rows(spark, Lake(lake), name) == rows(spark, Lake(local_lake), name), name
+        assert table_rows(Lake(lake), name) == table_rows(Lake(local_lake), name), name

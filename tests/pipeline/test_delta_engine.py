@@ -19,7 +19,8 @@ from kraftlake.jobs.increment import cluster_progress
 from kraftlake.jobs.stream import start_stream
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
-from tests.pipeline.test_stream_tail import NOMAN, TABLES, GrowingLog, rows
+from tests.lake_rows import table_rows
+from tests.pipeline.test_stream_tail import NOMAN, TABLES, GrowingLog
 
 CID = "engine-test"
 
@@ -60,7 +61,7 @@ def test_stream_then_ingest_then_stream(spark, tmp_path, cfg_factory, whole) -> 
     assert later[-1].end_offset == end3
     assert cluster_progress(lake, CID)["end_offset"] == end3
     for name in TABLES:
-        assert rows(spark, lake, name) == rows(spark, whole, name), name
+        assert table_rows(lake, name) == table_rows(whole, name), name
 
 
 def test_ingest_finishes_a_killed_streams_increment(spark, tmp_path, cfg_factory,
@@ -88,7 +89,7 @@ def test_ingest_finishes_a_killed_streams_increment(spark, tmp_path, cfg_factory
     ingest(spark, cfg, [log.dir])
     assert lake.committed("ingest_progress", stream_app, 1)
     for name in TABLES:
-        assert rows(spark, lake, name) == rows(spark, whole, name), name
+        assert table_rows(lake, name) == table_rows(whole, name), name
 
 
 def test_sql_time_travel(spark, tmp_path, cfg_factory) -> None:

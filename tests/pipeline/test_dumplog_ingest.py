@@ -15,7 +15,8 @@ from kraftlake.codec.logfiles import classify
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from tests.codec.dumplog_render import render_file
-from tests.pipeline.test_stream_tail import NOMAN, TABLES, GrowingLog, rows
+from tests.lake_rows import table_rows
+from tests.pipeline.test_stream_tail import NOMAN, TABLES, GrowingLog
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "dumplog"
 
@@ -36,7 +37,7 @@ def test_rendered_dump_equals_binary_ingest(spark, tmp_path, cfg_factory):
     ingest(spark, cfg_factory(blake.root), [log.dir])
     tlake = Lake(tcfg.lake)
     for name in TABLES:
-        assert rows(spark, tlake, name) == rows(spark, blake, name), name
+        assert table_rows(tlake, name) == table_rows(blake, name), name
     before = {n: tlake.version(n) for n in TABLES}
     (again,) = ingest(spark, tcfg, [text])
     assert again.version == -1  # re-running on the same text adds nothing

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from tests.conftest import REAL
+from tests.lake_rows import table_rows
 
 # Kafka 4.x, ELR on: topic deleted and recreated twice, then partition 0 goes leaderless
 # (ELR [1], LastKnownElr [1]) and comes back by an unclean last-known-leader election
@@ -18,12 +19,6 @@ from tests.conftest import REAL
 INDUS = REAL / "IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0"
 GOLD = ["partition_timeline", "partition_events", "partition_current", "partition_changes",
         "topics", "configs", "brokers", "records", "quarantine"]
-
-
-def _rows(spark, lake: Lake, name: str) -> list:
-    df = lake.read(spark, name)
-    return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True)
-                  for r in df.collect())
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +75,7 @@ def test_stream_micro_batches_equal_batch(spark, batch_lake, tmp_path, cfg_facto
     assert q.exception() is None
     slake = Lake(cfg.lake)
     for name in GOLD:
-        assert _rows(spark, slake, name) == _rows(spark, blake, name), name
+        assert table_rows(slake, name) == table_rows(blake, name), name
     # maxOffsetsPerTrigger (15,000) caps every micro-batch, so the 51,264 offsets take at
     # least four: the seeded path (a batch continuing the lake of the ones before) is run
     took = [r.end_offset for r in seen if r.records]

@@ -20,7 +20,8 @@ from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.simulate.writer import LogWriter
 from tests.conftest import REAL
-from tests.pipeline.test_ingest import GOLD, _rows
+from tests.lake_rows import table_rows
+from tests.pipeline.test_ingest import GOLD
 
 LOG = REAL / "vasifvortex__azercell_docker_project2/data/kafka1"  # 3 brokers, 153 records
 
@@ -51,7 +52,7 @@ def test_second_run_on_a_grown_log_adds_only_the_new_records(spark, tmp_path, cf
     once = tmp_path / "once"
     ingest(spark, cfg_factory(once), [LOG])
     for name in GOLD:
-        assert _rows(spark, Lake(tmp_path / "lake"), name) == _rows(spark, Lake(once), name), name
+        assert table_rows(Lake(tmp_path / "lake"), name) == table_rows(Lake(once), name), name
 
 
 BUSY = REAL / "nurlan-abdullazada__Docker-compose/data/kafka1"  # 188 records, 115 changes
@@ -82,7 +83,7 @@ def test_an_increment_closes_states_without_rewriting_history(spark, tmp_path, c
 
     once = tmp_path / "once"
     ingest(spark, cfg_factory(once), [BUSY])
-    assert _rows(spark, lake, "partition_timeline") == _rows(spark, Lake(once),
+    assert table_rows(lake, "partition_timeline") == table_rows(Lake(once),
                                                              "partition_timeline")
 
 
@@ -152,7 +153,7 @@ def test_a_topic_recreated_in_a_later_increment_does_not_inherit_its_configs(
 
     once = tmp_path / "once"
     ingest(spark, cfg_factory(once), [log])
-    assert _rows(spark, lake, "partition_events") == _rows(spark, Lake(once), "partition_events")
+    assert table_rows(lake, "partition_events") == table_rows(Lake(once), "partition_events")
 
 
 def test_a_transaction_open_at_the_end_of_a_run_is_settled_by_the_next(
@@ -182,4 +183,4 @@ def test_a_transaction_open_at_the_end_of_a_run_is_settled_by_the_next(
     once = tmp_path / "once"
     ingest(spark, cfg_factory(once), [sim])
     for name in GOLD:
-        assert _rows(spark, Lake(tmp_path / "lake"), name) == _rows(spark, Lake(once), name), name
+        assert table_rows(Lake(tmp_path / "lake"), name) == table_rows(Lake(once), name), name

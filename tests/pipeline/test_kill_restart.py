@@ -38,7 +38,8 @@ from kraftlake.jobs.increment import ORDER
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from tests.conftest import SHORT_JOB_CONF
-from tests.pipeline.test_stream_tail import NOMAN, GrowingLog, rows
+from tests.lake_rows import table_rows
+from tests.pipeline.test_stream_tail import NOMAN, GrowingLog
 
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "quarantine", "topics", "brokers", "configs",
@@ -144,7 +145,7 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
     ingest(spark, cfg_factory(clean), [log.dir])
     slake, blake = Lake(lake), Lake(clean)
     for name in TABLES:
-        assert rows(spark, slake, name) == rows(spark, blake, name), \
+        assert table_rows(slake, name) == table_rows(blake, name), \
             f"{name} differs (seed {seed}, kills after {kills} s)"
     recs = slake.read(spark, "records")
     assert recs.count() == recs.select("offset").distinct().count() == end
@@ -243,7 +244,7 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
     assert blake.read(spark, "partition_timeline").count() > 0  # a comparison worth making
     differ = {}
     for name in [*TABLES, "ingest_progress"]:
-        got, want = rows(spark, klake, name), rows(spark, blake, name)
+        got, want = table_rows(klake, name), table_rows(blake, name)
         if got != want:
             differ[name] = {"rows": (len(got), len(want)),
                             "killed lake only": sorted(set(got) - set(want))[:3],

@@ -7,7 +7,6 @@ still add exactly the new records.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -23,6 +22,7 @@ from kraftlake.lake.maintain import lake_app_ids, maintain
 from kraftlake.lake.schema import table_names
 from kraftlake.sources.files import read_cluster_id
 from tests.conftest import REAL
+from tests.lake_rows import table_rows
 
 BUSY = REAL / "nurlan-abdullazada__Docker-compose/data/kafka1"  # 188 records in 13 batches
 CUTS = (7, 12)  # the scheduled runs saw the log end before these batches (offsets 64, 131)
@@ -32,14 +32,8 @@ DATA = ["records", "quarantine", "partition_changes", "topics", "brokers", "conf
         "partition_current"]  # ingest_progress differs by design: one row per run
 
 
-def rows(spark, lake: Lake, name: str) -> list[str]:
-    """Sorted JSON rows of a table, every column (order-free comparison)."""
-    return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True)
-                  for r in lake.read(spark, name).collect())
-
-
-def every_row(spark, lake: Lake) -> dict[str, list[str]]:
-    return {n: rows(spark, lake, n) for n in table_names()}
+def every_row(lake: Lake) -> dict[str, list[str]]:
+    return {n: table_rows(lake, n) for n in table_names()}
 
 
 def referenced(lake: Lake, name: str) -> set[str]:
@@ -97,7 +91,7 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
         assert res.end_offset == batches[i].base_offset
     app_id = app_id_for(read_cluster_id(seg.parent), "ingest")
     assert lake_app_ids(lake) == [app_id]
-    before = every_row(spark, lake)
+    before = every_row(lake)
     parts_before = {n: files_per_partition(lake, n) for n in table_names()}
     txns = txn_versions(lake, app_id)
     assert txns["records"] == txns["ingest_progress"] == res.version == len(CUTS) - 1
@@ -120,7 +114,7 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
         assert files_on_disk(lake, name) >= referenced(lake, name)
     assert done["records"].files_after == 1 and done["records"].rows == 131
     assert len(files_on_disk(lake, "records")) == done["records"].files_before + 1
-    assert every_row(spark, lake) == before
+    assert every_row(lake) == before
     assert txn_versions(lake, app_id) == txns
 
     # a short retention is refused unless asked for, then deletes every tombstoned file
@@ -134,7 +128,7 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
     assert "partition_timeline" in out.output
     for name in done:
         assert files_on_disk(lake, name) == referenced(lake, name), name
-    assert every_row(spark, lake) == before
+    assert every_row(lake) == before
     assert txn_versions(lake, app_id) == txns
 
     # the next scheduled run adds exactly the new records; a re-run adds nothing
@@ -142,7 +136,7 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
     (nxt,) = ingest(spark, cfg, [grown])
     assert (nxt.start_offset, nxt.end_offset, nxt.records) == (131, 188, 57)
     for name in DATA:
-        assert rows(spark, lake, name) == rows(spark, once, name), name
+        assert table_rows(lake, name) == table_rows(once, name), name
     versions = {n: lake.version(n) for n in DATA}
     (again,) = ingest(spark, cfg, [grown])
     assert again.version == -1
@@ -178,7 +172,7 @@ def test_the_stream_compacts_every_n_micro_batches(spark, tmp_path, cfg_factory,
     for name in ("records", "partition_timeline", "partition_current", "ingest_progress"):
         assert lake.txn_version(name, app_id) == seen[-1].version == 3, name
     for name in DATA:
-        assert rows(spark, lake, name) == rows(spark, once, name), name
+        assert table_rows(lake, name) == table_rows(once, name), name
 
 
 def test_compact_every_comes_from_the_config(tmp_path):

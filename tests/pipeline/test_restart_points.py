@@ -20,7 +20,7 @@ from kraftlake.jobs import increment
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
-from tests.pipeline.test_ingest import _rows
+from tests.lake_rows import table_rows
 from tests.pipeline.test_ingest_growth import _cut_copy, _recreated_topic_log
 
 TABLES = [t for t in table_names() if t != "quality_results"]
@@ -77,4 +77,4 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
     assert (res.records, res.changes, res.events, res.event_counts) == \
         (want.records, want.changes, want.events, want.event_counts)
     for name in TABLES:
-        assert _rows(spark, Lake(lake), name) == _rows(spark, Lake(setup["clean"]), name), name
+        assert table_rows(Lake(lake), name) == table_rows(Lake(setup["clean"]), name), name

@@ -9,7 +9,6 @@ an increment costs tens of seconds on two shared cores.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from kraftlake.jobs.increment import cluster_progress
 from kraftlake.jobs.stream import processing_time
 from kraftlake.lake.delta import Lake
 from tests.conftest import REAL
+from tests.lake_rows import table_rows
 
 NOMAN = REAL / "nomanazeem__Kafka-java/kafka-logs/__cluster_metadata-0"
 INDUS = REAL / "IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0"
@@ -67,13 +67,6 @@ class GrowingLog:
         with open(self.active, "ab") as fh:
             fh.write(data)
         return self.batches[hi - 1].base_offset + self.batches[hi - 1].last_offset_delta + 1
-
-
-def rows(spark, lake: Lake, name: str, drop: tuple[str, ...] = ()) -> list[str]:
-    """Sorted JSON rows of a table (order-free comparison)."""
-    df = lake.read(spark, name).drop(*drop)
-    return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True)
-                  for r in df.collect())
 
 
 def wait_for(cond: Callable[[], bool], q, what: str, timeout: float = 300) -> None:
@@ -125,7 +118,7 @@ def test_tail_append_partial_batch_and_roll(spark, tmp_path, cfg_factory):
     assert len(list(log.dir.glob("*.log"))) == 2
     blake = batch_lake(spark, cfg_factory, tmp_path / "batch", log.dir)
     for name in TABLES:
-        assert rows(spark, slake, name) == rows(spark, blake, name), name
+        assert table_rows(slake, name) == table_rows(blake, name), name
 
 
 def test_retention_gap_then_snapshot(spark, tmp_path, cfg_factory):
@@ -154,7 +147,7 @@ def test_retention_gap_then_snapshot(spark, tmp_path, cfg_factory):
     gaps = slake.read(spark, "quarantine").filter("kind = 'gap'").collect()
     assert [(g.offset, g.end_offset) for g in gaps] == [(end1, 20475)]
     blake = batch_lake(spark, cfg_factory, tmp_path / "batch", log.dir)
-    assert rows(spark, slake, "partition_current") == rows(spark, blake, "partition_current")
+    assert table_rows(slake, "partition_current") == table_rows(blake, "partition_current")
     assert slake.read(spark, "snapshot_reconciliation").count() == 0
     s_recs = slake.read(spark, "records").filter("offset >= 20474")
     b_recs = blake.read(spark, "records")
