@@ -28,8 +28,8 @@ def _incidents(df: DataFrame) -> list[dict]:
     return [{k: r[k] for k in INCIDENT_FIELDS} for r in df.orderBy("start_offset").collect()]
 
 
-def test_grown_log_increments_write_the_replay_answers(spark, tmp_path: Path,
-                                                        cfg_factory) -> None:
+def test_grown_log_increments_write_the_replay_answers(spark, tmp_path: Path, cfg_factory,
+                                                        scenario_lakes) -> None:
     grown = tmp_path / "grown"
     shutil.copytree(REAL_INCIDENTS.parent, grown)
     log_dir = grown / "__cluster_metadata-0"
@@ -55,8 +55,6 @@ def test_grown_log_increments_write_the_replay_answers(spark, tmp_path: Path,
     assert _incidents(inc) == ex.incidents
     assert ex.incidents and any(i["end_offset"] is not None for i in ex.incidents)
 
-    once = cfg_factory(tmp_path / "once")
-    ingest(spark, once, [grown])
-    one = Lake(tmp_path / "once")
+    one = Lake(scenario_lakes["real"][1])  # the session's single run of the whole log
     assert _intervals(one.read(spark, "partition_intervals")) == ex.intervals
     assert _incidents(one.read(spark, "incidents")) == ex.incidents
