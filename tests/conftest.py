@@ -50,40 +50,40 @@ TEST_SPARK_CONF = {
 }
 
 
-# A job a test starts as a process (a CLI ingest, sql, quality, one available-now stream) is a
-# JVM living a minute or two, where the C2 compiler costs more CPU than its code saves:
-# C1 only (`-XX:TieredStopAtLevel=1`) cut one CLI ingest of a 2,067-record log from 130-146
-# to 99-104 CPU s in the same wall time, tests/cluster/test_s3.py (four CLI jobs) from 750
-# to 547 CPU s (408 -> 351 s wall) and tests/cluster/test_standalone.py (driver and
-# executors C1 only) from 1,401 to 887 CPU s (462 -> 388 s wall), each run alone on an
-# idle machine (benchmarks/cpu_time.py: CPU of the test's process tree). The two cores are
+# A job a test starts as a process (a CLI ingest, sql, quality, one available-now stream, the
+# Kafka tests' live stream) is a JVM living a few minutes at most, where the C2 compiler
+# costs more CPU than its code saves: C1 only (`-XX:TieredStopAtLevel=1`) cut one CLI ingest
+# of a 2,067-record log from 130-146 to 99-104 CPU s in the same wall time,
+# tests/cluster/test_s3.py (four CLI jobs) from 750 to 547 CPU s (408 -> 351 s wall),
+# tests/cluster/test_standalone.py (driver and executors C1 only) from 1,401 to 887 CPU s
+# (462 -> 388 s wall) and the Kafka scenario (its live stream: three micro-batches in about
+# five minutes) from 738 to 661 CPU s (345 -> 333 s wall), each run alone on an idle
+# machine (benchmarks/cpu_time.py: CPU of the test's process tree). The two cores are
 # saturated for the whole suite, so CPU saved is time saved. A JVM that lives for many
 # increments wants C2: the suite's own session with C1 only took twice the time on
-# test_ingest_growth.py, so the session and the Kafka tests' live stream keep the default.
+# test_ingest_growth.py, so the sessions keep the default.
 SHORT_JOB_CONF = {**TEST_SPARK_CONF,
                   "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
                   "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
 
 @functools.cache
-def _test_conf_file(long_lived: bool) -> str:
-    """The suite's settings for a job process as a kraftlake YAML file, once per process."""
+def _test_conf_file() -> str:
+    """SHORT_JOB_CONF as a kraftlake YAML file, written once per process."""
     fd, path = tempfile.mkstemp(prefix="kraftlake-test-", suffix=".yaml")
     with os.fdopen(fd, "w") as fh:
-        conf = TEST_SPARK_CONF if long_lived else SHORT_JOB_CONF
-        yaml.safe_dump({"spark": {"conf": conf}}, fh)
+        yaml.safe_dump({"spark": {"conf": SHORT_JOB_CONF}}, fh)
     atexit.register(os.unlink, path)
     return path
 
 
-def cli_env(long_lived: bool = False, **extra: str) -> dict[str, str]:
-    """The environment of a `kraftlake` job a test starts as a process (a Kafka test's
-    stream and ingests, the S3 and standalone-cluster jobs): the suite's Spark settings
-    through $KRAFTLAKE_CONF, for a short job (`SHORT_JOB_CONF`) unless `long_lived`. On the
-    standalone cluster TEST_SPARK_CONF took an ingest of the example log from 182-190 s to
-    137-140 s (two runs each). The installed-wheel test runs the demo on the built-in
-    defaults, so generated code stays covered."""
-    return {**os.environ, "KRAFTLAKE_CONF": _test_conf_file(long_lived), **extra}
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment of a `kraftlake` job a test starts as a process (the Kafka tests'
+    stream and ingests, the S3 and standalone-cluster jobs): `SHORT_JOB_CONF` through
+    $KRAFTLAKE_CONF. On the standalone cluster TEST_SPARK_CONF took an ingest of the example
+    log from 182-190 s to 137-140 s (two runs each). The installed-wheel test runs the demo
+    on the built-in defaults, so generated code stays covered."""
+    return {**os.environ, "KRAFTLAKE_CONF": _test_conf_file(), **extra}
 
 
 # ------------------------------------------------------------ running on two workers

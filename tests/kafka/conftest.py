@@ -58,7 +58,7 @@ class LiveStream:
             self.proc = subprocess.Popen(
                 ["kraftlake", "stream", str(kafka.controller.metadata_log), "--lake",
                  str(self.lake), "--cluster-id", kafka.cluster_id, "--trigger", "1s"],
-                stdout=out, stderr=subprocess.STDOUT, env=cli_env(long_lived=True, COLUMNS="200"))
+                stdout=out, stderr=subprocess.STDOUT, env=cli_env(COLUMNS="200"))
 
     def committed_end(self) -> int:
         """The end offset of the newest micro-batch the stream reported committed."""
