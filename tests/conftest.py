@@ -62,9 +62,14 @@ TEST_SPARK_CONF = {
 # saturated for the whole suite, so CPU saved is time saved. A JVM that lives for many
 # increments wants C2: the suite's own session with C1 only took twice the time on
 # test_ingest_growth.py, so the sessions keep the default.
+# C1 alone also shrinks the JVM's default code cache from 240 MiB to 48 MiB, which Spark and
+# Delta fill within two minutes: the JVM then stops compiling, or fails outright when it needs
+# a method-handle adapter ("Out of space in CodeCache", an observer-log ingest of the Kafka
+# tests, 2026-11-25); hence the size of the tiered default.
+C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 SHORT_JOB_CONF = {**TEST_SPARK_CONF,
-                  "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
-                  "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+                  "spark.driver.extraJavaOptions": C1_ONLY,
+                  "spark.executor.extraJavaOptions": C1_ONLY}
 
 
 @functools.cache
