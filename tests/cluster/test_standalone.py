@@ -28,7 +28,7 @@ def master(tmp_path_factory):
 
 
 @pytest.mark.parametrize("job", [["ingest"], ["stream", "--available-now"]])
-def test_a_cluster_lake_equals_a_local_one(master, job, spark, tmp_path, local_lake) -> None:
+def test_a_cluster_lake_equals_a_local_one(master, job, tmp_path, local_lake) -> None:
     lake = tmp_path / "cluster-lake"
     res = subprocess.run([sys.executable, "-m", "kraftlake", job[0], str(EXAMPLE), *job[1:],
                           "--lake", str(lake), "--master", master],
