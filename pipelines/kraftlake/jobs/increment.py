@@ -174,9 +174,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         if lake.committed(name, app_id, version):
             res.skipped.append(name)
             return 0
-        if count is None:
-            count = data.num_rows if isinstance(data, pa.Table) else int(not data.isEmpty())
-        if name not in ALWAYS_COMMITTED and count == 0:
+        if name not in ALWAYS_COMMITTED and _is_empty(data, count):
             if name == FAIL_AFTER:
                 raise InjectedFailure(f"stopped after {name} (nothing to commit)")
             return 0
@@ -285,6 +283,13 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         "records": [res.records], "changes": [res.changes], "events": [res.events]})
     write("ingest_progress", prog)
     return res
+
+
+def _is_empty(data: pa.Table | DataFrame, count: int | None) -> bool:
+    """`data` has no rows; `count` is its row count when the caller knows it already."""
+    if count is not None:
+        return count == 0
+    return data.num_rows == 0 if isinstance(data, pa.Table) else data.isEmpty()
 
 
 def _gold_counts(res: IncrementResult) -> dict[str, str]:
