@@ -83,8 +83,7 @@ def test_an_increment_closes_states_without_rewriting_history(spark, tmp_path, c
 
     once = tmp_path / "once"
     ingest(spark, cfg_factory(once), [BUSY])
-    assert table_rows(lake, "partition_timeline") == table_rows(Lake(once),
-                                                             "partition_timeline")
+    assert table_rows(lake, "partition_timeline") == table_rows(Lake(once), "partition_timeline")
 
 
 def _topic(name: str, n: int) -> str:
