@@ -405,8 +405,8 @@ def _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_def
     else:  # what the table will hold: open at the start or ended in this increment
         troubles = open_iv.join(iv.select(*INTERVAL_KEY), INTERVAL_KEY, "left_anti"
                                 ).unionByName(iv)
-    inc = conform(incidents(troubles, outages, events,
-                            open_incident=open_inc if first is not None else None,
-                            since_offset=since), "incidents")
+    inc = work.frame("incidents", conform(incidents(
+        troubles, outages, events, open_incident=open_inc if first is not None else None,
+        since_offset=since), "incidents"))
     write("incidents", inc, "upsert",
           target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")
