@@ -1,0 +1,95 @@
+"""Where a warm increment's time goes, step by step: one session ingests the same log into N
+new lakes (what most tests and every first run of a cluster do) and the last one is broken
+down by the calls that make Spark work: table creation, work frames, appends, merges, and
+the DataFrame actions (count, first, collect, isEmpty, toArrow) by the kraftlake line that
+asked.
+
+    .venv/bin/python benchmarks/increment_steps.py                    # examples/real-3-broker
+    .venv/bin/python benchmarks/increment_steps.py --log DIR -n 5
+    .venv/bin/python benchmarks/increment_steps.py --set KEY=VALUE    # A/B a Spark setting
+
+The first increment in a session is mostly JVM warm-up (`profile_increment.py` looks at
+that one); from the third on the figures are steady (±2-3 s between lakes). The steps are
+timed by wrapping the methods in this process, so a step's time includes the Spark jobs it
+triggers; `first` calls `collect`, so both show. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import tempfile
+import time
+import traceback
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tests.conftest: the suite's Spark settings
+
+from pyspark.sql.classic.dataframe import DataFrame  # noqa: E402
+from tests.conftest import TEST_SPARK_CONF  # noqa: E402
+
+from kraftlake.config import load_config  # noqa: E402
+from kraftlake.jobs.batch import ingest  # noqa: E402
+from kraftlake.lake.delta import Lake  # noqa: E402
+from kraftlake.lake.work import Work  # noqa: E402
+from kraftlake.spark import get_spark  # noqa: E402
+
+SECONDS: dict[str, float] = defaultdict(float)  # step -> seconds, in first-seen order
+
+
+def timed(cls: type, method: str, label: Callable[[tuple], str]) -> None:
+    """Replace `cls.method` by a wrapper adding its wall time to SECONDS[label(args)]."""
+    inner = getattr(cls, method)
+
+    @functools.wraps(inner)
+    def wrapper(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return inner(self, *args, **kwargs)
+        finally:
+            SECONDS[label(args)] += time.perf_counter() - t0
+
+    setattr(cls, method, wrapper)
+
+
+def caller() -> str:
+    """The innermost kraftlake source line on the stack (who asked for the action)."""
+    frames = [f for f in traceback.extract_stack()[:-3] if "/kraftlake/" in f.filename]
+    return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "?"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--log", type=Path, default=REPO / "examples" / "real-3-broker")
+    ap.add_argument("-n", type=int, default=4, help="increments (new lakes); the last is shown")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="kraftlake-steps-"))
+    conf = {**TEST_SPARK_CONF, **dict(kv.split("=", 1) for kv in args.set)}
+    spark = get_spark(load_config(lake=str(work / "lake")), master="local[2]", extra_conf=conf)
+
+    timed(Lake, "ensure_all", lambda a: "create or check the tables")
+    for method in ("append", "upsert"):
+        timed(Lake, method, lambda a, m=method: f"{m} {a[0]}")
+    timed(Work, "frame", lambda a: f"work frame {a[0]}")
+    for action in ("count", "first", "collect", "isEmpty", "toArrow"):
+        timed(DataFrame, action, lambda a, m=action: f"{m} at {caller()}")
+
+    for i in range(args.n):
+        SECONDS.clear()
+        t0 = time.perf_counter()
+        (res,) = ingest(spark, load_config(lake=str(work / f"lake{i}")), [args.log])
+        took = time.perf_counter() - t0
+        print(f"increment {i + 1}: {took:.1f} s, {res.records} records; the steps below "
+              f"account for {sum(SECONDS.values()):.1f} s (first counts collect twice)")
+    for step, s in SECONDS.items():
+        print(f"  {s:6.2f}  {step}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
