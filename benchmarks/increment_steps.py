@@ -32,12 +32,14 @@ sys.path.insert(0, str(REPO))  # tests.conftest: the suite's Spark settings
 from pyspark.sql.classic.dataframe import DataFrame  # noqa: E402
 from tests.conftest import TEST_SPARK_CONF  # noqa: E402
 
+import kraftlake  # noqa: E402
 from kraftlake.config import load_config  # noqa: E402
 from kraftlake.jobs.batch import ingest  # noqa: E402
 from kraftlake.lake.delta import Lake  # noqa: E402
 from kraftlake.lake.work import Work  # noqa: E402
 from kraftlake.spark import get_spark  # noqa: E402
 
+PACKAGE = str(Path(kraftlake.__file__).parent) + "/"
 SECONDS: dict[str, float] = defaultdict(float)  # step -> seconds, in first-seen order
 
 
@@ -57,8 +59,11 @@ def timed(cls: type, method: str, label: Callable[[tuple], str]) -> None:
 
 
 def caller() -> str:
-    """The innermost kraftlake source line on the stack (who asked for the action)."""
-    frames = [f for f in traceback.extract_stack()[:-3] if "/kraftlake/" in f.filename]
+    """The innermost line of the kraftlake package on the stack (who asked for the action).
+
+    Matched by the package's own directory: a checkout named `kraftlake` holds the venv,
+    and pyspark's frames (`first` calling `collect`) would match a bare "/kraftlake/"."""
+    frames = [f for f in traceback.extract_stack()[:-3] if f.filename.startswith(PACKAGE)]
     return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "?"
 
 
