@@ -25,6 +25,7 @@ MV_3_7_IV2 = 17  # Directories: Partition(Change)Record v1, RegisterBrokerRecord
 MV_FIRST_ELR = 20  # 3.7's unstable ELR level (3.8-IV0); renumbered later
 MV_4_0_IV1 = 23  # ELR capable: Partition(Change)Record v2
 MV_4_1_IV0 = 26  # KAFKA-19522: the last known leader must be acceptable
+MV_4_3_IV0 = 30  # cordoned log dirs: RegisterBrokerRecord v4, BrokerRegistrationChange v3
 MV_LATEST = 27  # 4.1-IV1
 
 MV_NAMES: dict[str, int] = {

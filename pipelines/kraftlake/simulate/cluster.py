@@ -221,6 +221,8 @@ class Simulation:
             d["fenced"] = st.fenced
             if ver >= 1:
                 d["in_controlled_shutdown"] = st.in_controlled_shutdown
+            if ver >= 4:  # `BrokerRegistration.toRecord`: null until the broker reported them
+                d["cordoned_log_dirs"] = c.cordoned_dirs.get(b)
             recs.append(("RegisterBrokerRecord", ver, d))
         for cid in sorted(self.controller_regs):
             recs.append(("RegisterControllerRecord", 0, self.controller_regs[cid]))

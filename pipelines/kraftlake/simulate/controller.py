@@ -53,6 +53,7 @@ from kraftlake.kraft.versions import (
     MV_3_7_IV2,
     MV_4_0_IV1,
     MV_4_1_IV0,
+    MV_4_3_IV0,
     MV_FEATURE,
     partition_record_version,
 )
@@ -124,6 +125,10 @@ class Controller:
         self._topic_seq = 0
         self.broker_dirs: dict[int, str] = {}
         self.incarnations: dict[int, str] = {}
+        # cordoned log dirs each broker last reported (MV >= 4.3-IV0); None = not yet reported
+        # by this incarnation (Kafka's BrokerRegistration starts with null and the broker
+        # sends them only once caught up), so its first caught-up heartbeat writes a record
+        self.cordoned_dirs: dict[int, list[str] | None] = {}
         self.stats: dict[str, int] = {}
 
     # ------------------------------------------------------------ record versions
@@ -306,7 +311,10 @@ class Controller:
                 recs += self._remove_from_isrs(b)
         if b not in self.broker_dirs:
             self.broker_dirs[b] = self._uuid()
-        epoch = self.sink.next_offset() + len(recs)
+        # `QuorumController.registerBroker`: the epoch is the controller's next write offset
+        # when it handles the request, i.e. the offset of the first record written here
+        # (an ISR / ELR clean-up of the previous incarnation comes before the registration)
+        epoch = self.sink.next_offset()
         inc = self._uuid()
         self.incarnations[b] = inc
         data: dict[str, Any] = {
@@ -316,7 +324,9 @@ class Controller:
             "features": self._supported_features(), "rack": None, "fenced": True,
         }
         if self.mv >= MV_3_7_IV2:
-            ver = 3
+            # `MetadataVersion.registerBrokerRecordVersion`: v4 adds CordonedLogDirs, which a
+            # registration leaves null (unknown until the broker's first caught-up heartbeat)
+            ver = 4 if self.mv >= MV_4_3_IV0 else 3
             data["log_dirs"] = [self.broker_dirs[b]]
         elif self.mv >= MV_3_4_IV0:
             ver = 2
@@ -329,6 +339,7 @@ class Controller:
         if ver >= 1:
             data["in_controlled_shutdown"] = False
         recs.append(("RegisterBrokerRecord", ver, data))
+        self.cordoned_dirs[b] = None
         self._count("registrations")
         self.write(recs)
 
@@ -348,14 +359,43 @@ class Controller:
         return self.image.brokers[b].epoch
 
     def unfence(self, b: int) -> list[Step]:
-        """`handleBrokerUnfenced`: unfence record first, then leaderless partitions."""
+        """`handleBrokerUnfenced`: unfence record first, then leaderless partitions.
+
+        From 4.3-IV0 the heartbeat that unfences a broker is a caught-up one, so it also
+        reports the broker's cordoned log dirs (none here); if this incarnation has not
+        reported them before, `processBrokerHeartbeat` writes that change after the
+        unfencing records (`handleDirectoriesCordoned`).
+        """
         recs: list[Rec] = [self._fence_record(b, fence=False)]
         acc = self._acceptor(add=b)
         for tp in self._sorted(self.leaderless):
             d = self._build(tp, acceptable=acc)
             if d.data is not None:
                 recs.append(self._pcr(d.data))
+        if self.cordoned_dirs.get(b) is None:
+            cordon = self._cordoned_record(b, [])
+            if cordon is not None:
+                recs.append(cordon)
         return self.write(recs)
+
+    def report_cordoned_dirs(self, b: int, dirs: list[str] | None = None) -> list[Step]:
+        """A caught-up heartbeat that does not change the broker's state but reports its
+        cordoned log dirs (`RCM.handleDirectoriesCordoned`, MV >= 4.3-IV0): a
+        BrokerRegistrationChangeRecord v3 when they differ from the registration's."""
+        rec = self._cordoned_record(b, list(dirs or []))
+        return self.write([rec]) if rec is not None else []
+
+    def _cordoned_record(self, b: int, dirs: list[str]) -> Rec | None:
+        """`BrokerRegistration.cordonedDirChanged`: unknown (null) always differs; a known
+        list differs when its set of directories does."""
+        if self.mv < MV_4_3_IV0:
+            return None
+        known = self.cordoned_dirs.get(b)
+        if known is not None and set(known) == set(dirs):
+            return None
+        self.cordoned_dirs[b] = list(dirs)
+        return ("BrokerRegistrationChangeRecord", 3, {
+            "broker_id": b, "broker_epoch": self._broker_epoch(b), "cordoned_log_dirs": dirs})
 
     def _fence_record(self, b: int, *, fence: bool) -> Rec:
         epoch = self._broker_epoch(b)
@@ -535,9 +575,13 @@ class Controller:
                      configs: dict[str, str] | None = None, *,
                      assignments: list[list[int]] | None = None,
                      commit: bool = True) -> str | None:
-        """`RCM.createTopic`: configs, TopicRecord, PartitionRecords. Written atomically when
-        it fits one batch, else (MV >= 3.6-IV1) inside a metadata transaction; with
-        commit=False the transaction is left open (the caller aborts it by a failover)."""
+        """`RCM.createTopic`: TopicRecord, its ConfigRecords (each `min.insync.replicas`
+        one followed, with ELR on, by a ClearElrRecord for the topic), PartitionRecords.
+        Kafka before 3.4 (KAFKA-14612) wrote the ConfigRecords first; the order is gated on
+        metadata.version 3.4-IV0, the first level only 3.4+ software can run. Written
+        atomically when it fits one batch, else (MV >= 3.6-IV1) inside a metadata
+        transaction; with commit=False the transaction is left open (the caller aborts it
+        by a failover)."""
         if name in self.image.topic_ids:
             return None
         assignment = assignments or self.place(n_partitions, rf)
@@ -549,11 +593,14 @@ class Controller:
                 return None  # no active replica: InvalidReplicationFactor
             states.append(st)
         tid = self._uuid()
-        recs: list[Rec] = []
-        for k, v in sorted((configs or {}).items()):
-            recs.append(("ConfigRecord", 0, {"resource_type": RESOURCE_TOPIC,
-                                             "resource_name": name, "name": k, "value": v}))
-        recs.append(("TopicRecord", 0, {"name": name, "topic_id": tid}))
+        config_recs: list[Rec] = [
+            ("ConfigRecord", 0, {"resource_type": RESOURCE_TOPIC, "resource_name": name,
+                                 "name": k, "value": v})
+            for k, v in sorted((configs or {}).items())]
+        config_recs += self._clear_elr_records(config_recs)
+        topic_rec: Rec = ("TopicRecord", 0, {"name": name, "topic_id": tid})
+        recs: list[Rec] = [topic_rec, *config_recs] if self.mv >= MV_3_4_IV0 \
+            else [*config_recs, topic_rec]
         for pid, st in enumerate(states):
             recs.append(("PartitionRecord", self.pr_version, self.partition_record(tid, pid, st)))
         self.topic_order.setdefault(tid, self._next_topic_seq())
@@ -606,9 +653,18 @@ class Controller:
         rtype, rname = (RESOURCE_TOPIC, topic) if topic is not None else (RESOURCE_BROKER, "")
         recs: list[Rec] = [("ConfigRecord", 0, {"resource_type": rtype, "resource_name": rname,
                                                 "name": key, "value": value})]
-        if key == MIN_ISR and self.config.elr_enabled:
-            recs.append(("ClearElrRecord", 0, {"topic_name": topic or ""}))
-        return self.write(recs)
+        return self.write(recs + self._clear_elr_records(recs))
+
+    def _clear_elr_records(self, config_recs: list[Rec]) -> list[Rec]:
+        """`ConfigurationControlManager.createClearElrRecordsAsNeeded` (ELR on): one
+        ClearElrRecord per `min.insync.replicas` ConfigRecord, naming the topic for a topic
+        config and all topics ("") otherwise; topic creation goes through it too."""
+        if not self.config.elr_enabled:
+            return []
+        return [("ClearElrRecord", 0,
+                 {"topic_name": d["resource_name"] if d["resource_type"] == RESOURCE_TOPIC
+                  else ""})
+                for _t, _v, d in config_recs if d["name"] == MIN_ISR]
 
 
 __all__ = ["UNCLEAN", "Controller", "ControllerConfig", "ListSink", "Rec", "RecordSink"]
