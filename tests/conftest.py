@@ -72,23 +72,37 @@ SHORT_JOB_CONF = {**TEST_SPARK_CONF,
                   "spark.executor.extraJavaOptions": C1_ONLY}
 
 
-@functools.cache
-def _test_conf_file() -> str:
-    """SHORT_JOB_CONF as a kraftlake YAML file, written once per process."""
+def _conf_file(conf: dict[str, str]) -> str:
+    """`conf` as the Spark settings of a kraftlake YAML file (removed when the process ends)."""
     fd, path = tempfile.mkstemp(prefix="kraftlake-test-", suffix=".yaml")
     with os.fdopen(fd, "w") as fh:
-        yaml.safe_dump({"spark": {"conf": SHORT_JOB_CONF}}, fh)
+        yaml.safe_dump({"spark": {"conf": conf}}, fh)
     atexit.register(os.unlink, path)
     return path
 
 
+@functools.cache
+def _short_job_conf_file() -> str:
+    return _conf_file(SHORT_JOB_CONF)
+
+
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment of a `kraftlake` job a test starts as a process (the Kafka tests'
-    stream and ingests, the S3 and standalone-cluster jobs): `SHORT_JOB_CONF` through
+    live stream, the S3 and standalone-cluster jobs): `SHORT_JOB_CONF` through
     $KRAFTLAKE_CONF. On the standalone cluster TEST_SPARK_CONF took an ingest of the example
     log from 182-190 s to 137-140 s (two runs each). The installed-wheel test runs the demo
     on the built-in defaults, so generated code stays covered."""
-    return {**os.environ, "KRAFTLAKE_CONF": _test_conf_file(), **extra}
+    return {**os.environ, "KRAFTLAKE_CONF": _short_job_conf_file(), **extra}
+
+
+# A `kraftlake` command a test runs in its own process (click's CliRunner) gets the worker's
+# SparkSession, and pyspark's getOrCreate applies the modifiable settings of the command's
+# configuration to that session: with the package defaults, the first in-process command of
+# a worker left every later test on that worker with 8 shuffle partitions and 4 Delta
+# snapshot partitions instead of TEST_SPARK_CONF's 2 and 2. The tests' process reads
+# TEST_SPARK_CONF as its configuration instead (test_wheel.py removes it for the installed
+# demo, which runs the defaults).
+os.environ["KRAFTLAKE_CONF"] = _conf_file(TEST_SPARK_CONF)
 
 
 # ------------------------------------------------------------ running on two workers
