@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import deltalake
 import pyarrow.fs as pafs
 import pytest
 
@@ -70,5 +71,8 @@ def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake) -> None:
     res = cli("maintain", "--lake", lake, "--table", "records", "--table", "partition_timeline",
               "--retention-hours", "0", "--allow-short-retention")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    res = cli("sql", "SELECT count(*) AS n FROM records", "--lake", lake, "--format", "json")
-    assert json.loads(res.stdout) == [{"n": 153}]
+    # compacted and vacuumed, the table still holds every record: read by delta-rs (another
+    # Delta engine, and no fifth JVM start; the CLI's sql on s3a:// was run above)
+    records = deltalake.DeltaTable("s3://kraftlake/lake/records", storage_options={
+        **{k: v for k, v in s3.items() if k.startswith("AWS_")}, "AWS_ALLOW_HTTP": "true"})
+    assert records.to_pyarrow_table(columns=["offset"]).num_rows == 153

@@ -10,24 +10,27 @@ against that view (`kraftlake sql` has its own tests in tests/cli and tests/clus
 
 from __future__ import annotations
 
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import deltalake
 import pytest
+from click.testing import CliRunner
 
-from tests.conftest import cli_env
+from kraftlake.cli import main
 
 from .scenario import Incidents
 
 
 def kraftlake(*args: str) -> str:
-    proc = subprocess.run(["kraftlake", *args], capture_output=True, text=True, timeout=600,
-                          env=cli_env())
-    assert proc.returncode == 0, f"kraftlake {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
+    """`kraftlake ARGS` in this process (click's runner on the real command group). Callers
+    hold the `spark` fixture, so the command runs on the worker's warm session with the
+    tests' settings: a job process of its own cost a JVM start and its compilation, about
+    twice the CPU of the ingest itself on these small logs."""
+    out = CliRunner().invoke(main, list(args), env={"COLUMNS": "200"})
+    assert out.exit_code == 0, f"kraftlake {' '.join(args)}: {out.exception!r}\n{out.output}"
+    return out.stdout
 
 
 def table(lake: Path, name: str, columns: list[str]) -> list[dict[str, Any]]:
@@ -48,7 +51,7 @@ def read_current(lake: Path) -> dict[tuple[str, int], dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def lake(incidents: Incidents, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def lake(spark, incidents: Incidents, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ingest(incidents.controller_log, incidents.cluster.cluster_id,
                   tmp_path_factory.mktemp("lake"))
 
@@ -63,7 +66,8 @@ def test_partition_current_equals_kafka_topics_describe(incidents: Incidents,
     assert_equals_describe(incidents, current)
 
 
-def test_observer_log_gives_kafkas_view_too(incidents: Incidents, tmp_path: Path) -> None:
+def test_observer_log_gives_kafkas_view_too(spark, incidents: Incidents, tmp_path: Path
+                                            ) -> None:
     """A broker's copy of the metadata log (an observer's, written by replication, with its
     own segment rolls and snapshots) ingested alone gives the same current state."""
     observer = ingest(incidents.observer_log, incidents.cluster.cluster_id, tmp_path / "lake")

@@ -27,7 +27,8 @@ def kafka39(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     yield from running_cluster(tmp_path_factory.mktemp("kafka-3.9.1"), "3.9.1", brokers=1)
 
 
-def test_kafka_39_log_decoded_and_ingested(kafka39: KafkaCluster, tmp_path: Path) -> None:
+def test_kafka_39_log_decoded_and_ingested(spark, kafka39: KafkaCluster, tmp_path: Path
+                                           ) -> None:
     c = kafka39
     c.topics("--create", "--topic", "old", "--partitions", "2", "--replication-factor", "1")
     produce(c, "old", 50)

@@ -19,7 +19,9 @@ import deltalake
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from click.testing import CliRunner
 
+from kraftlake.cli import main
 from kraftlake.codec.batch import Batch, scan_batches
 from tests.conftest import cli_env
 
@@ -82,11 +84,13 @@ def test_a_user_topic_partition_is_refused_by_ingest_and_stream(
 
 
 def test_after_the_metadata_log_the_user_topic_is_reported_and_none_of_it_is_kept(
-        incidents: Incidents, orders: Path, tmp_path: Path) -> None:
+        spark, incidents: Incidents, orders: Path, tmp_path: Path) -> None:
+    """In this process, on the worker's session (see test_incidents.kraftlake)."""
     lake, cid = tmp_path / "lake", incidents.cluster.cluster_id
-    out = run("ingest", str(incidents.controller_log), str(orders), "--lake", str(lake),
-              "--cluster-id", cid)
-    assert out.returncode == 1, out  # one input refused, the other ingested
+    out = CliRunner().invoke(main, ["ingest", str(incidents.controller_log), str(orders),
+                                    "--lake", str(lake), "--cluster-id", cid],
+                             env={"COLUMNS": "250"})
+    assert out.exit_code == 1, (out.exception, out.output)  # one refused, the other ingested
     assert "Traceback" not in out.stderr
     table = out.stdout
     assert str(incidents.controller_log) in table and str(orders) in table
