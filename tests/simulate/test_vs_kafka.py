@@ -46,6 +46,7 @@ from kraftlake.kraft.partition import LRS_NO_CHANGE, RECOVERED, RECOVERING
 from kraftlake.kraft.versions import ELR_FEATURE, MV_FEATURE
 from kraftlake.reference.replay import Replay
 from kraftlake.simulate.controller import Controller, ControllerConfig, ListSink
+from tests.conftest import real_log_dirs
 
 LOG = Path(__file__).resolve().parents[2] / "examples" / "real-incident" / "__cluster_metadata-0"
 
@@ -460,3 +461,41 @@ def test_registration_epoch_is_the_first_offset_it_writes():
     assert [r.type for r in written] == ["PartitionChangeRecord", "RegisterBrokerRecord"]
     assert written[0].data["eligible_leader_replicas"] == []
     assert written[1].data["broker_epoch"] == written[0].offset
+
+
+def _creation_orders(log_dir: Path) -> set[tuple[int, bool]]:
+    """(metadata.version, TopicRecord first?) of every topic created with configs in a real
+    log whose metadata.version is known at that point."""
+    segments, _snapshots = list_log_dir(log_dir)
+    recs = [r for seg in segments for _b, rs in iter_file(seg) for r in rs
+            if not r.control and r.type != "NoOpRecord"]
+    out, mv = set(), None
+    for i, r in enumerate(recs):
+        if r.type == "FeatureLevelRecord" and r.data["name"] == MV_FEATURE:
+            mv = r.data["feature_level"]
+        if r.type == "TopicRecord" and mv is not None:
+            after = i + 1 < len(recs) and recs[i + 1].type == "ConfigRecord"
+            before = i > 0 and recs[i - 1].type == "ConfigRecord"
+            if after or before:
+                out.add((mv, after))
+    return out
+
+
+def test_topic_creation_order_of_every_real_cluster():
+    """Beyond the one 4.3.1 log: in every real fixture (Kafka 3.3 to 4.1) a topic created
+    with configs has its TopicRecord first from metadata.version 3.4-IV0 on and its
+    ConfigRecords first below, and the simulator at each of those levels writes that order."""
+    seen: set[tuple[int, bool]] = set()
+    for d in real_log_dirs():
+        seen |= _creation_orders(d)
+    assert {topic_first for _mv, topic_first in seen} == {True, False}, seen  # both eras
+    for mv, topic_first in sorted(seen):
+        c = Controller(ControllerConfig(metadata_version=mv), ListSink())
+        c.bootstrap()
+        c.register_broker(1)
+        c.unfence(1)
+        start = len(c.sink.records)
+        c.create_topic("t", 1, 1, {"cleanup.policy": "compact"})
+        first = [r.type for r in c.sink.records[start:]][:2]
+        assert first == (["TopicRecord", "ConfigRecord"] if topic_first else
+                         ["ConfigRecord", "TopicRecord"]), (mv, topic_first, first)
