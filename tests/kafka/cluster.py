@@ -49,6 +49,14 @@ logger.periodic.level = WARN
 """
 
 
+# Retention of the metadata log by age: in its cleaning pass (at most once a minute) a node
+# deletes the snapshots whose last record is older than this, all but the newest, and the
+# segments wholly before the oldest snapshot it keeps. So the first segments of a scenario
+# are gone before it ends, under a live reader. (`scripts/record_real_incident.py` keeps the
+# whole log: an example starts at offset 0.)
+RETENTION_MS = 120_000
+
+
 class KafkaStartError(RuntimeError):
     """A Kafka node did not start; the message carries the tail of its log."""
 
@@ -174,7 +182,7 @@ class KafkaCluster:
             "metadata.log.segment.ms": 20000,
             "metadata.log.max.record.bytes.between.snapshots": 8192,
             "metadata.log.max.snapshot.interval.ms": 10000,
-            "metadata.max.retention.ms": 3_600_000,
+            "metadata.max.retention.ms": RETENTION_MS,
             "metadata.max.retention.bytes": -1,
             "log.cleaner.dedupe.buffer.size": 1048577 * 2,
             "log.cleaner.threads": 1,
@@ -321,6 +329,11 @@ class KafkaCluster:
         if m is None:
             raise RuntimeError(f"JmxTool printed no Count for {name}:\n{out}")
         return int(float(m.group(1)))
+
+    def log_start(self) -> int:
+        """The base offset of the controller's oldest metadata-log segment (0 until retention
+        deleted one)."""
+        return min(int(f.stem) for f in self.controller.metadata_log.glob("*.log"))
 
     def metadata_files(self) -> list[Path]:
         """Every segment and snapshot of the controller's metadata log, in offset order."""

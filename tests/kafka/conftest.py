@@ -34,11 +34,14 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
 def incidents(kafka: KafkaCluster,
               tmp_path_factory: pytest.TempPathFactory) -> scenario.Incidents:
     """The scenario, with `kraftlake stream` tailing the controller's live log throughout
-    (segment rolls, snapshots and retention happen under it), and Kafka's view after it."""
+    (segment rolls, snapshots and retention deleting the first segments happen under it),
+    and Kafka's view after it."""
     work = tmp_path_factory.mktemp("incidents")
     stream = LiveStream(kafka, work)
     try:
         steps = scenario.run(kafka, work)
+        scenario.wait_for("retention deleting the controller's first segment",
+                          lambda: kafka.log_start() > 0, timeout=240)
         seen = scenario.observe(kafka, steps, work)
         stream.wait_until(LogDirIndex(seen.controller_log).refresh().log_end)
     except (AssertionError, RuntimeError) as exc:

@@ -3,9 +3,11 @@
 The session's cluster ran the incident scenario (scenario.py); Kafka's own view of the end
 state was taken right after (conftest.Incidents): `kafka-topics --describe` per partition,
 the metadata shell on a snapshot written after the scenario, the controller's election
-counters over JMX. Here the controller's log copy goes through `kraftlake ingest`, and its
-tables, read with delta-rs (a second Delta engine, no JVM to start for a read), are held
-against that view (`kraftlake sql` has its own tests in tests/cli and tests/cluster).
+counters over JMX. Two lakes are held against that view: `kraftlake ingest` of a copy of
+the controller's log taken after the scenario (retention had deleted its first segments, so
+it starts at a snapshot), and the lake `kraftlake stream` built while it tailed the live log
+(the whole history). Their tables are read with delta-rs (a second Delta engine, no JVM to
+start for a read; `kraftlake sql` has its own tests in tests/cli and tests/cluster).
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ def test_observer_log_gives_kafkas_view_too(spark, incidents: Incidents, tmp_pat
 
 def test_live_stream_of_the_controller_log_gives_kafkas_view(incidents: Incidents) -> None:
     """`kraftlake stream` tailed the controller's live log while the scenario ran (rolls every
-    16 KiB, snapshots every 10 s): a few triggers after the end its lake is Kafka's view."""
+    16 KiB, snapshots every 10 s, retention after 2 min): a few triggers after the end its
+    lake is Kafka's view."""
     assert incidents.stream_lake is not None
     assert_equals_describe(incidents, read_current(incidents.stream_lake))
 
@@ -120,7 +123,23 @@ def test_partition_current_equals_metadata_shell(incidents: Incidents, current) 
     assert not mismatches, "\n".join(mismatches)
 
 
-def test_election_events_equal_controller_counters(incidents: Incidents, lake: Path) -> None:
+def test_live_stream_read_what_retention_then_deleted(incidents: Incidents) -> None:
+    """Retention deleted the controller's first segments while the scenario ran: the copy
+    taken after it starts at a later offset (ingested above from its snapshot). The stream
+    had read them live: its lake holds every log offset from 0 on, and no gap."""
+    first = min(int(f.stem) for f in incidents.controller_log.glob("*.log"))
+    assert first > 0, "retention deleted no segment"
+    lake = incidents.stream_lake
+    offsets = {r["offset"] for r in table(lake, "records", ["offset", "source"])
+               if r["source"] == "log"}
+    assert set(range(first)) <= offsets, sorted(set(range(first)) - offsets)[:20]
+    gaps = [r for r in table(lake, "quarantine", ["kind", "reason"]) if r["kind"] == "gap"]
+    assert not gaps, gaps
+
+
+def test_election_events_equal_controller_counters(incidents: Incidents) -> None:
+    """The stream's lake (the whole history: the log copy lost its start to retention)."""
+    lake = incidents.stream_lake
     ours = Counter(r["event_type"] for r in table(lake, "partition_events", ["event_type"]))
     kafka = incidents.counters
     assert kafka["UncleanLeaderElectionsPerSec"] >= 2, f"scenario made too few: {kafka}"
