@@ -13,6 +13,7 @@ start for a read; `kraftlake sql` has its own tests in tests/cli and tests/clust
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,30 @@ def test_live_stream_read_what_retention_then_deleted(incidents: Incidents) -> N
     assert set(range(first)) <= offsets, sorted(set(range(first)) - offsets)[:20]
     gaps = [r for r in table(lake, "quarantine", ["kind", "reason"]) if r["kind"] == "gap"]
     assert not gaps, gaps
+
+
+def test_no_partition_change_comes_before_its_partition(incidents: Incidents) -> None:
+    """Kafka writes a ClearElrRecord between a new topic's TopicRecord and its
+    PartitionRecords when the topic has its own min.insync.replicas (`orders`, `elr` here);
+    it clears the partitions that exist then, i.e. none of the new topic's. So no partition
+    change in the lake precedes its partition's first full state (quality's orphan check)."""
+    lake = incidents.stream_lake
+    recs = sorted((r["offset"], r["record_type"]) for r in
+                  table(lake, "records", ["offset", "record_type", "source"])
+                  if r["source"] == "log")
+    assert any(a[1] == "ClearElrRecord" and b[1] == "PartitionRecord"
+               for a, b in pairwise(recs)), "no topic was created with a ClearElrRecord"
+    rows = table(lake, "partition_changes", ["topic_id", "partition_id", "offset", "seq",
+                                             "is_reset", "is_delete", "record_type"])
+    first: dict[tuple[str, int], tuple[int, int]] = {}
+    for r in rows:
+        if r["is_reset"]:
+            k = (r["topic_id"], r["partition_id"])
+            first[k] = min(first.get(k, (r["offset"], r["seq"])), (r["offset"], r["seq"]))
+    early = [r for r in rows if not r["is_reset"] and not r["is_delete"] and (
+        (r["offset"], r["seq"]) < first.get((r["topic_id"], r["partition_id"]), (-1, 0))
+        or (r["topic_id"], r["partition_id"]) not in first)]
+    assert not early, early[:5]
 
 
 def test_election_events_equal_controller_counters(incidents: Incidents) -> None:

@@ -6,8 +6,9 @@ Partition changes keep "absent is not empty": a null state column means unchange
 Kafka refuses (LeaderRecoveryState outside `kraft.partition.LRS_VALUES` /
 `LRS_CHANGE_VALUES`) takes no effect, as in `PartitionRegistration.from_record` / `merge`.
 RemoveTopicRecord is expanded to one delete row per known partition of the topic;
-ClearElrRecord to one clear row (ELR = LastKnownElr = []) per known partition of the named
-topic (all topics for ""); the fold drops the clear rows that change nothing.
+ClearElrRecord to one clear row (ELR = LastKnownElr = []) per partition of the named topic
+(all topics for "") that exists at the record; the fold drops the clear rows that change
+nothing.
 """
 
 from __future__ import annotations
@@ -224,10 +225,19 @@ def partition_changes(rec: DataFrame, known: DataFrame, topic_names: DataFrame,
         F.when(is_pr, F.coalesce(F.col("p.directories"), F.array().cast("array<string>")))
         .otherwise(F.col("p.directories")).alias("directories"),
     )
-    created = direct.filter("is_reset").select(*KEY).distinct()
-    candidates = known.select(*KEY).unionByName(created).distinct().join(
-        topic_names.select("cluster_id", "topic_id", "topic_name"), ["cluster_id", "topic_id"],
-        "left")
+    # A partition exists from before the increment (seeded) or from its first full state in
+    # it (`_since`, in fold order). Kafka replays a ClearElrRecord on the partitions that exist
+    # at that point, and writes one for a topic created with its own min.insync.replicas
+    # between its TopicRecord and its PartitionRecords (ConfigurationControlManager), so a
+    # clear must not reach a partition created after it.
+    first_state = direct.filter("is_reset").groupBy(*KEY).agg(
+        F.min(F.struct("offset", "seq")).alias("_since"))
+    seeded = known.select(*KEY).distinct().withColumn("_seeded", F.lit(True))
+    candidates = (seeded.join(first_state, KEY, "full_outer")
+                  .withColumn("_since", F.when(F.col("_seeded").isNull(), F.col("_since")))
+                  .drop("_seeded")
+                  .join(topic_names.select("cluster_id", "topic_id", "topic_name"),
+                        ["cluster_id", "topic_id"], "left"))
 
     removes = (rec.filter(t == "RemoveTopicRecord")
                .select("cluster_id", _j("topic_id").alias("topic_id"), "offset", "seq",
@@ -240,6 +250,7 @@ def partition_changes(rec: DataFrame, known: DataFrame, topic_names: DataFrame,
                       "offset", "seq", "position", "timestamp", "record_type", "source")
               .join(candidates, ["cluster_id"])
               .filter((F.col("_name") == "") | (F.col("_name") == F.col("topic_name")))
+              .filter(F.col("_since").isNull() | (F.struct("offset", "seq") > F.col("_since")))
               .select(*KEY, "offset", "seq", "position", "timestamp", "record_type", "source",
                       F.lit(False).alias("is_reset"), F.lit(False).alias("is_delete"),
                       F.array().cast(_INTS).alias("eligible_leader_replicas"),
