@@ -54,7 +54,7 @@ logger.periodic.level = WARN
 # segments wholly before the oldest snapshot it keeps. So the first segments of a scenario
 # are gone before it ends, under a live reader. (`scripts/record_real_incident.py` keeps the
 # whole log: an example starts at offset 0.)
-RETENTION_MS = 120_000
+RETENTION_MS = 180_000
 
 
 class KafkaStartError(RuntimeError):

@@ -41,7 +41,7 @@ def incidents(kafka: KafkaCluster,
     try:
         steps = scenario.run(kafka, work)
         scenario.wait_for("retention deleting the controller's first segment",
-                          lambda: kafka.log_start() > 0, timeout=240)
+                          lambda: kafka.log_start() > 0, timeout=300)
         seen = scenario.observe(kafka, steps, work)
         stream.wait_until(LogDirIndex(seen.controller_log).refresh().log_end)
     except (AssertionError, RuntimeError) as exc:

@@ -79,7 +79,7 @@ def test_observer_log_gives_kafkas_view_too(spark, incidents: Incidents, tmp_pat
 
 def test_live_stream_of_the_controller_log_gives_kafkas_view(incidents: Incidents) -> None:
     """`kraftlake stream` tailed the controller's live log while the scenario ran (rolls every
-    16 KiB, snapshots every 10 s, retention after 2 min): a few triggers after the end its
+    16 KiB, snapshots every 10 s, retention after 3 min): a few triggers after the end its
     lake is Kafka's view."""
     assert incidents.stream_lake is not None
     assert_equals_describe(incidents, read_current(incidents.stream_lake))
