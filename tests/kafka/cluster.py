@@ -330,15 +330,16 @@ class KafkaCluster:
             raise RuntimeError(f"JmxTool printed no Count for {name}:\n{out}")
         return int(float(m.group(1)))
 
-    def log_start(self) -> int:
-        """The base offset of the controller's oldest metadata-log segment (0 until retention
-        deleted one)."""
-        return min(int(f.stem) for f in self.controller.metadata_log.glob("*.log"))
-
     def metadata_files(self) -> list[Path]:
         """Every segment and snapshot of the controller's metadata log, in offset order."""
         d = self.controller.metadata_log
         return sorted(list(d.glob("*.log")) + list(d.glob("*.checkpoint")))
+
+
+def log_start(log_dir: Path) -> int:
+    """The base offset of the oldest segment in a `__cluster_metadata-0` directory (0 until
+    retention deleted one)."""
+    return min(int(f.stem) for f in log_dir.glob("*.log"))
 
 
 def running_cluster(root: Path, version: str = "4.3.1", brokers: int = 4

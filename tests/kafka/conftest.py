@@ -22,7 +22,7 @@ from kraftlake.sources.files import LogDirIndex
 from tests.conftest import cli_env
 
 from . import scenario
-from .cluster import KafkaCluster, running_cluster
+from .cluster import KafkaCluster, log_start, running_cluster
 
 
 @pytest.fixture(scope="package")
@@ -41,7 +41,8 @@ def incidents(kafka: KafkaCluster,
     try:
         steps = scenario.run(kafka, work)
         scenario.wait_for("retention deleting the controller's first segment",
-                          lambda: kafka.log_start() > 0, timeout=300)
+                          lambda: log_start(kafka.controller.metadata_log) > 0,
+                          timeout=300)
         seen = scenario.observe(kafka, steps, work)
         stream.wait_until(LogDirIndex(seen.controller_log).refresh().log_end)
     except (AssertionError, RuntimeError) as exc:

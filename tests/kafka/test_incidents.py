@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from kraftlake.cli import main
 
+from .cluster import log_start
 from .scenario import Incidents
 
 
@@ -128,7 +129,7 @@ def test_live_stream_read_what_retention_then_deleted(incidents: Incidents) -> N
     """Retention deleted the controller's first segments while the scenario ran: the copy
     taken after it starts at a later offset (ingested above from its snapshot). The stream
     had read them live: its lake holds every log offset from 0 on, and no gap."""
-    first = min(int(f.stem) for f in incidents.controller_log.glob("*.log"))
+    first = log_start(incidents.controller_log)
     assert first > 0, "retention deleted no segment"
     lake = incidents.stream_lake
     offsets = {r["offset"] for r in table(lake, "records", ["offset", "source"])

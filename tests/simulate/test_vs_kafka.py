@@ -110,9 +110,10 @@ CALLS: dict[str, Callable[[Controller, Cause], object]] = {
 # ---------------------------------------------------------------- reading Kafka's log
 
 
-def kafka_batches() -> list[list[Record]]:
-    """The data records of each batch of the real log (no NoOps, no Raft control records)."""
-    segments, _snapshots = list_log_dir(LOG)
+def kafka_batches(log_dir: Path = LOG) -> list[list[Record]]:
+    """The data records of each batch of a real log's segments (no NoOps, no Raft control
+    records); by default the 4.3.1 log of examples/real-incident."""
+    segments, _snapshots = list_log_dir(log_dir)
     out = []
     for seg in segments:
         for _batch, recs in iter_file(seg):
@@ -466,9 +467,7 @@ def test_registration_epoch_is_the_first_offset_it_writes():
 def _creation_orders(log_dir: Path) -> set[tuple[int, bool]]:
     """(metadata.version, TopicRecord first?) of every topic created with configs in a real
     log whose metadata.version is known at that point."""
-    segments, _snapshots = list_log_dir(log_dir)
-    recs = [r for seg in segments for _b, rs in iter_file(seg) for r in rs
-            if not r.control and r.type != "NoOpRecord"]
+    recs = [r for batch in kafka_batches(log_dir) for r in batch]
     out, mv = set(), None
     for i, r in enumerate(recs):
         if r.type == "FeatureLevelRecord" and r.data["name"] == MV_FEATURE:
