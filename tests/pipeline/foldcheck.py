@@ -1,4 +1,4 @@
-"""Helpers comparing the Spark fold and event detection with the reference replay
+"""Helpers comparing the Spark fold's kernel with the reference replay
 (`kraftlake.reference.replay`) and the ground-truth label rules (`simulate.labels`)."""
 
 from __future__ import annotations
@@ -8,29 +8,31 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kraftlake.detect.events import events
+from kraftlake.fold import kernel
+from kraftlake.fold.context import cluster_contexts
 from kraftlake.fold.silver import committed, configs_of, partition_changes, relevant, topics_of
-from kraftlake.fold.window import fold
 from kraftlake.kraft.partition import STATE_COLUMNS
+from kraftlake.lake.schema import table_schema
 
 STATE_KEYS = list(STATE_COLUMNS)
 
 
 def spark_fold_rows(spark: SparkSession, src: DataFrame) -> list[dict[str, Any]]:
-    """Fold source rows (several clusters at once) -> plain dicts, deletes included.
-
-    The relevant rows are computed once (`localCheckpoint`): every branch of the fold plan
-    would otherwise decode all sources again (the real logs: ~6x the 20 s decode).
-    """
-    return spark_fold_and_events(spark, src, events_too=False)[0]
+    """Fold source rows (several clusters at once) -> plain dicts, deletes included."""
+    return spark_fold_and_events(spark, src)[0]
 
 
-def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: int = 1,
-                          *, events_too: bool = True
+def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: int = 1
                           ) -> tuple[list[dict[str, Any]], list[tuple]]:
     """(fold rows as `spark_fold_rows`, event keys (cluster_id, topic_id, partition_id,
-    offset, event_type)) of source rows, through the same silver / fold / detect functions
-    the increment job calls."""
+    offset, event_type)) of source rows, through the same silver functions and kernel the
+    increment job runs.
+
+    The kernel writes no delete rows: a state that ends with no state after it at that
+    offset ended by a deletion, which is how the rows of a deletion are rebuilt here. The
+    relevant rows are computed once (`localCheckpoint`): every branch of the plan would
+    otherwise decode all sources again.
+    """
     rel = relevant(src).localCheckpoint()
     done, _pending = committed(rel)
     eff = done.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
@@ -39,16 +41,29 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
     empty = spark.createDataFrame([], "cluster_id string, topic_id string, partition_id int")
     none = spark.createDataFrame([], "cluster_id string, topic_id string")
     changes = partition_changes(done, empty, names, none)
-    folded, _orphans = fold(changes)
-    folded = folded.localCheckpoint()
-    rows = folded.select("cluster_id", "topic_id", "partition_id", "offset", "seq",
-                         "record_type", "is_delete", *STATE_KEYS).collect()
-    keys: list[tuple] = []
-    if events_too:
-        evs = events(folded, topics, configs_of(eff), default_min_isr)
-        keys = [tuple(r) for r in evs.select("cluster_id", "topic_id", "partition_id",
-                                              "offset", "event_type").collect()]
-    return [r.asDict() for r in rows], keys
+    out = kernel.run(spark, changes, _empty_like(spark, "partition_current"),
+                     _empty_like(spark, "partition_intervals"),
+                     cluster_contexts(configs_of(eff), topics, default_min_isr)).localCheckpoint()
+    tl = out.filter(F.col("out") == "timeline").select(
+        "cluster_id", "topic_id", "partition_id", "valid_from_offset", "valid_to_offset", "seq",
+        "record_type", *STATE_KEYS).collect()
+    rows, starts = [], {(r.cluster_id, r.topic_id, r.partition_id, r.valid_from_offset)
+                        for r in tl}
+    for r in tl:
+        d = r.asDict()
+        d["offset"] = d.pop("valid_from_offset")
+        to = d.pop("valid_to_offset")
+        rows.append({**d, "is_delete": False})
+        if to is not None and (r.cluster_id, r.topic_id, r.partition_id, to) not in starts:
+            rows.append({"cluster_id": r.cluster_id, "topic_id": r.topic_id,
+                         "partition_id": r.partition_id, "offset": to, "is_delete": True})
+    keys = [tuple(r) for r in out.filter(F.col("out") == "event").select(
+        "cluster_id", "topic_id", "partition_id", "offset", "event_type").collect()]
+    return rows, keys
+
+
+def _empty_like(spark: SparkSession, table: str) -> DataFrame:
+    return spark.createDataFrame([], table_schema(table).spark)
 
 
 def replay_rows(steps) -> list[dict[str, Any]]:

@@ -52,8 +52,7 @@ def report(lake: Path, out: Path, cluster_id: str | None, since: dt.datetime | N
     spark = get_spark(cfg, master=master)
     try:
         path = write_report(spark, Lake(cfg.lake).require(), out, cluster_id=cluster_id,
-                            window=Window(since, until), partitions=chosen,
-                            default_min_isr=cfg.min_insync_replicas_default)
+                            window=Window(since, until), partitions=chosen)
     except ValueError as e:
         raise click.ClickException(str(e)) from e
     size = path.stat().st_size

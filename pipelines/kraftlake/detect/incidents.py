@@ -33,17 +33,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .intervals import (
-    OFFLINE,
-    REASSIGNING,
-    RECOVERING,
-    UNDER_MIN_ISR,
-    UNDER_REPLICATED,
-    duration_ms,
-    intervals,
-)
+from ..fold.silver import KEY
+from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
 
-TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING, REASSIGNING, UNDER_REPLICATED)
+TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, UNDER_REPLICATED)
+INTERVAL_KEY = [*KEY, "kind", "start_offset", "start_seq"]  # partition_intervals' key
 SAME_WRITE_MS = 1000
 OUTAGE_COLUMNS = ["cluster_id", "broker_id", "cause", "start_offset", "start_ts",
                   "end_offset", "end_ts"]
@@ -53,6 +47,11 @@ COLUMNS = ["cluster_id", "incident_id", "start_offset", "start_ts", "end_offset"
            "data_loss_partitions"]
 _OPEN_END = 2**63 - 1  # the end offset of an open trouble, for ordering only
 _INT_ARRAY = "array<int>"
+
+
+def duration_ms(start: Column, end: Column) -> Column:
+    """Milliseconds between two timestamps (null while the end is)."""
+    return ((end.cast("double") - start.cast("double")) * 1000).cast("long")
 
 
 def _last(c: Column, w: Window) -> Column:
@@ -221,13 +220,3 @@ def _with_events(inc: DataFrame, events: DataFrame) -> DataFrame:
             .withColumn("data_loss_partitions", F.coalesce(
                 "data_loss_partitions", F.array().cast("array<string>")))
             .drop("_t"))
-
-
-def from_tables(timeline: DataFrame, configs: DataFrame, brokers: DataFrame, events: DataFrame,
-                topics: DataFrame | None = None, *,
-                default_min_isr: int = 1) -> tuple[DataFrame, DataFrame]:
-    """(partition_intervals, incidents) of whole tables: the batch form, which the report
-    uses on a lake whose increments do not write the two tables."""
-    iv = intervals(timeline, configs, default_min_isr=default_min_isr, topic_names=topics)
-    out = with_same_write_start(broker_outages(brokers), events)
-    return iv, incidents(iv, out, events)

@@ -23,9 +23,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..detect.events import events as detect_events
-from ..detect.incidents import broker_outages, incidents, with_same_write_start
-from ..detect.intervals import INTERVAL_KEY, intervals
+from ..detect.incidents import INTERVAL_KEY, broker_outages, incidents, with_same_write_start
+from ..fold import kernel
+from ..fold.context import cluster_contexts
 from ..fold.reconcile import check_points, reconcile, snapshot_states
 from ..fold.silver import (
     KEY,
@@ -37,7 +37,6 @@ from ..fold.silver import (
     snapshot_removals,
     topics_of,
 )
-from ..fold.window import current_rows, fold, timeline_rows
 from ..lake.delta import Lake, conform, sql_eq
 from ..lake.work import Work
 from ..quality.record_checks import check_records
@@ -247,7 +246,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
                       *[F.coalesce(f"n.{c}", f"o.{c}").alias(c) for c in
                         ["deleted_offset", "deleted_ts"]]))
     # deleted_offset too: a topic deleted by an earlier increment and re-created under the
-    # same name must not inherit the old topic's configs (detect.events.context_at)
+    # same name must not inherit the old topic's configs (fold.context)
     topic_names = work.frame("topic_names", merged.select(
         "cluster_id", "topic_id", "topic_name", "deleted_offset"))
     changed_topics = merged.join(new_topics.select("cluster_id", "topic_id"),
@@ -309,39 +308,46 @@ def _restore_gold_counts(res: IncrementResult, meta: dict[str, str] | None) -> N
 
 def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_isr_default,
           write, say, work):
-    """Silver partition changes -> timeline, events, reconciliation, current states.
+    """Silver partition changes -> timeline, events, intervals, reconciliation, incidents,
+    current states.
 
-    `seed` is the lake as pinned at the increment's start: the fold continues from the
-    current states it held then. Frames used twice are computed once (`work.frame`).
+    `seed` is the lake as pinned at the increment's start: the kernel continues from the
+    current states and open intervals it held then. The kernel's output is computed once
+    (`work.frame`); every gold table is a slice of it.
     """
     cid = res.cluster_id
-    say("fold: partition timeline")
+    say("fold: partition changes")
     cur_df = _cluster(seed.read(spark, "partition_current"), cid)
     seed_keys = cur_df.select(*KEY)
-    # the table's rows are the fold's input too (they hold every column it reads)
+    # the table's rows are the kernel's input too (they hold every column it reads)
     changes = work.frame("partition_changes", conform(partition_changes(
         done, seed_keys, topic_names, live).unionByName(
         snapshot_removals(done, seed_keys), allowMissingColumns=True), "partition_changes"))
     res.changes = changes.count()
     write("partition_changes", changes, count=res.changes)
+    say("kernel: timeline, events, intervals")
     touched = changes.select(*KEY).distinct()
-    seed_states = cur_df.join(touched, KEY, "left_semi")
-    folded, orphans = fold(changes, seed_states)
-    folded = work.frame("folded", folded)
-    if res.changes:
-        res.orphans = orphans.count()
-    tl = work.frame("partition_timeline",
-                    conform(timeline_rows(folded, topic_names), "partition_timeline"))
-    res.timeline = tl.count()
+    open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
+        F.col("end_offset").isNull())
+    ctx = cluster_contexts(configs, topic_names, min_isr_default)
+    out = work.frame("kernel", kernel.run(
+        spark, changes, cur_df.join(touched, KEY, "left_semi"),
+        open_iv.join(touched, KEY, "left_semi"), ctx))
+    counts = {(r["out"], r["event_type"]): r["count"]
+              for r in out.groupBy("out", "event_type").count().collect()}
+    res.timeline = counts.get(("timeline", None), 0)
+    res.orphans = counts.get(("orphan", None), 0)
+    res.event_counts = {e: n for (o, e), n in counts.items() if o == "event"}
+    res.events = sum(res.event_counts.values())
+
+    def part(kind: str) -> DataFrame:
+        return out.filter(F.col("out") == kind)
+
+    tl = conform(part("timeline"), "partition_timeline")
     # Only current states are ever closed, so the merge reads the current partition alone.
     write("partition_timeline", tl, "upsert", count=res.timeline,
           target_filter=f"t.is_current = true AND {_same_cluster(cid)}")
-    say("detect: events")
-    ev = work.frame("partition_events", conform(
-        detect_events(folded, topic_names, configs, min_isr_default), "partition_events"))
-    res.event_counts = {r[0]: r[1] for r in ev.groupBy("event_type").count().collect()}
-    res.events = sum(res.event_counts.values())
-    write("partition_events", ev, count=res.events)
+    write("partition_events", conform(part("event"), "partition_events"), count=res.events)
     points = check_points(src)
     lo, hi = points.agg(F.min("snapshot_end_offset"), F.max("snapshot_end_offset")).first()
     if lo is not None:
@@ -358,38 +364,39 @@ def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_
             reconcile(snapshot_states(src), points, old), "snapshot_reconciliation"))
         res.mismatches = m.count()
         write("snapshot_reconciliation", m, "upsert", count=res.mismatches)
-    _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_default, write,
-            say, work)
+    iv = conform(part("interval"), "partition_intervals")
+    # asked before this run writes: a run stopped between the two commits wrote them already
+    rerun = seed.committed("partition_intervals", res.app_id, res.version)
+    write("partition_intervals", iv, "upsert", count=counts.get(("interval", None), 0),
+          target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")
+    _incidents(spark, seed, iv, open_iv, conform(part("event"), "partition_events"), brokers,
+               res, rerun, write, say, work)
     say("current: partition_current")
-    live_rows, gone = current_rows(folded, topic_names)
-    write("partition_current", live_rows, "upsert",
-          delete_keys=gone, target_filter=_same_cluster(cid),
+    write("partition_current", conform(part("timeline").filter("is_current"),
+                                       "partition_current"), "upsert",
+          delete_keys=part("gone").select(*KEY), target_filter=_same_cluster(cid),
           metadata=_gold_counts(res))
 
 
-def _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_default, write,
-            say, work):
-    """partition_intervals and incidents of this increment, upserted on their keys.
+def _incidents(spark, seed, iv, open_iv, ev, brokers, res, rerun, write, say, work):
+    """incidents of this increment, upserted on their key.
 
-    Inputs grow with the increment, not the lake: the new timeline rows (with the states
-    they closed), the intervals and the incident still open at the increment's start (the
-    merges touch open rows only), the events from that incident's start on (Delta skips
-    older files by their offset statistics) and the cluster's broker records (silver, one
-    row per broker state change).
+    Inputs grow with the increment, not the lake: the intervals this increment wrote and
+    those still open at its start, the incident still open at its start (the merge touches
+    open rows only), the events from that incident's start on (Delta skips older files by
+    their offset statistics) and the cluster's broker records (silver, one row per broker
+    state change).
     """
     cid, since = res.cluster_id, res.start_offset
     if since is None:  # no log record: nothing can open or close
         return
-    say("detect: intervals and incidents")
-    # asked before this run writes: a run stopped between the two commits wrote them already
-    rerun = seed.committed("partition_intervals", res.app_id, res.version)
-    open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
-        F.col("end_offset").isNull())
-    iv = work.frame("partition_intervals", conform(intervals(
-        tl, configs, default_min_isr=min_isr_default, open_intervals=open_iv,
-        topic_names=topic_names), "partition_intervals"))
-    write("partition_intervals", iv, "upsert",
-          target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")
+    say("detect: incidents")
+    if rerun:  # a run stopped after that commit: the table holds this increment's intervals
+        troubles = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
+            F.col("end_offset").isNull() | (F.col("end_offset") >= since))
+    else:  # what the table will hold: open at the start or ended in this increment
+        troubles = open_iv.join(iv.select(*INTERVAL_KEY), INTERVAL_KEY, "left_anti"
+                                ).unionByName(iv)
     open_inc = _cluster(seed.read(spark, "incidents"), cid).filter(
         F.col("end_offset").isNull())
     first = open_inc.agg(F.min("start_offset")).first()[0]
@@ -399,12 +406,6 @@ def _health(spark, seed, tl, ev, configs, topic_names, brokers, res, min_isr_def
     outages = with_same_write_start(broker_outages(brokers), events).filter(
         (F.col("start_offset") >= since) | F.col("end_offset").isNull()
         | (F.col("end_offset") >= since))
-    if rerun:  # the table already holds this increment's intervals (open ones moved on)
-        troubles = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
-            F.col("end_offset").isNull() | (F.col("end_offset") >= since))
-    else:  # what the table will hold: open at the start or ended in this increment
-        troubles = open_iv.join(iv.select(*INTERVAL_KEY), INTERVAL_KEY, "left_anti"
-                                ).unionByName(iv)
     inc = work.frame("incidents", conform(incidents(
         troubles, outages, events, open_incident=open_inc if first is not None else None,
         since_offset=since), "incidents"))

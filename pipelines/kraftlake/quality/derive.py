@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..detect.incidents import from_tables
 from ..kraft.partition import LRS_CHANGE_VALUES, LRS_VALUES, RECOVERING
 from ..kraft.records import LEADER_CHANGE
 from ..lake.delta import Lake
@@ -310,32 +309,6 @@ def partition_events_frame(spark: SparkSession, lake: Lake, now: datetime) -> Da
         {"recovery_started_offset": rec, "recovery_duration_ms": rec}))
 
 
-def health_tables(spark: SparkSession, lake: Lake, cluster_id: str | None = None,
-                  default_min_isr: int = 1) -> tuple[DataFrame, DataFrame, bool]:
-    """(`partition_intervals`, `incidents`, computed?) of the lake (one cluster if given).
-
-    Read when the tables have rows; otherwise computed from the lake's other tables by
-    `detect.incidents.from_tables` (the increments create both tables empty and do not write
-    them yet; on a lake whose increments do, an empty table computes to the same nothing).
-    """
-    def read(name: str) -> DataFrame:
-        df = lake.read(spark, name)
-        return df if cluster_id is None else df.filter(F.col("cluster_id") == cluster_id)
-
-    iv, inc = read("partition_intervals"), read("incidents")
-    if _any(iv) or _any(inc):
-        return iv, inc, False
-    iv, inc = from_tables(*(read(t) for t in (
-        "partition_timeline", "configs", "brokers", "partition_events", "topics")),
-        default_min_isr=default_min_isr)
-    return iv, inc, True
-
-
-def _health_table(spark: SparkSession, lake: Lake, name: str) -> DataFrame:
-    iv, inc, _ = health_tables(spark, lake)
-    return iv if name == "partition_intervals" else inc
-
-
 def partition_intervals_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_intervals` with its sequence invariants.
 
@@ -345,7 +318,7 @@ def partition_intervals_frame(spark: SparkSession, lake: Lake, now: datetime) ->
     the state it starts with); `dq_starts_on_timeline`: a timeline state starts at
     (start_offset, start_seq).
     """
-    df = _health_table(spark, lake, "partition_intervals")
+    df = lake.read(spark, "partition_intervals")
     w = Window.partitionBy(*PKEY, "kind").orderBy("start_offset", "start_seq")
     prev_end = F.lag("end_offset").over(w)
     has_prev = F.lag("start_offset").over(w).isNotNull()
@@ -372,7 +345,7 @@ def incidents_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame
     after this one starts), `dq_counts_mismatch` (parallel arrays of different length, a
     type counting more partitions than the incident affects, more data-loss partitions
     than unclean elections)."""
-    df = _health_table(spark, lake, "incidents")
+    df = lake.read(spark, "incidents")
     w = Window.partitionBy("cluster_id").orderBy("start_offset")
     prev_end = F.lag("end_offset").over(w)
     has_prev = F.lag("start_offset").over(w).isNotNull()

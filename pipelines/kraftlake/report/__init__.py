@@ -14,8 +14,8 @@ from .page import render
 
 
 def write_report(spark: SparkSession, lake: Lake, out: Path, *, cluster_id: str | None = None,
-                 window: Window | None = None, partitions: list[tuple[str, int]] | None = None,
-                 default_min_isr: int = 1) -> Path:
+                 window: Window | None = None,
+                 partitions: list[tuple[str, int]] | None = None) -> Path:
     """Write the report of one cluster of `lake` to `out`; `cluster_id` may be omitted when
     the lake holds one cluster."""
     if cluster_id is None:
@@ -24,7 +24,7 @@ def write_report(spark: SparkSession, lake: Lake, out: Path, *, cluster_id: str 
             raise ValueError(f"the lake holds {len(ids)} clusters; choose one of: "
                              f"{', '.join(ids) or '(none)'}")
         cluster_id = ids[0]
-    data = load(spark, lake, cluster_id, window or Window(), partitions, default_min_isr)
+    data = load(spark, lake, cluster_id, window or Window(), partitions)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(data, dt.datetime.now(dt.UTC)), encoding="utf-8")
     return out

@@ -1,9 +1,5 @@
 """What the incident report shows, read from the lake with Spark and collected (small: one
 cluster's incidents, intervals, broker records and the chosen partitions' states).
-
-The report reads `partition_intervals` and `incidents` when the lake has their rows, else
-computes them from the lake's other tables with the same functions the increments use
-(`quality.derive.health_tables`).
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..lake.delta import Lake
-from ..quality.derive import health_tables
 
 TOP_PARTITIONS = 10
 # events that say a partition was hurt (creation, deletion and recoveries do not)
@@ -50,7 +45,6 @@ class ReportData:
     incident_events: dict[str, list[dict[str, Any]]]  # incident id -> its notable events
     partitions: list[tuple[str, int]]  # (topic_name, partition_id) shown in detail
     states: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
-    computed: bool = False  # intervals/incidents computed, not read from their tables
 
 
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
@@ -63,15 +57,14 @@ def clusters(spark: SparkSession, lake: Lake) -> list[str]:
 
 
 def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
-         partitions: list[tuple[str, int]] | None = None,
-         default_min_isr: int = 1) -> ReportData:
+         partitions: list[tuple[str, int]] | None = None) -> ReportData:
     """Everything the report shows for one cluster; `partitions` default: the TOP_PARTITIONS
     partitions with the most harmful events in the window."""
     def read(name: str) -> DataFrame:
         return lake.read(spark, name).filter(F.col("cluster_id") == cluster_id)
 
     events = read("partition_events")
-    iv, inc, computed = health_tables(spark, lake, cluster_id, default_min_isr)
+    iv, inc = read("partition_intervals"), read("incidents")
     incidents = [i for i in _rows(inc.orderBy("start_offset"))
                  if window.overlaps(i["start_ts"], i["end_ts"])]
     intervals = _rows(iv.filter(F.col("kind").isin("offline", "under_min_isr", "recovering"))
@@ -97,7 +90,7 @@ def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
         partitions = [(r.topic_name, r.partition_id) for r in top]
     states = _states(read("partition_timeline"), partitions)
     return ReportData(cluster_id, window, first, last, incidents, intervals, brokers, unclean,
-                      incident_events, partitions, states, computed)
+                      incident_events, partitions, states)
 
 
 def _incident_events(events: DataFrame, incidents: list[dict[str, Any]]

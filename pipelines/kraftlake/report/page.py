@@ -103,8 +103,6 @@ def render(data: ReportData, generated: dt.datetime) -> str:
     """The whole page."""
     w = data.window
     span = f"{_t(w.since or data.first_ts)} .. {_t(w.until or data.last_ts)}"
-    src = ("computed from partition_timeline, partition_events, brokers and configs"
-           if data.computed else "read from the partition_intervals and incidents tables")
     inc_rows = [[f"<a href='#{escape(i['incident_id'])}'>{escape(i['incident_id'])}</a>",
                  _t(i["start_ts"]), _dur(i["duration_ms"]), escape(_cause(i)),
                  ", ".join(map(str, i["brokers"])), str(i["partitions_affected"]),
@@ -114,7 +112,8 @@ def render(data: ReportData, generated: dt.datetime) -> str:
     body = [
         f"<h1>kraftlake incident report: cluster {escape(data.cluster_id)}</h1>",
         f"<p class='muted'>{escape(span)} UTC. Generated {_t(generated)} UTC; incidents "
-        f"and intervals {escape(src)}. The grouping rule is in kraftlake's README "
+        "and intervals read from the partition_intervals and incidents tables. The grouping "
+        "rule is in kraftlake's README "
         "(Incidents: the grouping rule).</p>",
         "<h2>Cluster over time</h2>", _figure(cluster_figure(data), "cluster"),
         f"<h2>Incidents ({len(data.incidents)})</h2>",

@@ -1,0 +1,335 @@
+"""The per-partition kernel: silver partition changes -> timeline, events, intervals.
+
+One partition's changes, in offset order, after its seed (the state `partition_current`
+held, and the intervals still open for it), are folded by plain Python with Kafka's rules
+from `kraft/`: `PartitionRegistration.from_record` / `merge` / `clear_elr` apply a record,
+`kraft.events.step_events` names the events of each step, `kraft.troubles.trouble_kinds`
+the troubles of each state. One pass emits every gold row of the partition:
+
+* `timeline`: every new state, with its validity (closed by the next state or by the
+  partition's deletion; open and `is_current` when last), and the seed once it is closed.
+  The seed's key (valid_from_offset, seq) is the one `partition_current` holds, which is
+  the timeline row the previous increment left current: closing it is an upsert on it;
+* `event`: `partition_events` rows;
+* `interval`: runs of consecutive timeline states in one trouble kind (a run that goes on
+  from the seed keeps the start of the interval the lake holds open);
+* `gone`: the partition was deleted (its `partition_current` row goes);
+* `orphan`: a change to a partition that does not exist (counted, not folded).
+
+Spark distributes the rule, it does not re-express it: `run` repartitions the rows by
+partition key, sorts them, and calls `fold_rows` through `mapInArrow`; the cluster context
+(min.insync.replicas and metadata.version histories, topic names) is a broadcast value.
+Kafka refuses a partition record of an unknown topic and a delete of a partition that does
+not exist, so do these rules: silver keeps only rows of live topics, and here a delete of a
+missing partition changes nothing, a change to one is an orphan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from functools import partial
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from ..kraft.configs import partition_min_isr
+from ..kraft.events import CHANGED, CREATED, DELETED, ELR_CLEARED, RESET, SNAPSHOT, step_events
+from ..kraft.partition import (
+    LRS_NO_CHANGE,
+    NO_LEADER_CHANGE,
+    RECOVERING,
+    STATE_COLUMNS,
+    PartitionRegistration,
+)
+from ..kraft.records import CLEAR_ELR_RECORD
+from ..kraft.troubles import KINDS, trouble_kinds
+from ..lake.schema import table_schema
+from .context import ClusterContext, History
+from .silver import KEY
+
+SEED, OPEN_INTERVAL, CHANGE = 0, 1, 2  # `_role` of an input row; seeds sort first
+OUTPUTS = ("timeline", "event", "interval", "gone", "orphan")
+STATE = list(STATE_COLUMNS)
+_TABLES = ("partition_timeline", "partition_events", "partition_intervals")
+
+
+def output_schema() -> T.StructType:
+    """`out` (one of OUTPUTS) and the union of the three tables' columns: each output row
+    fills the columns of its table (`lake.delta.conform` selects them)."""
+    fields = [T.StructField("out", T.StringType())]
+    seen = {"out"}
+    for name in _TABLES:
+        for f in table_schema(name).spark.fields:
+            if f.name not in seen:
+                seen.add(f.name)
+                fields.append(T.StructField(f.name, f.dataType))
+    return T.StructType(fields)
+
+
+# ---------------------------------------------------------------- one partition
+
+
+def _state_of(row: dict[str, Any]) -> PartitionRegistration:
+    return PartitionRegistration.from_record({k: row[k] for k in STATE if row[k] is not None})
+
+
+def _state_columns(st: PartitionRegistration | None) -> dict[str, Any]:
+    if st is None:
+        return dict.fromkeys(STATE)
+    return {"leader": st.leader, "leader_epoch": st.leader_epoch,
+            "partition_epoch": st.partition_epoch, "isr": list(st.isr),
+            "eligible_leader_replicas": list(st.eligible_leader_replicas),
+            "last_known_elr": list(st.last_known_elr), "replicas": list(st.replicas),
+            "adding_replicas": list(st.adding_replicas),
+            "removing_replicas": list(st.removing_replicas),
+            "leader_recovery_state": st.leader_recovery_state,
+            "directories": list(st.directories)}
+
+
+def _step_kind(row: dict[str, Any], before: PartitionRegistration | None) -> str:
+    if row["is_delete"]:
+        return DELETED
+    if row["is_reset"]:
+        if row["seq"] != 0:
+            return SNAPSHOT
+        return CREATED if before is None else RESET
+    return ELR_CLEARED if row["record_type"] == CLEAR_ELR_RECORD else CHANGED
+
+
+def _added(new: Iterable[int], old: Iterable[int]) -> list[int]:
+    return sorted(set(new) - set(old))
+
+
+def _event_row(base: dict[str, Any], row: dict[str, Any], event: str, detection: str | None,
+               b: PartitionRegistration | None, a: PartitionRegistration | None,
+               min_isr: int | None, since: tuple[int, int] | None) -> dict[str, Any]:
+    pb, pa_ = _state_columns(b), _state_columns(a)
+    b_elr, a_elr = pb["eligible_leader_replicas"] or [], pa_["eligible_leader_replicas"] or []
+    b_lk, a_lk = pb["last_known_elr"] or [], pa_["last_known_elr"] or []
+    recovered = event == "recovery_completed" and since is not None
+    return {**base, "out": "event", "offset": row["offset"], "seq": row["seq"],
+            "timestamp": row["timestamp"], "event_type": event, "detection": detection,
+            "record_type": row["record_type"],
+            "prev_leader": pb["leader"], "new_leader": pa_["leader"],
+            "prev_isr": pb["isr"], "new_isr": pa_["isr"],
+            "prev_eligible_leader_replicas": pb["eligible_leader_replicas"],
+            "new_eligible_leader_replicas": pa_["eligible_leader_replicas"],
+            "prev_last_known_elr": pb["last_known_elr"],
+            "new_last_known_elr": pa_["last_known_elr"],
+            "elr_added": _added(a_elr, b_elr), "elr_removed": _added(b_elr, a_elr),
+            "last_known_elr_added": _added(a_lk, b_lk),
+            "last_known_elr_removed": _added(b_lk, a_lk),
+            "prev_leader_recovery_state": pb["leader_recovery_state"],
+            "new_leader_recovery_state": pa_["leader_recovery_state"],
+            "prev_replicas": pb["replicas"], "new_replicas": pa_["replicas"],
+            "min_isr": None if a is None else partition_min_isr(min_isr, len(a.replicas)),
+            "recovery_started_offset": since[0] if recovered else None,
+            "recovery_duration_ms": _ms(since[1], row["timestamp"]) if recovered else None}
+
+
+def _ms(start_us: int | None, end_us: int | None) -> int | None:
+    """Milliseconds between two microsecond timestamps (None while either is)."""
+    if start_us is None or end_us is None:
+        return None
+    return int((end_us - start_us) / 1000)
+
+
+def fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator[dict[str, Any]]:
+    """Every output row of one partition; `rows` in (role, offset, seq) order."""
+    first = rows[0]
+    name = ctx.topic_names.get(first["topic_id"])
+    base = {"cluster_id": first["cluster_id"], "topic_id": first["topic_id"],
+            "partition_id": first["partition_id"], "topic_name": name}
+    state: PartitionRegistration | None = None
+    since: tuple[int, int] | None = None  # (offset, ts) RECOVERING began
+    states: list[dict[str, Any]] = []  # timeline rows, each with its `_state` and `_ctx`
+    open_starts: dict[str, tuple[int, int, int]] = {}
+    last_delete = False
+    for row in rows:
+        role = row["_role"]
+        if role == OPEN_INTERVAL:
+            open_starts[row["kind"]] = (row["start_offset"], row["start_seq"], row["start_ts"])
+            continue
+        if role == SEED:
+            state = _state_of(row)
+            if state.leader_recovery_state == RECOVERING:
+                since = (row["recovering_since_offset"], row["recovering_since_ts"])
+            states.append({**row, "_seed": True, "_state": state})
+            continue
+        kind = _step_kind(row, state)
+        off, seq = row["offset"], row["seq"]
+        if kind == DELETED:
+            if state is None:
+                continue  # only a partition that exists can end
+            if states:
+                _close(states[-1], row)
+            if seq == 0:
+                yield _event_row(base, row, "partition_deleted", row["record_type"], state,
+                                 None, None, None)
+            state, since, last_delete = None, None, True
+            continue
+        if kind in (CHANGED, ELR_CLEARED) and state is None:
+            yield {**base, "out": "orphan", "offset": off, "seq": seq,
+                   "record_type": row["record_type"]}
+            continue
+        if kind == ELR_CLEARED:
+            if not state.elr_clear_changes:
+                continue  # Kafka writes nothing for it: no step
+            new = state.clear_elr()
+        elif kind == CHANGED:
+            new, _problem = state.merge(
+                {k: row[k] for k in STATE if row[k] is not None})
+        else:
+            new = _state_of(row)
+        min_isr = ctx.min_isr(name, off, seq)
+        if seq == 0:
+            leader_field = row["leader"] if kind == CHANGED and row["leader"] is not None \
+                else NO_LEADER_CHANGE
+            lrs_field = row["leader_recovery_state"] if kind == CHANGED and \
+                row["leader_recovery_state"] is not None else LRS_NO_CHANGE
+            for event, detection in step_events(
+                    kind, state, new, min_isr=min_isr, metadata_version=ctx.mv(off, seq),
+                    leader_field=leader_field, lrs_field=lrs_field):
+                yield _event_row(base, row, event, detection, state, new, min_isr, since)
+        if new.leader_recovery_state != RECOVERING:
+            since = None
+        elif state is None or state.leader_recovery_state != RECOVERING:
+            since = (off, row["timestamp"])
+        if states:
+            _close(states[-1], row)
+        states.append({**row, "_seed": False, "_state": new, "_min_isr": min_isr,
+                       "recovering_since_offset": since and since[0],
+                       "recovering_since_ts": since and since[1]})
+        state, last_delete = new, False
+    if last_delete:
+        yield {**base, "out": "gone"}
+    if states and not (states[0]["_seed"] and "_to" not in states[0]):  # a seed alone: as was
+        yield from (_timeline_row(base, s) for s in states)
+        yield from _intervals(base, states, open_starts, ctx, name)
+
+
+def _close(st: dict[str, Any], by: dict[str, Any]) -> None:
+    st["_to"] = (by["offset"], by["timestamp"])
+
+
+def _timeline_row(base: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
+    to = s.get("_to")
+    return {**base, "out": "timeline", "valid_from_offset": s["offset"], "seq": s["seq"],
+            "valid_from_ts": s["timestamp"], "valid_to_offset": to and to[0],
+            "valid_to_ts": to and to[1], "is_current": to is None,
+            "record_type": s["record_type"], "source": s["source"],
+            **_state_columns(s["_state"]),
+            "recovering_since_offset": s["recovering_since_offset"],
+            "recovering_since_ts": s["recovering_since_ts"]}
+
+
+def _intervals(base: dict[str, Any], states: list[dict[str, Any]],
+               open_starts: dict[str, tuple[int, int, int]], ctx: ClusterContext,
+               name: str | None) -> Iterator[dict[str, Any]]:
+    """Maximal runs of consecutive states in each trouble kind. A run that includes the
+    first state continues the interval the lake holds open for that kind (its start)."""
+    bad = [trouble_kinds(s["_state"], s["_min_isr"] if "_min_isr" in s else
+                         ctx.min_isr(name, s["offset"], s["seq"])) for s in states]
+    for kind in KINDS:
+        start: tuple[int, int, int] | None = None
+        end: tuple[int, int] | None = None
+        for i, s in enumerate(states):
+            if kind in bad[i]:
+                if start is None:
+                    start = open_starts.get(kind) if i == 0 and kind in open_starts else (
+                        s["offset"], s["seq"], s["timestamp"])
+                end = s.get("_to")
+            elif start is not None:
+                yield _interval_row(base, kind, start, end)
+                start = None
+        if start is not None:
+            yield _interval_row(base, kind, start, end)
+
+
+def _interval_row(base: dict[str, Any], kind: str, start: tuple[int, int, int],
+                  end: tuple[int, int] | None) -> dict[str, Any]:
+    return {**base, "out": "interval", "kind": kind, "start_offset": start[0],
+            "start_seq": start[1], "start_ts": start[2], "end_offset": end and end[0],
+            "end_ts": end and end[1], "duration_ms": _ms(start[2], end and end[1])}
+
+
+# ---------------------------------------------------------------- Arrow in, Arrow out
+
+
+def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
+    """Rows of Arrow batches as dicts; timestamps as integer microseconds."""
+    for b in batches:
+        cols = [(c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
+                for c in b.columns]
+        names = b.schema.names
+        for values in zip(*cols, strict=True):
+            yield dict(zip(names, values, strict=True))
+
+
+def _batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    arrays = []
+    for f in schema:
+        values = [r.get(f.name) for r in rows]
+        if pa.types.is_timestamp(f.type):
+            arrays.append(pa.array(values, pa.int64()).cast(f.type))
+        else:
+            arrays.append(pa.array(values, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def fold_rows(rows: Iterable[dict[str, Any]], contexts: dict[str, ClusterContext]
+              ) -> Iterator[dict[str, Any]]:
+    """`fold_partition` over rows sorted by partition key (then role, offset, seq)."""
+    empty = ClusterContext({}, {}, History(), History(), 1)
+    group: list[dict[str, Any]] = []
+    key = None
+    for row in rows:
+        k = (row["cluster_id"], row["topic_id"], row["partition_id"])
+        if k != key and group:
+            yield from fold_partition(group, contexts.get(group[0]["cluster_id"], empty))
+            group = []
+        key = k
+        group.append(row)
+    if group:
+        yield from fold_partition(group, contexts.get(group[0]["cluster_id"], empty))
+
+
+def _fold_batches(bc, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
+                  batch_rows: int = 20_000) -> Iterator[pa.RecordBatch]:
+    out: list[dict[str, Any]] = []
+    for r in fold_rows(_rows(batches), bc.value):
+        out.append(r)
+        if len(out) >= batch_rows:
+            yield _batch(out, schema)
+            out = []
+    if out:
+        yield _batch(out, schema)
+
+
+def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
+        contexts: dict[str, ClusterContext]) -> DataFrame:
+    """The kernel's output rows (`output_schema`) for `changes` (partition_changes rows),
+    `seeds` (partition_current rows of the partitions they touch) and `open_intervals`
+    (partition_intervals rows with no end, of the same partitions); `contexts`: per cluster id
+    (`fold.context.cluster_contexts`)."""
+    rows = changes.select(*KEY, F.lit(CHANGE).alias("_role"), "offset", "seq", "timestamp",
+                          "record_type", "source", "is_reset", "is_delete", *STATE)
+    seed = seeds.select(*KEY, F.lit(SEED).alias("_role"),
+                        F.col("valid_from_offset").alias("offset"), "seq",
+                        F.col("valid_from_ts").alias("timestamp"), "record_type", "source",
+                        F.lit(True).alias("is_reset"), F.lit(False).alias("is_delete"),
+                        *STATE, "recovering_since_offset", "recovering_since_ts")
+    opened = open_intervals.select(*KEY, F.lit(OPEN_INTERVAL).alias("_role"), "kind",
+                                   "start_offset", "start_seq", "start_ts")
+    every = rows.unionByName(seed, allowMissingColumns=True).unionByName(
+        opened, allowMissingColumns=True)
+    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    ordered = every.repartition(n, *KEY).sortWithinPartitions(*KEY, "_role", "offset", "seq")
+    schema = output_schema()
+    arrow = to_arrow_schema(schema, timezone=spark.conf.get("spark.sql.session.timeZone"))
+    bc = spark.sparkContext.broadcast(contexts)
+    return ordered.mapInArrow(partial(_fold_batches, bc, arrow), schema)

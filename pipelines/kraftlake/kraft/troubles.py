@@ -1,0 +1,41 @@
+"""The kinds of trouble a partition state can be in (rows of `partition_intervals`).
+
+Judged on one full state with the topic's configured min.insync.replicas in force:
+
+* `offline`: no leader (Kafka's OfflinePartitionsCount);
+* `under_min_isr`: |isr| < min(min.insync.replicas, |replicas|) (`configs.partition_min_isr`,
+  the broker's UnderMinIsrPartitionCount); never when min.insync.replicas is unparseable;
+* `recovering`: LeaderRecoveryState RECOVERING (after an unclean election, until the new
+  leader has rebuilt its ISR);
+* `reassigning`: adding or removing replicas non-empty;
+* `single_isr`: one ISR member while more replicas are assigned;
+* `under_replicated`: |isr| < |replicas| (UnderReplicatedPartitions, per partition): what
+  keeps an incident open after its brokers are back, until their replicas caught up.
+"""
+
+from __future__ import annotations
+
+from .events import under_min_isr
+from .partition import NO_LEADER, RECOVERING, PartitionRegistration
+
+OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND = "offline", "under_min_isr", "recovering"
+REASSIGNING, SINGLE_ISR, UNDER_REPLICATED = "reassigning", "single_isr", "under_replicated"
+KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, SINGLE_ISR, UNDER_REPLICATED)
+
+
+def trouble_kinds(state: PartitionRegistration, min_isr: int | None) -> set[str]:
+    """The kinds of trouble `state` is in (see the module docstring)."""
+    out = set()
+    if state.leader == NO_LEADER:
+        out.add(OFFLINE)
+    if under_min_isr(min_isr, state):
+        out.add(UNDER_MIN_ISR)
+    if state.leader_recovery_state == RECOVERING:
+        out.add(RECOVERING_KIND)
+    if state.reassigning:
+        out.add(REASSIGNING)
+    if len(state.isr) == 1 and len(state.replicas) > 1:
+        out.add(SINGLE_ISR)
+    if len(state.isr) < len(state.replicas):
+        out.add(UNDER_REPLICATED)
+    return out
