@@ -154,12 +154,13 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
 
 
 # Stage messages of one increment (jobs/increment.py), in the order they come; each one is
-# said after the commits of the stage before it: "bronze:" before `records` and `quarantine`,
-# "silver:" before `topics`, `brokers`, `configs`, "fold:" before `partition_changes` and
-# `partition_timeline`, "detect:" before `partition_events`, "current:" before
-# `partition_current`. Each lasts seconds (Spark computes), so a kill drawn within 8 s of
-# one of the first five still finds the job running.
-STAGES = ["decode:", "bronze:", "silver:", "fold:", "detect:"]
+# said after the commits of the stage before it: "fold:" and "kernel:" before any commit,
+# "bronze:" after `partition_events`, before `records` and `quarantine`, "silver:" before
+# `brokers` and `configs`, "detect:" after `partition_changes`, `partition_timeline` and
+# `partition_intervals`, before `incidents`, "current:" before `partition_current`. Each
+# lasts seconds (Spark computes), so a kill drawn within 8 s of one of the first six still
+# finds the job running.
+STAGES = ["decode:", "fold:", "kernel:", "bronze:", "silver:", "detect:"]
 MAX_DELAY = 8.0
 
 

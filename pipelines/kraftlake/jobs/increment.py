@@ -9,7 +9,10 @@ Write order matters for that argument: `partition_current` (the seed of the next
 is written after everything derived from the old seed; `topics` after it, because the gold
 layer needs the topics alive *before* the increment, which a re-run can only read back while
 `topics` has not committed yet (once `partition_current` has, gold is not recomputed:
-its counts come back from that commit's metadata); `ingest_progress` last.
+its counts come back from that commit's metadata); `ingest_progress` last. Within those
+bounds `partition_events` commits first, as soon as the kernel has run: it is what someone
+watching a stream waits for, and nothing it is computed from is a table this increment
+writes.
 """
 
 from __future__ import annotations
@@ -48,8 +51,8 @@ from ..quality.record_checks import check_records
 # The frames derived from it are kept as files instead (`Work.frame`).
 SPILL = StorageLevel.DISK_ONLY
 
-ORDER = ["records", "quarantine", "brokers", "configs", "partition_changes",
-         "partition_timeline", "partition_events", "snapshot_reconciliation",
+ORDER = ["partition_events", "records", "quarantine", "brokers", "configs", "partition_changes",
+         "partition_timeline", "snapshot_reconciliation",
          "partition_intervals", "incidents", "partition_current", "topics", "ingest_progress"]
 ALWAYS_COMMITTED = ("partition_current", "ingest_progress")  # even when empty: markers
 GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
@@ -200,25 +203,10 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # quarantined with the reason and kept out of silver and gold (nothing is dropped).
     checked, invalid = check_records(records)
 
-    # ---- bronze
-    say("bronze: records")
-    res.records = records.count()
-    write("records", records, count=res.records)
-    problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
-        "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),
-        F.when(F.col("row_kind") == "record", F.lit(-1)).otherwise(
-            F.coalesce("byte_position", F.lit(-1))).alias("byte_position"),
-        "offset", "end_offset",
-        F.when(F.col("row_kind") == "record", F.lit("undecodable")).otherwise(
-            F.coalesce("problem_kind", "row_kind")).alias("kind"),
-        F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"))
-    problems = problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
-                                        "offset"])
-    res.quarantined = write("quarantine", problems.unionByName(invalid))
-
-    # ---- records held back by an open transaction last time are read again from bronze
+    # ---- silver frames (written after bronze; the kernel needs them first)
     prev = cluster_progress(seed, cid)  # the increment before this one, whichever job wrote it
     pend_from = prev.get("pending_txn_from") if prev else None
+    # records held back by an open transaction last time are read again from bronze
     if pend_from is not None and res.start_offset is not None and pend_from < res.start_offset:
         back = _cluster(seed.read(spark, "records"), cid).filter(
             (F.col("offset") >= pend_from) & (F.col("offset") < res.start_offset)
@@ -232,9 +220,6 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     done = work.frame("committed", done)
     pend = pending.first()
     res.pending_txn_from = pend["pending_txn_from"] if pend else None
-
-    # ---- silver
-    say("silver: topics, brokers, configs")
     effective = done.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
     old_topics = _cluster(seed.read(spark, "topics"), cid)
     new_topics = topics_of(effective)
@@ -252,22 +237,46 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     changed_topics = merged.join(new_topics.select("cluster_id", "topic_id"),
                                  ["cluster_id", "topic_id"], "left_semi")
     new_brokers = brokers_of(effective)
-    write("brokers", new_brokers)
     new_cfg = configs_of(effective)
-    write("configs", new_cfg)
     configs = _cluster(seed.read(spark, "configs"), cid).unionByName(new_cfg).distinct()
 
-    if lake.committed("partition_current", app_id, version):
+    # ---- the kernel, and the events first: what someone watching a stream waits for
+    gold_done = lake.committed("partition_current", app_id, version)
+    if not gold_done:
+        live = old_topics.filter(F.col("deleted_offset").isNull()).select(
+            "cluster_id", "topic_id")
+        gold = _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default,
+                     write, say, work)
+
+    # ---- bronze
+    say("bronze: records")
+    res.records = records.count()
+    write("records", records, count=res.records)
+    problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
+        "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),
+        F.when(F.col("row_kind") == "record", F.lit(-1)).otherwise(
+            F.coalesce("byte_position", F.lit(-1))).alias("byte_position"),
+        "offset", "end_offset",
+        F.when(F.col("row_kind") == "record", F.lit("undecodable")).otherwise(
+            F.coalesce("problem_kind", "row_kind")).alias("kind"),
+        F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"))
+    problems = problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
+                                        "offset"])
+    res.quarantined = write("quarantine", problems.unionByName(invalid))
+
+    # ---- silver
+    say("silver: brokers, configs")
+    write("brokers", new_brokers)
+    write("configs", new_cfg)
+
+    if gold_done:
         res.skipped += ["partition_changes", "partition_timeline", "partition_events",
                         "snapshot_reconciliation", "partition_intervals", "incidents",
                         "partition_current"]
         _restore_gold_counts(res, lake.commit_metadata("partition_current", app_id, version))
     else:
-        live = old_topics.filter(F.col("deleted_offset").isNull()).select(
-            "cluster_id", "topic_id")
         brokers = _cluster(seed.read(spark, "brokers"), cid).unionByName(new_brokers)
-        _gold(spark, seed, src, done, topic_names, live, configs, brokers, res,
-              min_isr_default, write, say, work)
+        _gold(spark, seed, src, gold, brokers, res, write, say, work)
     write("topics", changed_topics, "upsert")
 
     say("progress: ingest_progress")
@@ -306,10 +315,22 @@ def _restore_gold_counts(res: IncrementResult, meta: dict[str, str] | None) -> N
     res.event_counts = json.loads(meta.get("kraftlake.event_counts", "{}"))
 
 
-def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_isr_default,
-          write, say, work):
-    """Silver partition changes -> timeline, events, intervals, reconciliation, incidents,
-    current states.
+@dataclass
+class _Kernel:
+    """The kernel's inputs and output of one increment, read by the later gold writes."""
+
+    changes: DataFrame  # partition_changes rows (a work frame)
+    out: DataFrame  # the kernel's rows (a work frame, `fold.kernel.output_schema`)
+    open_iv: DataFrame  # the cluster's intervals open at the increment's start
+    intervals: int  # interval rows the kernel emitted
+
+    def part(self, kind: str) -> DataFrame:
+        return self.out.filter(F.col("out") == kind)
+
+
+def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, write, say,
+          work) -> _Kernel:
+    """Silver partition changes, then the kernel over them, and `partition_events`.
 
     `seed` is the lake as pinned at the increment's start: the kernel continues from the
     current states and open intervals it held then. The kernel's output is computed once
@@ -323,31 +344,35 @@ def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_
     changes = work.frame("partition_changes", conform(partition_changes(
         done, seed_keys, topic_names, live).unionByName(
         snapshot_removals(done, seed_keys), allowMissingColumns=True), "partition_changes"))
-    res.changes = changes.count()
-    write("partition_changes", changes, count=res.changes)
     say("kernel: timeline, events, intervals")
     touched = changes.select(*KEY).distinct()
     open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
         F.col("end_offset").isNull())
-    ctx = cluster_contexts(configs, topic_names, min_isr_default)
     out = work.frame("kernel", kernel.run(
         spark, changes, cur_df.join(touched, KEY, "left_semi"),
-        open_iv.join(touched, KEY, "left_semi"), ctx))
+        open_iv.join(touched, KEY, "left_semi"),
+        cluster_contexts(configs, topic_names, min_isr_default)))
     counts = {(r["out"], r["event_type"]): r["count"]
               for r in out.groupBy("out", "event_type").count().collect()}
     res.timeline = counts.get(("timeline", None), 0)
     res.orphans = counts.get(("orphan", None), 0)
     res.event_counts = {e: n for (o, e), n in counts.items() if o == "event"}
     res.events = sum(res.event_counts.values())
+    k = _Kernel(changes, out, open_iv, counts.get(("interval", None), 0))
+    write("partition_events", conform(k.part("event"), "partition_events"), count=res.events)
+    return k
 
-    def part(kind: str) -> DataFrame:
-        return out.filter(F.col("out") == kind)
 
-    tl = conform(part("timeline"), "partition_timeline")
+def _gold(spark, seed, src, k: _Kernel, brokers, res, write, say, work):
+    """The other gold tables, from the kernel's output: partition_changes, the timeline,
+    reconciliation, intervals, incidents, and last the current states."""
+    cid = res.cluster_id
+    res.changes = k.changes.count()
+    write("partition_changes", k.changes, count=res.changes)
+    tl = conform(k.part("timeline"), "partition_timeline")
     # Only current states are ever closed, so the merge reads the current partition alone.
     write("partition_timeline", tl, "upsert", count=res.timeline,
           target_filter=f"t.is_current = true AND {_same_cluster(cid)}")
-    write("partition_events", conform(part("event"), "partition_events"), count=res.events)
     points = check_points(src)
     lo, hi = points.agg(F.min("snapshot_end_offset"), F.max("snapshot_end_offset")).first()
     if lo is not None:
@@ -358,23 +383,23 @@ def _gold(spark, seed, src, done, topic_names, live, configs, brokers, res, min_
             (F.col("valid_from_offset") <= hi - 1)
             & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo - 1)))
         if res.timeline:  # rows rewritten by this increment replace the old ones
-            k = [*KEY, "valid_from_offset", "seq"]
-            old = old.join(tl.select(*k), k, "left_anti").unionByName(tl)
+            key = [*KEY, "valid_from_offset", "seq"]
+            old = old.join(tl.select(*key), key, "left_anti").unionByName(tl)
         m = work.frame("snapshot_reconciliation", conform(
             reconcile(snapshot_states(src), points, old), "snapshot_reconciliation"))
         res.mismatches = m.count()
         write("snapshot_reconciliation", m, "upsert", count=res.mismatches)
-    iv = conform(part("interval"), "partition_intervals")
+    iv = conform(k.part("interval"), "partition_intervals")
     # asked before this run writes: a run stopped between the two commits wrote them already
     rerun = seed.committed("partition_intervals", res.app_id, res.version)
-    write("partition_intervals", iv, "upsert", count=counts.get(("interval", None), 0),
+    write("partition_intervals", iv, "upsert", count=k.intervals,
           target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")
-    _incidents(spark, seed, iv, open_iv, conform(part("event"), "partition_events"), brokers,
-               res, rerun, write, say, work)
+    _incidents(spark, seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
+               brokers, res, rerun, write, say, work)
     say("current: partition_current")
-    write("partition_current", conform(part("timeline").filter("is_current"),
+    write("partition_current", conform(k.part("timeline").filter("is_current"),
                                        "partition_current"), "upsert",
-          delete_keys=part("gone").select(*KEY), target_filter=_same_cluster(cid),
+          delete_keys=k.part("gone").select(*KEY), target_filter=_same_cluster(cid),
           metadata=_gold_counts(res))
 
 
