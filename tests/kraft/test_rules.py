@@ -20,10 +20,10 @@ from kraftlake.kraft.configs import (
     partition_min_isr,
     resolve_min_isr,
 )
+from kraftlake.kraft.events import under_min_isr
 from kraftlake.kraft.partition import InvalidRecord, PartitionRegistration
 from kraftlake.reference.replay import CREATED, Replay
 from kraftlake.simulate.controller import Controller, ControllerConfig, ListSink
-from kraftlake.simulate.labels import under_min_isr
 
 TID = "AAAAAAAAAAAAAAAAAAAAZA"
 

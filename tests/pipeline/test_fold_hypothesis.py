@@ -11,7 +11,7 @@ Begin, open at the end) and values Kafka refuses (LeaderRecoveryState outside it
 
 Expected: the states of `kraftlake.reference.replay` (Kafka's rules from `kraftlake.kraft`,
 one record at a time) and the events of `simulate.labels.step_events` on its steps (the
-ground-truth rules). Got: `fold.silver` -> `fold.window` -> `detect.events`, as the
+ground-truth rules). Got: `fold.silver` -> `fold.kernel` (through Spark), as the
 increment job runs them.
 
 Hypothesis generates the logs (`EXAMPLES` of them); they are all folded in one Spark job,

@@ -1,1 +1,1 @@
-"""Flagged partition events, derived from the folded timeline with lag() (no per-row Python)."""
+"""Incidents: partition intervals, events and broker outages grouped by what caused them."""

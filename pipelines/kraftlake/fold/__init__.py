@@ -1,1 +1,1 @@
-"""Folding the metadata log into per-partition state (reference replay and its invariants)."""
+"""Silver partition changes, and the per-partition kernel that folds them into the gold rows."""

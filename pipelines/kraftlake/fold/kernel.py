@@ -77,9 +77,11 @@ def _state_of(row: dict[str, Any]) -> PartitionRegistration:
     return PartitionRegistration.from_record({k: row[k] for k in STATE if row[k] is not None})
 
 
-def _state_columns(st: PartitionRegistration | None) -> dict[str, Any]:
-    if st is None:
-        return dict.fromkeys(STATE)
+_NO_STATE = dict.fromkeys(STATE)
+
+
+def _state_columns(st: PartitionRegistration) -> dict[str, Any]:
+    """The state's columns as the tables hold them (lists, not tuples)."""
     return {"leader": st.leader, "leader_epoch": st.leader_epoch,
             "partition_epoch": st.partition_epoch, "isr": list(st.isr),
             "eligible_leader_replicas": list(st.eligible_leader_replicas),
@@ -100,16 +102,20 @@ def _step_kind(row: dict[str, Any], before: PartitionRegistration | None) -> str
     return ELR_CLEARED if row["record_type"] == CLEAR_ELR_RECORD else CHANGED
 
 
-def _added(new: Iterable[int], old: Iterable[int]) -> list[int]:
-    return sorted(set(new) - set(old))
+def _added(new: list[int] | None, old: list[int] | None) -> list[int]:
+    """Members of `new` not in `old`, sorted (None: no state, no members)."""
+    if not new:
+        return []
+    return sorted(set(new) - set(old or ()))
 
 
 def _event_row(base: dict[str, Any], row: dict[str, Any], event: str, detection: str | None,
-               b: PartitionRegistration | None, a: PartitionRegistration | None,
-               min_isr: int | None, since: tuple[int, int] | None) -> dict[str, Any]:
-    pb, pa_ = _state_columns(b), _state_columns(a)
-    b_elr, a_elr = pb["eligible_leader_replicas"] or [], pa_["eligible_leader_replicas"] or []
-    b_lk, a_lk = pb["last_known_elr"] or [], pa_["last_known_elr"] or []
+               pb: dict[str, Any], pa_: dict[str, Any], min_isr: int | None,
+               since: tuple[int, int] | None) -> dict[str, Any]:
+    """A `partition_events` row; `pb` / `pa_` the state columns before and after."""
+    b_elr, a_elr = pb["eligible_leader_replicas"], pa_["eligible_leader_replicas"]
+    b_lk, a_lk = pb["last_known_elr"], pa_["last_known_elr"]
+    replicas = pa_["replicas"]
     recovered = event == "recovery_completed" and since is not None
     return {**base, "out": "event", "offset": row["offset"], "seq": row["seq"],
             "timestamp": row["timestamp"], "event_type": event, "detection": detection,
@@ -126,7 +132,7 @@ def _event_row(base: dict[str, Any], row: dict[str, Any], event: str, detection:
             "prev_leader_recovery_state": pb["leader_recovery_state"],
             "new_leader_recovery_state": pa_["leader_recovery_state"],
             "prev_replicas": pb["replicas"], "new_replicas": pa_["replicas"],
-            "min_isr": None if a is None else partition_min_isr(min_isr, len(a.replicas)),
+            "min_isr": None if replicas is None else partition_min_isr(min_isr, len(replicas)),
             "recovery_started_offset": since[0] if recovered else None,
             "recovery_duration_ms": _ms(since[1], row["timestamp"]) if recovered else None}
 
@@ -145,6 +151,7 @@ def fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator[
     base = {"cluster_id": first["cluster_id"], "topic_id": first["topic_id"],
             "partition_id": first["partition_id"], "topic_name": name}
     state: PartitionRegistration | None = None
+    cols = _NO_STATE  # the columns of `state`, computed once per state
     since: tuple[int, int] | None = None  # (offset, ts) RECOVERING began
     states: list[dict[str, Any]] = []  # timeline rows, each with its `_state` and `_ctx`
     open_starts: dict[str, tuple[int, int, int]] = {}
@@ -156,9 +163,11 @@ def fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator[
             continue
         if role == SEED:
             state = _state_of(row)
+            cols = _state_columns(state)
             if state.leader_recovery_state == RECOVERING:
                 since = (row["recovering_since_offset"], row["recovering_since_ts"])
-            states.append({**row, "_seed": True, "_state": state})
+            states.append(_entry(row, state, cols, True, None, row["recovering_since_offset"],
+                                 row["recovering_since_ts"]))
             continue
         kind = _step_kind(row, state)
         off, seq = row["offset"], row["seq"]
@@ -168,9 +177,9 @@ def fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator[
             if states:
                 _close(states[-1], row)
             if seq == 0:
-                yield _event_row(base, row, "partition_deleted", row["record_type"], state,
-                                 None, None, None)
-            state, since, last_delete = None, None, True
+                yield _event_row(base, row, "partition_deleted", row["record_type"], cols,
+                                 _NO_STATE, None, None)
+            state, cols, since, last_delete = None, _NO_STATE, None, True
             continue
         if kind in (CHANGED, ELR_CLEARED) and state is None:
             yield {**base, "out": "orphan", "offset": off, "seq": seq,
@@ -186,6 +195,7 @@ def fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator[
         else:
             new = _state_of(row)
         min_isr = ctx.min_isr(name, off, seq)
+        new_cols = _state_columns(new)
         if seq == 0:
             leader_field = row["leader"] if kind == CHANGED and row["leader"] is not None \
                 else NO_LEADER_CHANGE
@@ -194,22 +204,32 @@ def fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator[
             for event, detection in step_events(
                     kind, state, new, min_isr=min_isr, metadata_version=ctx.mv(off, seq),
                     leader_field=leader_field, lrs_field=lrs_field):
-                yield _event_row(base, row, event, detection, state, new, min_isr, since)
+                yield _event_row(base, row, event, detection, cols, new_cols, min_isr, since)
         if new.leader_recovery_state != RECOVERING:
             since = None
         elif state is None or state.leader_recovery_state != RECOVERING:
             since = (off, row["timestamp"])
         if states:
             _close(states[-1], row)
-        states.append({**row, "_seed": False, "_state": new, "_min_isr": min_isr,
-                       "recovering_since_offset": since and since[0],
-                       "recovering_since_ts": since and since[1]})
-        state, last_delete = new, False
+        states.append(_entry(row, new, new_cols, False, min_isr, since and since[0],
+                             since and since[1]))
+        state, cols, last_delete = new, new_cols, False
     if last_delete:
         yield {**base, "out": "gone"}
     if states and not (states[0]["_seed"] and "_to" not in states[0]):  # a seed alone: as was
         yield from (_timeline_row(base, s) for s in states)
         yield from _intervals(base, states, open_starts, ctx, name)
+
+
+def _entry(row: dict[str, Any], state: PartitionRegistration, cols: dict[str, Any], seed: bool,
+           min_isr: int | None, since_offset: int | None, since_ts: int | None
+           ) -> dict[str, Any]:
+    """A state of the partition's timeline, as `_timeline_row` and `_intervals` read it."""
+    return {"offset": row["offset"], "seq": row["seq"], "timestamp": row["timestamp"],
+            "record_type": row["record_type"], "source": row["source"], "_state": state,
+            "_cols": cols,
+            "_seed": seed, "_min_isr": min_isr, "recovering_since_offset": since_offset,
+            "recovering_since_ts": since_ts}
 
 
 def _close(st: dict[str, Any], by: dict[str, Any]) -> None:
@@ -222,7 +242,7 @@ def _timeline_row(base: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
             "valid_from_ts": s["timestamp"], "valid_to_offset": to and to[0],
             "valid_to_ts": to and to[1], "is_current": to is None,
             "record_type": s["record_type"], "source": s["source"],
-            **_state_columns(s["_state"]),
+            **s["_cols"],
             "recovering_since_offset": s["recovering_since_offset"],
             "recovering_since_ts": s["recovering_since_ts"]}
 
@@ -232,8 +252,8 @@ def _intervals(base: dict[str, Any], states: list[dict[str, Any]],
                name: str | None) -> Iterator[dict[str, Any]]:
     """Maximal runs of consecutive states in each trouble kind. A run that includes the
     first state continues the interval the lake holds open for that kind (its start)."""
-    bad = [trouble_kinds(s["_state"], s["_min_isr"] if "_min_isr" in s else
-                         ctx.min_isr(name, s["offset"], s["seq"])) for s in states]
+    bad = [trouble_kinds(s["_state"], ctx.min_isr(name, s["offset"], s["seq"]) if s["_seed"]
+                         else s["_min_isr"]) for s in states]
     for kind in KINDS:
         start: tuple[int, int, int] | None = None
         end: tuple[int, int] | None = None
@@ -270,15 +290,23 @@ def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
             yield dict(zip(names, values, strict=True))
 
 
-def _batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
-    arrays = []
-    for f in schema:
-        values = [r.get(f.name) for r in rows]
-        if pa.types.is_timestamp(f.type):
-            arrays.append(pa.array(values, pa.int64()).cast(f.type))
-        else:
-            arrays.append(pa.array(values, f.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+def _batches(rows: list[dict[str, Any]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """One record batch per kind of output row; a kind's rows hold only its table's columns
+    (`out` and the partition included), the others are nulls."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_kind.setdefault(r["out"], []).append(r)
+    for rs in by_kind.values():
+        present = rs[0].keys()
+        arrays = []
+        for f in schema:
+            if f.name not in present:
+                arrays.append(pa.nulls(len(rs), f.type))
+            elif pa.types.is_timestamp(f.type):
+                arrays.append(pa.array([r[f.name] for r in rs], pa.int64()).cast(f.type))
+            else:
+                arrays.append(pa.array([r[f.name] for r in rs], f.type))
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def fold_rows(rows: Iterable[dict[str, Any]], contexts: dict[str, ClusterContext]
@@ -304,10 +332,10 @@ def _fold_batches(bc, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
     for r in fold_rows(_rows(batches), bc.value):
         out.append(r)
         if len(out) >= batch_rows:
-            yield _batch(out, schema)
+            yield from _batches(out, schema)
             out = []
     if out:
-        yield _batch(out, schema)
+        yield from _batches(out, schema)
 
 
 def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,

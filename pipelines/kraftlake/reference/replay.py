@@ -45,6 +45,14 @@ from kraftlake.kraft.configs import (
     resolve_min_isr,
     unclean_enabled,
 )
+from kraftlake.kraft.events import (  # step kinds
+    CHANGED,
+    CREATED,
+    DELETED,
+    ELR_CLEARED,
+    RESET,
+    SNAPSHOT,
+)
 from kraftlake.kraft.partition import InvalidRecord, PartitionRegistration
 from kraftlake.kraft.records import (
     BEGIN_TRANSACTION,
@@ -53,14 +61,6 @@ from kraftlake.kraft.records import (
     marker_refusal,
 )
 from kraftlake.kraft.versions import ELR_FEATURE, MV_FEATURE
-
-# Step kinds
-CREATED = "created"  # PartitionRecord for a partition that did not exist
-RESET = "reset"  # PartitionRecord for an existing partition (kraft-semantics 1.1)
-CHANGED = "changed"  # PartitionChangeRecord
-ELR_CLEARED = "elr_cleared"  # ClearElrRecord touched this partition
-DELETED = "deleted"  # RemoveTopicRecord
-SNAPSHOT = "snapshot"  # loaded from a snapshot (full reset)
 
 
 @dataclass(slots=True)

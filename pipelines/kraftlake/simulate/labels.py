@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftlake.kraft.configs import partition_min_isr
-from kraftlake.kraft.events import EVENT_TYPES
+from kraftlake.kraft.events import EVENT_TYPES, elr_changed, under_min_isr
 from kraftlake.kraft.partition import (
     LRS_NO_CHANGE,
     NO_LEADER,
@@ -30,13 +29,6 @@ from kraftlake.reference.replay import CHANGED, CREATED, DELETED, ELR_CLEARED, R
 _EMPTY = PartitionRegistration(replicas=(), isr=())
 
 
-def under_min_isr(min_isr: int | None, state: PartitionRegistration) -> bool:
-    """Fewer ISR members than the broker's effective min ISR of this partition
-    (`kraft.configs.partition_min_isr`); never when min.insync.replicas is unknown."""
-    m = partition_min_isr(min_isr, len(state.replicas))
-    return m is not None and len(state.isr) < m
-
-
 def step_events(step: Step) -> list[str]:
     """The events of one partition step, in EVENT_TYPES order."""
     if step.kind == CREATED:
@@ -48,7 +40,7 @@ def step_events(step: Step) -> list[str]:
     if step.kind == DELETED:
         return ["partition_deleted"]
     if step.kind == ELR_CLEARED:
-        return ["elr_change"] if _elr_changed(step.before or _EMPTY, step.after) else []
+        return ["elr_change"] if elr_changed(step.before or _EMPTY, step.after) else []
     if step.kind not in (CHANGED, RESET) or step.before is None:
         return []
     b, a = step.before, step.after
@@ -70,7 +62,7 @@ def step_events(step: Step) -> list[str]:
         out.add("unclean_election")
     if b.leader_recovery_state == RECOVERING and a.leader_recovery_state == RECOVERED:
         out.add("recovery_completed")
-    if _elr_changed(b, a):
+    if elr_changed(b, a):
         out.add("elr_change")
     if moved and a.leader >= 0 and not unclean:
         if a.leader in b.eligible_leader_replicas and not b.isr:
@@ -97,11 +89,6 @@ def step_events(step: Step) -> list[str]:
         # a reassignment whose ISR already covered the target completes in its first record
         out.update(("reassignment_started", "reassignment_completed"))
     return [e for e in EVENT_TYPES if e in out]
-
-
-def _elr_changed(b: PartitionRegistration, a: PartitionRegistration) -> bool:
-    return set(b.eligible_leader_replicas) != set(a.eligible_leader_replicas) or \
-        set(b.last_known_elr) != set(a.last_known_elr)
 
 
 def label_line(step: Step, events: list[str]) -> dict[str, Any]:
