@@ -19,7 +19,8 @@
    outage if it has one (leaders drop a silent follower from their ISRs after
    replica.lag.time.max.ms, before the controller fences it at the session timeout, so the
    shrinks a crash causes come first), else its first trouble.
-4. The incident's events are the partition events whose offset lies in [start, end].
+4. The incident's events are the partition events whose offset lies in [start, end]: found
+   by bisection over the incidents' starts (they do not overlap), not by a join.
 
 Incremental: an increment passes the troubles it created or closed, the troubles still open
 in the lake, the incident still open (at most one per cluster: troubles open at the same
@@ -30,8 +31,14 @@ trouble carried over joins it; its id is its start, so it is updated by an upser
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..fold.silver import KEY
 from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
@@ -189,12 +196,49 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
         "duration_ms", duration_ms(F.col("start_ts"), F.col("end_ts"))).select(*COLUMNS)
 
 
+def _assign(bc, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Each event's incident id (null: in none), by bisection over its cluster's spans."""
+    for b in batches:
+        ids = np.full(b.num_rows, None, dtype=object)
+        clusters = np.array(b.column(0).to_pylist(), dtype=object)
+        offsets = b.column(1).to_numpy(zero_copy_only=False)
+        for cid in set(clusters):
+            found = bc.value.get(cid)
+            if found is None:
+                continue
+            starts, ends, names = found
+            idx = np.flatnonzero(clusters == cid)
+            at = np.searchsorted(starts, offsets[idx], side="right") - 1
+            inside = (at >= 0) & (offsets[idx] <= ends[np.maximum(at, 0)])
+            ids[idx[inside]] = names[at[inside]]
+        yield pa.RecordBatch.from_arrays([*b.columns, pa.array(ids, pa.string())],
+                                         names=[*b.schema.names, "incident_id"])
+
+
 def _with_events(inc: DataFrame, events: DataFrame) -> DataFrame:
-    """Add the event aggregates of each incident (events with start <= offset <= end)."""
-    span = inc.select("cluster_id", "incident_id", F.col("start_offset").alias("_s"),
-                      F.coalesce("end_offset", F.lit(_OPEN_END)).alias("_e"))
-    ev = events.join(F.broadcast(span), "cluster_id").filter(
-        (F.col("offset") >= F.col("_s")) & (F.col("offset") <= F.col("_e")))
+    """Add the event aggregates of each incident (events with start <= offset <= end).
+
+    Incidents of one cluster never overlap, so an event belongs to the one with the greatest
+    start at or before its offset, if that one has not ended before it: a bisection over
+    the incidents' sorted starts (a broadcast value, one small list per cluster) finds it in
+    the executors, with no join of events and incidents.
+    """
+    spans: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    rows = sorted(inc.select("cluster_id", "start_offset", "end_offset", "incident_id")
+                  .collect(), key=lambda r: (r.cluster_id, r.start_offset))
+    for cid in {r.cluster_id for r in rows}:
+        mine = [r for r in rows if r.cluster_id == cid]
+        spans[cid] = (np.array([r.start_offset for r in mine], np.int64),
+                      np.array([_OPEN_END if r.end_offset is None else r.end_offset
+                                for r in mine], np.int64),
+                      np.array([r.incident_id for r in mine], dtype=object))
+    bc = inc.sparkSession.sparkContext.broadcast(spans)
+    cols = events.select("cluster_id", "offset", "event_type", "topic_id", "partition_id",
+                         "topic_name")
+    schema = T.StructType([*cols.schema.fields,
+                           T.StructField("incident_id", T.StringType())])
+    ev = cols.mapInArrow(partial(_assign, bc), schema).filter(
+        F.col("incident_id").isNotNull())
     part = F.struct("topic_id", "partition_id")
     unclean = F.col("event_type") == "unclean_election"
     name = F.concat(F.coalesce("topic_name", "topic_id"), F.lit(":"),
