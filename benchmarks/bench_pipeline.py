@@ -70,31 +70,39 @@ def simulate(out: Path, scenario: str, hours: float | None, seed: int) -> Path:
     return out
 
 
-def cut_copy(cluster: Path, dest: Path, tails: int) -> tuple[list[bytes], list[int]]:
-    """Copy `cluster` to `dest` without its last `tails` x ~TAIL_RECORDS records.
+def cut_copy(cluster: Path, dest: Path, tails: int, at: int | None = None
+             ) -> tuple[list[bytes], list[int]]:
+    """Copy `cluster` to `dest` as it was before offset `at` (default: its last `tails` x
+    ~TAIL_RECORDS records), and cut the `tails` x ~TAIL_RECORDS records from `at` on.
 
     Returns the byte tails in log order and their offset bounds: the first offset of each
-    tail, then the log's end offset. Snapshots past the cut are left out, as they would not
-    exist yet.
+    tail, then the end of the last. What follows the tails is left out, and so are snapshots
+    past the cut, as they would not exist yet. A log's last hour can be idle (NoOps only),
+    which measures no event: `at` picks a busier stretch.
     """
     shutil.copytree(cluster, dest)
     segments, snapshots = list_log_dir(dest / LOG)
-    last = segments[-1].path
-    buf = last.read_bytes()
+    seg = segments[-1] if at is None else next(s for s in reversed(segments) if s.offset <= at)
+    buf = seg.path.read_bytes()
     batches = [b for b in scan_batches(buf) if isinstance(b, Batch)]
-    end = batches[-1].next_offset
-    cuts = [next(b for b in batches if b.base_offset >= end - k * TAIL_RECORDS)
-            for k in range(tails, 0, -1)]
-    if cuts[0].base_offset < segments[-1].offset or cuts[0] is batches[0]:
-        raise SystemExit(f"the last segment of {cluster} holds too few records for "
+    start = batches[-1].next_offset - tails * TAIL_RECORDS if at is None else at
+    cuts = [next((b for b in batches if b.base_offset >= start + k * TAIL_RECORDS), None)
+            for k in range(tails + 1)]
+    if cuts[0] is None or cuts[0] is batches[0] or (at is not None and None in cuts):
+        raise SystemExit(f"the segment of {cluster} at the cut holds too few records for "
                          f"{tails} tails of {TAIL_RECORDS}")
-    bounds = [c.position for c in cuts] + [len(buf)]
-    last.write_bytes(buf[:bounds[0]])
+    end = batches[-1].next_offset if cuts[-1] is None else cuts[-1].base_offset
+    bounds = [c.position for c in cuts[:-1]] + [len(buf) if cuts[-1] is None
+                                                  else cuts[-1].position]
+    seg.path.write_bytes(buf[:bounds[0]])
+    for s in segments:
+        if s.offset > seg.offset:
+            s.path.unlink()
     for s in snapshots:
         if s.offset > cuts[0].base_offset:
             s.path.unlink()
     return [buf[a:b] for a, b in itertools.pairwise(bounds)], \
-        [c.base_offset for c in cuts] + [end]
+        [c.base_offset for c in cuts[:-1]] + [end]
 
 
 def snapshot_copy(log_copy: Path, dest: Path) -> int:
@@ -264,10 +272,10 @@ LOGS_AND_LAKES = ("history-log", "snapshot-log", "history-lake", "snapshot-lake"
 
 
 def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory,
-          spark) -> tuple[dict, list[bytes]]:  # type: ignore[no-untyped-def]
+          spark, at: int | None = None) -> tuple[dict, list[bytes]]:  # type: ignore[no-untyped-def]
     """Step 1: the cut log, its snapshot copy and both lakes, saved under `tmp/base` with
     the tails, so that a later run with the same --work only restores them."""
-    tail_bytes, offsets = cut_copy(cluster, tmp / "history-log", tails)
+    tail_bytes, offsets = cut_copy(cluster, tmp / "history-log", tails, at)
     snap = snapshot_copy(tmp / "history-log", tmp / "snapshot-log")
     print(f"1. batch ingest of {cluster.name} up to offset {offsets[0]:,}")
     t = time.perf_counter()
@@ -323,6 +331,9 @@ def main() -> None:
     ap.add_argument("--appends", type=int, default=3, help="stream appends (0 = no stream)")
     ap.add_argument("--pad-history", type=int, default=0, metavar="ROWS",
                     help="add ROWS closed timeline states (deleted topics) to the history lake")
+    ap.add_argument("--cut-at", type=int, metavar="OFFSET",
+                    help="the tails start at this offset (default: the log's last records); "
+                         "what follows them is left out")
     ap.add_argument("--work", type=Path, help="keep the lakes here (default: a temp dir); a "
                     "later run with the same --work reuses them (step 1 is skipped)")
     args = ap.parse_args()
@@ -342,7 +353,7 @@ def main() -> None:
             else:
                 hours = None if args.scenario == "large" else args.hours
                 cluster = simulate(tmp / "cluster", args.scenario, hours, args.seed)
-            setup, tails = build(tmp, cluster, n_inc + n_app, memory, spark)
+            setup, tails = build(tmp, cluster, n_inc + n_app, memory, spark, args.cut_at)
         if len(tails) < n_inc + n_app:
             raise SystemExit(f"{tmp / 'base'} holds {len(tails)} tails; fewer increments "
                              f"and appends, or a new --work")
