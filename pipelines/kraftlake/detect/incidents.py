@@ -192,7 +192,11 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
                  F.col("_b.cause_broker").alias("cause_broker"), "brokers"))
     g = g.withColumn("incident_id", F.concat(F.lit("incident-"),
                                              F.col("start_offset").cast("string")))
-    return _with_events(g, events).withColumn(
+    # one row per incident: computed once here, on the driver, for the events' lookup and
+    # the result alike (planning `g` twice computed the troubles and the outages twice)
+    rows = g.collect()
+    g = g.sparkSession.createDataFrame(rows, g.schema)
+    return _with_events(g, rows, events).withColumn(
         "duration_ms", duration_ms(F.col("start_ts"), F.col("end_ts"))).select(*COLUMNS)
 
 
@@ -215,17 +219,16 @@ def _assign(bc, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                                          names=[*b.schema.names, "incident_id"])
 
 
-def _with_events(inc: DataFrame, events: DataFrame) -> DataFrame:
+def _with_events(inc: DataFrame, rows: list, events: DataFrame) -> DataFrame:
     """Add the event aggregates of each incident (events with start <= offset <= end).
 
     Incidents of one cluster never overlap, so an event belongs to the one with the greatest
     start at or before its offset, if that one has not ended before it: a bisection over
     the incidents' sorted starts (a broadcast value, one small list per cluster) finds it in
-    the executors, with no join of events and incidents.
+    the executors, with no join of events and incidents. `rows`: the rows of `inc`.
     """
     spans: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    rows = sorted(inc.select("cluster_id", "start_offset", "end_offset", "incident_id")
-                  .collect(), key=lambda r: (r.cluster_id, r.start_offset))
+    rows = sorted(rows, key=lambda r: (r.cluster_id, r.start_offset))
     for cid in {r.cluster_id for r in rows}:
         mine = [r for r in rows if r.cluster_id == cid]
         spans[cid] = (np.array([r.start_offset for r in mine], np.int64),

@@ -153,7 +153,7 @@ def fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator[
     state: PartitionRegistration | None = None
     cols = _NO_STATE  # the columns of `state`, computed once per state
     since: tuple[int, int] | None = None  # (offset, ts) RECOVERING began
-    states: list[dict[str, Any]] = []  # timeline rows, each with its `_state` and `_ctx`
+    states: list[dict[str, Any]] = []  # the partition's timeline here (`_entry`), seed first
     open_starts: dict[str, tuple[int, int, int]] = {}
     last_delete = False
     for row in rows:
@@ -227,8 +227,8 @@ def _entry(row: dict[str, Any], state: PartitionRegistration, cols: dict[str, An
     """A state of the partition's timeline, as `_timeline_row` and `_intervals` read it."""
     return {"offset": row["offset"], "seq": row["seq"], "timestamp": row["timestamp"],
             "record_type": row["record_type"], "source": row["source"], "_state": state,
-            "_cols": cols,
-            "_seed": seed, "_min_isr": min_isr, "recovering_since_offset": since_offset,
+            "_cols": cols, "_seed": seed, "_min_isr": min_isr,
+            "recovering_since_offset": since_offset,
             "recovering_since_ts": since_ts}
 
 
@@ -311,7 +311,8 @@ def _batches(rows: list[dict[str, Any]], schema: pa.Schema) -> Iterator[pa.Recor
 
 def fold_rows(rows: Iterable[dict[str, Any]], contexts: dict[str, ClusterContext]
               ) -> Iterator[dict[str, Any]]:
-    """`fold_partition` over rows sorted by partition key (then role, offset, seq)."""
+    """`fold_partition` over rows sorted by partition key (then role, offset, seq). A cluster
+    without a context (no topic, no config known) gets an empty one."""
     empty = ClusterContext({}, {}, History(), History(), 1)
     group: list[dict[str, Any]] = []
     key = None

@@ -13,7 +13,9 @@ place a change is applied; `PartitionChangeBuilder` is the only place one is dec
 * `configs`: `min.insync.replicas` / `unclean.leader.election.enable` resolution and the
   two "effective min ISR" caps Kafka uses;
 * `builder`: `PartitionChangeBuilder` (elections, ELR, LastKnownElr, reassignments);
-* `events`: the event types kraftlake flags.
+* `events`: the event types kraftlake flags and the rules that name the events of one
+  partition step (`step_events`), which the fold's kernel calls;
+* `troubles`: the kinds of trouble one partition state is in (`partition_intervals`).
 
 Nothing here imports the codec, Spark or any other kraftlake layer.
 """
