@@ -288,8 +288,9 @@ def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory,
           f"{r.events:,} events in {wall:.1f} s wall = {r.records / wall:,.0f} records/s")
     print(f"  yardstick, the sequential replay (reference/replay.py) on one core: decode + fold "
           f"in {yard:.1f} s ({len(steps):,} steps); ingest / replay = {wall / yard:.1f}")
-    stage_rows = {"decode": r.records, "bronze": r.records, "silver": r.records,
-                  "fold": r.timeline, "detect": r.events, "current": r.timeline}
+    # rows each stage handles (jobs/increment.py says what each stage does)
+    stage_rows = {"decode": r.records, "fold": r.changes, "kernel": r.changes,
+                  "bronze": r.records, "gold": r.timeline, "current": r.timeline}
     for name, secs in r.stage_seconds.items():
         n = stage_rows.get(name)
         rate = f"{n / secs:>10,.0f} rows/s" if n and secs else ""

@@ -156,8 +156,9 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
 # Stage messages of one increment (jobs/increment.py), in the order they come; each one is
 # said after the commits of the stage before it: "fold:" and "kernel:" before any commit,
 # "bronze:" after `partition_events`, before `records` and `quarantine`, "silver:" before
-# `brokers` and `configs`, "detect:" after `partition_changes`, `partition_timeline` and
-# `partition_intervals`, before `incidents`, "current:" before `partition_current`. Each
+# `brokers` and `configs`, "gold:" before `partition_changes` and `partition_timeline`,
+# "detect:" after `partition_intervals`, before `incidents`, "current:" before
+# `partition_current`. Each
 # lasts seconds (Spark computes), so a kill drawn within 8 s of one of the first six still
 # finds the job running.
 STAGES = ["decode:", "fold:", "kernel:", "bronze:", "silver:", "detect:"]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
+from itertools import groupby
 
 import numpy as np
 import pyarrow as pa
@@ -192,11 +193,7 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
                  F.col("_b.cause_broker").alias("cause_broker"), "brokers"))
     g = g.withColumn("incident_id", F.concat(F.lit("incident-"),
                                              F.col("start_offset").cast("string")))
-    # one row per incident: computed once here, on the driver, for the events' lookup and
-    # the result alike (planning `g` twice computed the troubles and the outages twice)
-    rows = g.collect()
-    g = g.sparkSession.createDataFrame(rows, g.schema)
-    return _with_events(g, rows, events).withColumn(
+    return _with_events(g, events).withColumn(
         "duration_ms", duration_ms(F.col("start_ts"), F.col("end_ts"))).select(*COLUMNS)
 
 
@@ -219,18 +216,21 @@ def _assign(bc, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                                          names=[*b.schema.names, "incident_id"])
 
 
-def _with_events(inc: DataFrame, rows: list, events: DataFrame) -> DataFrame:
+def _with_events(inc: DataFrame, events: DataFrame) -> DataFrame:
     """Add the event aggregates of each incident (events with start <= offset <= end).
 
     Incidents of one cluster never overlap, so an event belongs to the one with the greatest
     start at or before its offset, if that one has not ended before it: a bisection over
     the incidents' sorted starts (a broadcast value, one small list per cluster) finds it in
-    the executors, with no join of events and incidents. `rows`: the rows of `inc`.
+    the executors, with no join of events and incidents. `inc` (one row per incident) is
+    collected once and serves the lookup and the result alike: planned twice, it computed
+    the troubles and the outages twice.
     """
+    rows = sorted(inc.collect(), key=lambda r: (r.cluster_id, r.start_offset))
+    inc = inc.sparkSession.createDataFrame(rows, inc.schema)
     spans: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    rows = sorted(rows, key=lambda r: (r.cluster_id, r.start_offset))
-    for cid in {r.cluster_id for r in rows}:
-        mine = [r for r in rows if r.cluster_id == cid]
+    for cid, group in groupby(rows, key=lambda r: r.cluster_id):
+        mine = list(group)
         spans[cid] = (np.array([r.start_offset for r in mine], np.int64),
                       np.array([_OPEN_END if r.end_offset is None else r.end_offset
                                 for r in mine], np.int64),

@@ -82,8 +82,6 @@ def cluster_contexts(configs: DataFrame, topics: DataFrame,
         | ((F.col("kind") == "feature") & (F.col("name") == MV_FEATURE))
     ).select("cluster_id", "kind", "resource_type", "resource_name", "offset", "seq", "value",
              "feature_level").distinct().collect()
-    if "deleted_offset" not in topics.columns:
-        topics = topics.withColumn("deleted_offset", F.lit(None).cast("long"))
     tops = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset").collect()
     names: dict[str, dict[str, str]] = {}
     own: dict[str, dict[str, list]] = {}

@@ -367,6 +367,7 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write, say, work):
     """The other gold tables, from the kernel's output: partition_changes, the timeline,
     reconciliation, intervals, incidents, and last the current states."""
     cid = res.cluster_id
+    say("gold: partition_changes, partition_timeline")
     res.changes = k.changes.count()
     write("partition_changes", k.changes, count=res.changes)
     tl = conform(k.part("timeline"), "partition_timeline")
