@@ -20,7 +20,7 @@ from kraftlake.kraft.configs import (
     partition_min_isr,
     resolve_min_isr,
 )
-from kraftlake.kraft.events import under_min_isr
+from kraftlake.kraft.events import CHANGED, step_events, under_min_isr
 from kraftlake.kraft.partition import InvalidRecord, PartitionRegistration
 from kraftlake.reference.replay import CREATED, Replay
 from kraftlake.simulate.controller import Controller, ControllerConfig, ListSink
@@ -130,6 +130,28 @@ def test_controller_caps_by_partition_0_and_the_broker_by_its_own_replicas():
     assert c.min_isr(TID) == 2  # partition 0 has 2 replicas: every partition's m is 2
     p1 = PartitionRegistration(replicas=(1, 2, 3), isr=(1, 2))
     assert under_min_isr(3, p1)  # the broker leading partition 1 reports it under min ISR
+
+
+# ------------------------------------------------------------ election kinds
+
+
+def test_fencing_the_last_isr_member_elects_from_the_elr_in_one_record():
+    """metadata/.../image/TopicDelta.java `updateElectionStats` (trunk, 4.x): an election
+    counts as "from ELR" when the record's Leader is in the previous ELR; the controller's
+    `ElectionFromEligibleLeaderReplicasPerSec` adds these up (ControllerMetricsChanges).
+    PartitionChangeBuilder moves the fenced last ISR member into the ELR and elects another
+    ELR member in the same record, so the previous ISR is not empty. Before: kraftlake
+    required an empty previous ISR and called this a clean election; the simulator's
+    decision-derived labels (its builder elected from the ELR) found the difference."""
+    before = PartitionRegistration(replicas=(1, 2, 3), isr=(1,), leader=1,
+                                   eligible_leader_replicas=(2,))
+    record = {"partition_id": 0, "topic_id": TID, "leader": 2, "isr": [2],
+              "eligible_leader_replicas": [1]}
+    after, _ = before.merge(record)
+    assert after.leader == 2 and after.isr == (2,) and after.eligible_leader_replicas == (1,)
+    events = [e for e, _ in step_events(CHANGED, before, after, min_isr=2,
+                                        metadata_version=27, leader_field=2)]
+    assert "elr_election" in events and "clean_election" not in events
 
 
 def test_reconcile_leaves_a_refused_snapshot_partition_out(spark):

@@ -10,8 +10,8 @@ ClearElrRecord (one topic or all), RemoveTopicRecord and re-created topics, Conf
 Begin, open at the end) and values Kafka refuses (LeaderRecoveryState outside its range).
 
 Expected: the states of `kraftlake.reference.replay` (Kafka's rules from `kraftlake.kraft`,
-one record at a time) and the events of `simulate.labels.step_events` on its steps (the
-ground-truth rules). Got: `fold.silver` -> `fold.kernel` (through Spark), as the
+one record at a time) and the events of `kraft.events.step_events` on its steps, one at a
+time (`tests/replay_events.py`). Got: `fold.silver` -> `fold.kernel` (through Spark), as the
 increment job runs them.
 
 Hypothesis generates the logs (`EXAMPLES` of them); they are all folded in one Spark job,
@@ -33,9 +33,9 @@ from kraftlake.kraft.configs import MIN_ISR, RESOURCE_BROKER, RESOURCE_TOPIC, UN
 from kraftlake.kraft.records import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION
 from kraftlake.kraft.versions import MV_FEATURE
 from kraftlake.reference.replay import Replay
-from kraftlake.simulate.labels import labels_of_steps
 from kraftlake.sources.decode import source_spark_schema
 from tests.pipeline.foldcheck import normalise, replay_rows, spark_fold_and_events
+from tests.replay_events import event_lines
 
 EXAMPLES = 200
 TOPICS = [("t0", "AAAAAAAAAAAAAAAAAAAAZA"), ("t1", "AAAAAAAAAAAAAAAAAAAAZQ")]
@@ -167,7 +167,7 @@ def _expected(cid: str, log: dict[str, Any], rows: list[dict[str, Any]]
                      "control": False, "record_type": t, "version": v, "data": json.dumps(d),
                      "row_kind": "record"})
     events = {(cid, x["topic_id"], x["partition_id"], x["offset"], e)
-              for x in labels_of_steps(steps) for e in x["events"]}
+              for x in event_lines(steps) for e in x["events"]}
     return normalise(replay_rows(steps)), events
 
 

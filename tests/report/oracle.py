@@ -1,7 +1,7 @@
 """The expected partition_intervals and incidents of a metadata-log directory, computed
 without Spark: the reference replay (`reference/replay.py`) walks the log record by record, the
 interval kinds are judged on its states, broker outages on its broker registry, events are
-the ground-truth labels (`simulate.labels.step_events` on the replay's steps), and the
+the rules of `kraft.events` on the replay's steps (`tests/replay_events.py`), and the
 grouping rule of the README is applied by a plain sweep over sorted troubles.
 
 Nothing here is imported from `kraftlake.detect`: the definitions are restated from the
@@ -22,7 +22,7 @@ from kraftlake.reference.replay import (
     plan_log_dir,
     read_records,
 )
-from kraftlake.simulate.labels import step_events
+from tests.replay_events import events_of
 
 SAME_WRITE_MS = 1000
 TROUBLES = ("offline", "under_min_isr", "recovering", "reassigning", "under_replicated")
@@ -82,7 +82,7 @@ def expected(log_dir: Path) -> Expected:
             for kind in now - set(open_iv[key]):
                 open_iv[key][kind] = st.offset
         if st.kind != SNAPSHOT and st.record is not None:
-            evs = step_events(st)
+            evs = events_of(st)
             if evs:
                 b, a = st.before, st.after
                 dropped = set(b.isr) - set(a.isr) if b else set()

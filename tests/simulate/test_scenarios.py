@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kraftlake.codec.logfiles import FileReport, classify, iter_file, list_log_dir
 from kraftlake.reference.invariants import check_log_dir, errors
 from kraftlake.reference.replay import plan_log_dir, replay_dir
-from kraftlake.simulate.labels import labels_of_steps
+from tests.replay_events import event_lines
 
 from .conftest import generate
 
@@ -59,7 +59,7 @@ def assert_consistent(out: Path) -> None:
     plan = plan_log_dir(log_of(out))
     since = plan.start_snapshot.offset if plan.start_snapshot else -1
     expected = [x for x in read_labels(out) if x["offset"] >= since]
-    assert labels_of_steps(s for s in steps if s.offset >= since) == expected
+    assert event_lines(s for s in steps if s.offset >= since) == expected
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

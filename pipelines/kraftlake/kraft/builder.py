@@ -37,12 +37,19 @@ class Election(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What the builder decided: the record (None = nothing to write) and how it elected."""
+    """What the builder decided: the record (None = nothing to write), how it elected, and
+    the outcome it aimed at. The simulator labels its log from these (`simulate.labels`),
+    so they say what the controller did, not what a reader infers from the record."""
 
     data: dict[str, Any] | None
     leader: int  # the leader after the record
     unclean: bool  # the election was unclean (incl. last-known-leader)
     from_elr: bool  # the leader was elected from the ELR
+    isr: tuple[int, ...]  # the ISR after the record
+    replicas: tuple[int, ...]  # the replicas after the record
+    completed_reassignment: bool  # step 1 completed an ongoing reassignment
+    reassigning: bool  # adding or removing replicas remain after the record
+    recovery_state: int  # LeaderRecoveryState after the record
 
 
 def _first(items: Iterable[int], pred: Callable[[int], bool]) -> int | None:
@@ -91,12 +98,14 @@ def build_partition_change(
     lrs_f: int | None = None
 
     # 1. complete a reassignment if the ISR now covers the target replicas
+    completed = False
     if t_rem or t_add:
         rem = set(t_rem)
         isr2 = [r for r in t_isr if r not in rem]
         rep2 = [r for r in t_rep if r not in rem]
         if isr2 and rep2 and set(rep2) <= set(isr2):
             t_isr, t_rep, t_rem, t_add = isr2, rep2, [], []
+            completed = True
 
     # 2. target ELR (only with ELR enabled)
     if elr_enabled:
@@ -214,10 +223,13 @@ def build_partition_change(
         data["eligible_leader_replicas"] = elr_f
     if lke_f is not None:
         data["last_known_elr"] = lke_f
-    new_leader = part.leader if leader_f == NO_LEADER_CHANGE else leader_f
     if len(data) == 2:  # 11. nothing changes: no record
-        return Decision(None, part.leader, False, False)
-    return Decision(data, new_leader, unclean, from_elr)
+        return Decision(None, part.leader, False, False, part.isr, part.replicas, False,
+                        part.reassigning, part.leader_recovery_state)
+    return Decision(data, part.leader if leader_f == NO_LEADER_CHANGE else leader_f, unclean,
+                    from_elr, tuple(part.isr if isr_f is None else isr_f),
+                    tuple(t_rep or part.replicas), completed, bool(t_rem or t_add),
+                    part.leader_recovery_state if lrs_f is None else lrs_f)
 
 
 def initial_partition(replicas: list[int], active: Callable[[int], bool],

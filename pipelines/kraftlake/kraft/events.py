@@ -15,8 +15,10 @@ The rules (kraft-semantics 2.9, made exact):
 * recovery_completed: LeaderRecoveryState RECOVERING -> RECOVERED.
 * elr_change: ELR or LastKnownElr changed as a set (by a change, a reset or a ClearElrRecord:
   detection `ClearElrRecord`).
-* elr_election: a clean election of an ELR member while the previous ISR was empty;
-  clean_election any other election of a live leader (detection `reassignment_completed`
+* elr_election: a clean election of a member of the previous ELR, as Kafka's brokers count
+  it (`TopicDelta.updateElectionStats`: new leader in the previous ELR). The previous ISR
+  need not be empty: fencing the last ISR member elects an ELR member in the same record.
+  clean_election: any other election of a live leader (detection `reassignment_completed`
   when the record completes a reassignment); preferred_election a clean election from a
   live leader to replicas[0].
 * leader_offline, isr_shrink, isr_expand (as sets).
@@ -128,7 +130,7 @@ def step_events(kind: str, before: PartitionRegistration | None, after: Partitio
     if elr_changed(b, a):
         found["elr_change"] = None
     if moved and a.leader >= 0 and not unclean:
-        if a.leader in b.eligible_leader_replicas and not b.isr:
+        if a.leader in b.eligible_leader_replicas:
             found["elr_election"] = None
         else:
             found["clean_election"] = "reassignment_completed" if completes or instant else None

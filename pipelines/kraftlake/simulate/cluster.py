@@ -6,8 +6,8 @@ controller writes a NoOpRecord whenever nothing was written for
 `metadata.log.max.snapshot.interval.ms` (1 h) or every `snapshot_bytes` of log, and a Raft
 failover starts a new epoch with a LeaderChangeMessage (aborting any open metadata
 transaction, as `ActivationRecordsGenerator` does). Every partition step the controller
-writes is labelled with `labels.step_events`; `finish()` writes labels.jsonl,
-final_state.json and the companion files.
+writes is labelled with what the controller decided for it (`labels.step_labels`);
+`finish()` writes labels.jsonl, final_state.json and the companion files.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from kraftlake.kraft.versions import MV_3_3_IV0, MV_3_3_IV1, MV_3_7_IV0, MV_FEAT
 from kraftlake.reference.replay import Step
 
 from .controller import Controller, ControllerConfig, Rec
-from .labels import label_line, step_events
+from .labels import label_line, step_labels
 from .writer import LogWriter
 
 IDLE_MS = 500  # metadata.max.idle.interval.ms
@@ -118,8 +118,9 @@ class Simulation:
     def _on_steps(self, steps: list[Step]) -> None:
         self.steps += len(steps)
         write = self._labels_file.write
+        decided = self.controller.decided
         for st in steps:
-            ev = step_events(st)
+            ev = step_labels(st, decided(st))
             if ev:
                 if st.offset < self.last_label_offset:
                     raise AssertionError("labels out of offset order")

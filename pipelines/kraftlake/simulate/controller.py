@@ -59,6 +59,8 @@ from kraftlake.kraft.versions import (
 )
 from kraftlake.reference.replay import Replay, Step
 
+from .labels import CREATED_LABEL, DELETED_LABEL, decided_change
+
 Rec = tuple[str, int, dict[str, Any]]  # (record type, version, data)
 TP = tuple[str, int]  # (topic id, partition id)
 
@@ -130,6 +132,10 @@ class Controller:
         # sends them only once caught up), so its first caught-up heartbeat writes a record
         self.cordoned_dirs: dict[int, list[str] | None] = {}
         self.stats: dict[str, int] = {}
+        # the events each written record was meant to cause (`simulate.labels`): by the
+        # record's data until the sink gives it an offset, then by offset until applied
+        self._intents: dict[int, tuple[str, ...]] = {}
+        self._decided: dict[int, tuple[str, ...]] = {}
 
     # ------------------------------------------------------------ record versions
 
@@ -150,6 +156,10 @@ class Controller:
         if not records:
             return []
         written = self.sink.append(records, atomic=atomic)
+        for (_t, _v, data), rec in zip(records, written, strict=True):
+            events = self._intents.pop(id(data), None)
+            if events is not None:
+                self._decided[rec.offset] = events
         steps: list[Step] = []
         for rec in written:
             steps.extend(self.image.apply(rec))
@@ -157,7 +167,14 @@ class Controller:
             self._index(steps)
             if self.on_steps is not None:
                 self.on_steps(steps)
+        if not self.image.in_transaction:  # every record written so far is applied or gone
+            self._decided.clear()
         return steps
+
+    def decided(self, step: Step) -> tuple[str, ...]:
+        """The events the controller decided for a step it wrote (valid during `on_steps`;
+        a transaction's steps arrive when it commits)."""
+        return self._decided.get(step.offset, ())
 
     def _index(self, steps: list[Step]) -> None:
         for st in steps:
@@ -238,8 +255,17 @@ class Controller:
             election=election, default_dir=self.default_dir,
             last_known_leader_must_be_acceptable=self.mv >= MV_4_1_IV0, **targets)
 
-    def _pcr(self, data: dict[str, Any]) -> Rec:
-        return ("PartitionChangeRecord", self.pr_version, data)
+    def _pcr(self, tp: TP, d: Decision, *, started: bool = False, cancelled: bool = False
+             ) -> Rec:
+        """The record of a decision, with the events the decision means (see `decided`)."""
+        assert d.data is not None
+        self._decide(d.data, decided_change(self.partition(tp), d, started=started,
+                                            cancelled=cancelled))
+        return ("PartitionChangeRecord", self.pr_version, d.data)
+
+    def _decide(self, data: dict[str, Any], events: tuple[str, ...]) -> None:
+        if events:
+            self._intents[id(data)] = events
 
     def _count(self, what: str, n: int = 1) -> None:
         self.stats[what] = self.stats.get(what, 0) + n
@@ -306,7 +332,7 @@ class Controller:
                                     target_isr=[r for r in self.partition(tp).isr if r != b],
                                     unclean_shutdown=[b])
                     if d.data is not None:
-                        recs.append(self._pcr(d.data))
+                        recs.append(self._pcr(tp, d))
             else:
                 recs += self._remove_from_isrs(b)
         if b not in self.broker_dirs:
@@ -371,7 +397,7 @@ class Controller:
         for tp in self._sorted(self.leaderless):
             d = self._build(tp, acceptable=acc)
             if d.data is not None:
-                recs.append(self._pcr(d.data))
+                recs.append(self._pcr(tp, d))
         if self.cordoned_dirs.get(b) is None:
             cordon = self._cordoned_record(b, [])
             if cordon is not None:
@@ -412,7 +438,7 @@ class Controller:
             d = self._build(tp, acceptable=acc,
                             target_isr=[r for r in self.partition(tp).isr if r != b])
             if d.data is not None:
-                recs.append(self._pcr(d.data))
+                recs.append(self._pcr(tp, d))
         return recs
 
     def fence(self, b: int) -> list[Step]:
@@ -455,7 +481,7 @@ class Controller:
                         target_lrs=lrs)
         if d.data is None:
             return None
-        steps = self.write([self._pcr(d.data)])
+        steps = self.write([self._pcr(tp, d)])
         return steps[0] if steps else None
 
     def alter_partitions(self, requests: list[tuple[TP, list[int]]]) -> list[Step]:
@@ -470,7 +496,7 @@ class Controller:
                 continue
             d = self._build(tp, acceptable=acc, target_isr=list(new_isr), target_lrs=RECOVERED)
             if d.data is not None:
-                recs.append(self._pcr(d.data))
+                recs.append(self._pcr(tp, d))
         return self.write(recs, atomic=False)
 
     def elect(self, tp: TP, election: Election) -> Step | None:
@@ -483,7 +509,7 @@ class Controller:
         d = self._build(tp, acceptable=self._acceptor(), election=election)
         if d.data is None:
             return None
-        steps = self.write([self._pcr(d.data)])
+        steps = self.write([self._pcr(tp, d)])
         return steps[0] if steps else None
 
     def balance_leaders(self, limit: int = 1000) -> list[Step]:
@@ -496,7 +522,7 @@ class Controller:
                 continue
             d = self._build(tp, acceptable=acc, election=Election.PREFERRED)
             if d.data is not None:
-                recs.append(self._pcr(d.data))
+                recs.append(self._pcr(tp, d))
                 if len(recs) >= limit:
                     break
         return self.write(recs, atomic=False)
@@ -509,7 +535,7 @@ class Controller:
             if self.unclean_enabled(tp[0]):
                 d = self._build(tp, acceptable=acc, election=Election.UNCLEAN)
                 if d.data is not None:
-                    recs.append(self._pcr(d.data))
+                    recs.append(self._pcr(tp, d))
         return self.write(recs, atomic=False)
 
     def reassign(self, tp: TP, target: list[int]) -> Step | None:
@@ -525,7 +551,7 @@ class Controller:
         d = self._build(tp, acceptable=self._acceptor(), **targets)
         if d.data is None:
             return None
-        steps = self.write([self._pcr(d.data)])
+        steps = self.write([self._pcr(tp, d, started=True)])
         return steps[0] if steps else None
 
     def cancel_reassignment(self, tp: TP) -> Step | None:
@@ -541,7 +567,7 @@ class Controller:
                         target_adding=[])
         if d.data is None:
             return None
-        steps = self.write([self._pcr(d.data)])
+        steps = self.write([self._pcr(tp, d, cancelled=True)])
         return steps[0] if steps else None
 
     # ------------------------------------------------------------ topics and configs
@@ -602,7 +628,9 @@ class Controller:
         recs: list[Rec] = [topic_rec, *config_recs] if self.mv >= MV_3_4_IV0 \
             else [*config_recs, topic_rec]
         for pid, st in enumerate(states):
-            recs.append(("PartitionRecord", self.pr_version, self.partition_record(tid, pid, st)))
+            data = self.partition_record(tid, pid, st)
+            self._decide(data, CREATED_LABEL)
+            recs.append(("PartitionRecord", self.pr_version, data))
         self.topic_order.setdefault(tid, self._next_topic_seq())
         atomic = len(recs) <= self.config.txn_threshold
         if not atomic and self.mv >= MV_3_6_IV1:
@@ -645,7 +673,9 @@ class Controller:
         if tid is None:
             return []
         self._count("topics_deleted")
-        return self.write([("RemoveTopicRecord", 0, {"topic_id": tid})])
+        data = {"topic_id": tid}
+        self._decide(data, DELETED_LABEL)
+        return self.write([("RemoveTopicRecord", 0, data)])
 
     def set_config(self, key: str, value: str | None, topic: str | None = None) -> list[Step]:
         """ConfigRecord (topic, or cluster default when topic is None); with ELR enabled a

@@ -1,106 +1,88 @@
-"""Ground-truth event labels of partition steps (the rules are in README.md, "Label rules").
+"""Ground-truth event labels: what the controller model decided, not what the log implies.
 
-One function, `step_events`, classifies a replay `Step` (state before, the record, state
-after, cluster context). The simulator labels what it writes with it, and the tests
-recompute it from a replay of the written bytes, so the labels are by construction the
-pipeline's event definitions applied to the log, not to the simulator's intentions; the
-tests separately check them against what the model meant to do (unclean election, ELR
-election, recovery).
+The pipeline finds events by reading records (`kraft.events`, run by the fold's kernel).
+The simulator knows more than a reader: it chose to elect uncleanly, from the ELR or the
+preferred replica, it asked for a reassignment or its cancellation, it accepted an
+AlterPartition that completes recovery, it created or deleted a topic. `decided_change`
+turns one `kraft.builder.Decision` (plus what the operation was) into event names, and
+`step_labels` adds the two events that are observations of state rather than decisions
+(`under_min_isr`, `elr_change`: no controller decides them, they follow from the ISR and
+ELR it chose), with the state predicates of `kraft.events`. Because the two derivations
+share no classification rule, `partition_events == labels.jsonl` checks the rules against
+the controller's intent, and the rules' own tests check them against Kafka.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from kraftlake.kraft.events import EVENT_TYPES, elr_changed, under_min_isr
-from kraftlake.kraft.partition import (
-    LRS_NO_CHANGE,
-    NO_LEADER,
-    NO_LEADER_CHANGE,
-    RECOVERED,
-    RECOVERING,
-    PartitionRegistration,
-    cancels_reassignment,
-    completes_reassignment,
+from kraftlake.kraft.builder import Decision
+from kraftlake.kraft.events import (
+    CHANGED,
+    CREATED,
+    ELR_CLEARED,
+    EVENT_TYPES,
+    elr_changed,
+    under_min_isr,
 )
-from kraftlake.kraft.versions import leader_recovery_supported
-from kraftlake.reference.replay import CHANGED, CREATED, DELETED, ELR_CLEARED, RESET, Step
+from kraftlake.kraft.partition import NO_LEADER, RECOVERED, RECOVERING, PartitionRegistration
+from kraftlake.reference.replay import Step
 
-_EMPTY = PartitionRegistration(replicas=(), isr=())
+CREATED_LABEL = ("partition_created",)
+DELETED_LABEL = ("partition_deleted",)
 
 
-def step_events(step: Step) -> list[str]:
-    """The events of one partition step, in EVENT_TYPES order."""
-    if step.kind == CREATED:
-        ev = ["partition_created"]
-        a = step.after
-        if under_min_isr(step.context.min_isr, a):
-            ev.append("under_min_isr")
-        return ev
-    if step.kind == DELETED:
-        return ["partition_deleted"]
-    if step.kind == ELR_CLEARED:
-        return ["elr_change"] if elr_changed(step.before or _EMPTY, step.after) else []
-    if step.kind not in (CHANGED, RESET) or step.before is None:
-        return []
-    b, a = step.before, step.after
-    data: dict[str, Any] = step.record.data if step.record is not None and \
-        step.record.data is not None else {}
-    mv = step.context.metadata_version
+def decided_change(before: PartitionRegistration, d: Decision, *, started: bool = False,
+                   cancelled: bool = False) -> tuple[str, ...]:
+    """The events the controller meant by one PartitionChangeRecord.
+
+    `started`: the operation asked for a reassignment (one whose ISR already covers the
+    target, or that only reorders the replicas, is done in the same record);
+    `cancelled`: the operation cancelled one.
+    """
     out: set[str] = set()
-    leader_field = data.get("leader", NO_LEADER_CHANGE) if step.kind == CHANGED else a.leader
-    lrs_field = data.get("leader_recovery_state", LRS_NO_CHANGE) if step.kind == CHANGED \
-        else LRS_NO_CHANGE
-    moved = a.leader != b.leader
-    completes = completes_reassignment(b, a)
-
-    heuristic = b.leader_recovery_state == RECOVERING or not leader_recovery_supported(mv)
-    unclean = lrs_field == RECOVERING or (
-        heuristic and leader_field >= 0 and moved and a.leader not in b.isr
-        and a.leader not in b.eligible_leader_replicas and not completes)
-    if unclean:
-        out.add("unclean_election")
-    if b.leader_recovery_state == RECOVERING and a.leader_recovery_state == RECOVERED:
-        out.add("recovery_completed")
-    if elr_changed(b, a):
-        out.add("elr_change")
-    if moved and a.leader >= 0 and not unclean:
-        if a.leader in b.eligible_leader_replicas and not b.isr:
+    if d.leader != before.leader:
+        if d.leader == NO_LEADER:
+            out.add("leader_offline")
+        elif d.unclean:
+            out.add("unclean_election")
+        elif d.from_elr:
             out.add("elr_election")
         else:
             out.add("clean_election")
-            if b.leader >= 0 and a.replicas and a.leader == a.replicas[0]:
+            if before.leader != NO_LEADER and d.leader == d.replicas[0]:
                 out.add("preferred_election")
-    if b.leader != NO_LEADER and a.leader == NO_LEADER:
-        out.add("leader_offline")
-    if set(b.isr) - set(a.isr):
+    if before.leader_recovery_state == RECOVERING and d.recovery_state == RECOVERED:
+        out.add("recovery_completed")
+    if set(before.isr) - set(d.isr):
         out.add("isr_shrink")
-    if set(a.isr) - set(b.isr):
+    if set(d.isr) - set(before.isr):
         out.add("isr_expand")
-    if under_min_isr(step.context.min_isr, a) and not under_min_isr(step.context.min_isr, b):
-        out.add("under_min_isr")
-    if not b.reassigning and a.reassigning:
+    if started:
         out.add("reassignment_started")
-    elif completes:
+    if d.completed_reassignment or (started and not d.reassigning):
         out.add("reassignment_completed")
-    elif cancels_reassignment(b, a):
+    if cancelled:
         out.add("reassignment_cancelled")
-    elif not b.reassigning and not a.reassigning and a.replicas != b.replicas:
-        # a reassignment whose ISR already covered the target completes in its first record
-        out.update(("reassignment_started", "reassignment_completed"))
+    return tuple(out)
+
+
+def step_labels(step: Step, decided: Iterable[str]) -> list[str]:
+    """The labels of one written partition step, in EVENT_TYPES order: the controller's
+    decision plus the observed `under_min_isr` / `elr_change` (snapshot loads: none)."""
+    out = set(decided)
+    min_isr, a, b = step.context.min_isr, step.after, step.before
+    if step.kind == CREATED and under_min_isr(min_isr, a):
+        out.add("under_min_isr")
+    elif step.kind in (CHANGED, ELR_CLEARED) and b is not None:
+        if elr_changed(b, a):
+            out.add("elr_change")
+        if under_min_isr(min_isr, a) and not under_min_isr(min_isr, b):
+            out.add("under_min_isr")
     return [e for e in EVENT_TYPES if e in out]
 
 
 def label_line(step: Step, events: list[str]) -> dict[str, Any]:
     return {"offset": step.offset, "timestamp": step.timestamp, "topic_name": step.topic_name,
             "topic_id": step.topic_id, "partition_id": step.partition_id, "events": events}
-
-
-def labels_of_steps(steps) -> list[dict[str, Any]]:
-    """labels.jsonl lines for a sequence of steps (snapshot loads carry no events)."""
-    out = []
-    for st in steps:
-        ev = step_events(st)
-        if ev:
-            out.append(label_line(st, ev))
-    return out
