@@ -3,7 +3,7 @@ lake with the whole history versus one without it, and streaming latency from ap
 visible event.
 
     .venv/bin/python benchmarks/bench_pipeline.py                        # mixed, 6 simulated hours
-    .venv/bin/python benchmarks/bench_pipeline.py --scenario large       # the scale
+    .venv/bin/python benchmarks/bench_pipeline.py --scenario large       # 7 days, 100k partitions
     .venv/bin/python benchmarks/bench_pipeline.py --cluster /tmp/large   # an already simulated dir
     .venv/bin/python benchmarks/bench_pipeline.py --cluster /tmp/large --work /tmp/b
         # keeps the lakes in /tmp/b; run again with the same --work to re-measure steps 2 and

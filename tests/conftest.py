@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 REAL = Path(os.environ.get("KRAFTLAKE_REAL_FIXTURES", REPO.parent / "shared/fixtures/kraft-real"))
 
 
-# The one session's settings (ARCHITECTURE: one session-scoped SparkSession fixture): two
+# The one session's settings (docs/architecture.md: one session-scoped SparkSession fixture): two
 # cores, few shuffle partitions for small test inputs, UTC so timestamps read the same
 # everywhere, no UI. Spark evaluates expressions without generating Java code: on the
 # tests' small inputs compiling the generated code was a third of the JVM's CPU (Janino and

@@ -1,6 +1,6 @@
 """kraftlake: history, incidents and data quality from Kafka's KRaft metadata log.
 
-Layers (ARCHITECTURE.md; each imports only the ones before it):
+Layers (docs/architecture.md; each imports only the ones before it):
 codec -> sources -> lake -> fold -> detect -> quality -> cli.
 """
 

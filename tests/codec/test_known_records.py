@@ -90,7 +90,7 @@ def test_frame_header_vector_from_kafkas_serde_test() -> None:
 
 
 def test_unclean_election_record_bytes_match_a_hand_built_encoding() -> None:
-    """T7's record {Isr [2], Leader 2, LRS 1} at v0, laid out by hand from section 4.5."""
+    """T7's record {Isr [2], Leader 2, LRS 1} at v0, laid out by hand (docs/semantics.md 4.5)."""
     data = {"partition_id": 3, "topic_id": TOPIC, "isr": [2], "leader": 2,
             "leader_recovery_state": 1}
     expected = (bytes([1, 5, 0]) + b"\x00\x00\x00\x03" + uuid_from_str(TOPIC)

@@ -1,6 +1,6 @@
 """The disagreements kraftlake's layers had, settled the way Kafka behaves.
 
-Each test names the Kafka source it follows (apache/kafka at the commit kraft-semantics.md
+Each test names the Kafka source it follows (apache/kafka at the commit docs/semantics.md
 cites, 1eb7644; paths relative to the repository root). The Spark side of the same rules is
 held to these by tests/pipeline/test_fold_hypothesis.py (generated logs with the same
 inputs) and tests/pipeline/test_transactions.py.

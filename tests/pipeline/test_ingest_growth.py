@@ -128,8 +128,8 @@ def _recreated_topic_log(root: Path) -> tuple[Path, int]:
 
 def test_a_topic_recreated_in_a_later_increment_does_not_inherit_its_configs(
         spark, tmp_path, cfg_factory):
-    """RemoveTopicRecord drops the topic's configs (kraft-semantics: a re-created topic starts
-    from the cluster defaults), also when the deletion was ingested by an earlier run."""
+    """RemoveTopicRecord drops the topic's configs (docs/semantics.md 1.4: a re-created topic
+    starts from the cluster defaults), also when the deletion was ingested by an earlier run."""
     log, recreated = _recreated_topic_log(tmp_path / "log")
     batches = [b for b in scan_batches(
         (log / "__cluster_metadata-0" / "00000000000000000000.log").read_bytes())

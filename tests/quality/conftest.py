@@ -3,8 +3,9 @@ tests/conftest.py's).
 
 Lakes from real logs are built by the pipeline's own batch ingest (the code behind
 `kraftlake ingest`) in this session. By default one real fixture and one simulator scenario
-are ingested (ingest dominates the run time); KRAFTLAKE_QUALITY_ALL_REAL=1 adds the other
-real fixtures named in the issue.
+are ingested (ingest dominates the run time); KRAFTLAKE_QUALITY_ALL_REAL=1 adds the real
+fixtures of `REAL_MORE` (a Kafka 4.1 cluster restarted many times, a log whose single-replica
+partition stays RECOVERING).
 """
 
 from __future__ import annotations

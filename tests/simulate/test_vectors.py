@@ -1,4 +1,4 @@
-"""Kafka's own test vectors T1-T32 (kraft-semantics.md 6.1) against the controller model."""
+"""Kafka's own test vectors T1-T32 (docs/semantics.md 6.1) against the controller model."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A metadata record value is `uvarint frame version (1) · uvarint apiKey · uvarint version ·
 body`; a control record has a 4-byte key (int16 version, int16 control type) and a body at
-version 0 that starts with its own `Version` field (kraft-semantics.md 4.4, 4.6). Values that
+version 0 that starts with its own `Version` field (docs/semantics.md 4.4, 4.6). Values that
 cannot be decoded (unknown apiKey or version, malformed body) are kept as raw bytes with the
 reason in `error`; decoding never raises for them.
 """

@@ -2,7 +2,7 @@
 
 Every other layer (the Spark fold, silver, event detection, reconciliation, quality, the
 simulator and the sequential reference replay) imports its constants and rules from here,
-so each rule of ../shared/docs/kraft-semantics.md is written once. Modelled on Kafka's
+so each rule of docs/semantics.md is written once. Modelled on Kafka's
 metadata module (`PartitionRegistration` is an immutable value whose `merge` is the only
 place a change is applied; `PartitionChangeBuilder` is the only place one is decided):
 

@@ -3,7 +3,7 @@
 Given a partition's current state and what an event asks for (a target ISR, target
 replicas, a reassignment, an election type, brokers that shut down uncleanly...), decide
 the one PartitionChangeRecord the controller writes, or none. The order of the steps and
-every rule follow kraft-semantics.md section 2 (Kafka's `PartitionChangeBuilder.build`):
+every rule follow docs/semantics.md section 2 (Kafka's `PartitionChangeBuilder.build`):
 complete a reassignment, compute the target ELR, elect, bump the leader epoch where
 replicas or (before 3.6) ISR members leave, write ELR / ISR / LastKnownElr / assignment /
 LeaderRecoveryState fields that differ, and drop the record if nothing changed.
@@ -80,7 +80,7 @@ def build_partition_change(
     use_last_known_leader: bool = True,
     last_known_leader_must_be_acceptable: bool = False,
 ) -> Decision:
-    """Kafka's `PartitionChangeBuilder.build` (kraft-semantics 2.2-2.8)."""
+    """Kafka's `PartitionChangeBuilder.build` (docs/semantics.md 2.2-2.8)."""
     mv = metadata_version
     t_isr = list(target_isr) if target_isr is not None else list(part.isr)
     t_rep = list(target_replicas) if target_replicas is not None else list(part.replicas)

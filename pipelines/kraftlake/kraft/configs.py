@@ -1,6 +1,6 @@
 """Topic configs the rules depend on, resolved the way Kafka resolves them.
 
-`min.insync.replicas` (apache/kafka at the commit kraft-semantics.md cites):
+`min.insync.replicas` (apache/kafka at the commit docs/semantics.md section 0 names):
 
 * resolution, `ConfigurationControlManager.getTopicConfig` ->
   `KafkaConfigSchema.resolveEffectiveTopicConfig`: the topic's own value if the topic has

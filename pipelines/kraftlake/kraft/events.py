@@ -5,7 +5,7 @@ its events. The fold's kernel (`fold.kernel`) calls it for every step of every p
 so this is the only place the event rules are written. The simulator's ground truth
 (`simulate.labels`) derives its labels on its own, and tests hold the two equal.
 
-The rules (kraft-semantics 2.9, made exact):
+The rules (docs/semantics.md 2.9, made exact):
 
 * unclean_election: the record sets LeaderRecoveryState = RECOVERING (detection
   `leader_recovery_state`); or, where that signal cannot exist (the partition is already
@@ -64,7 +64,7 @@ DETECTED_BY_MV = "metadata_version"
 
 # What a step did to its partition (the reference replay's steps and the kernel's alike).
 CREATED = "created"  # PartitionRecord for a partition that did not exist
-RESET = "reset"  # PartitionRecord for an existing partition (kraft-semantics 1.1)
+RESET = "reset"  # PartitionRecord for an existing partition (docs/semantics.md 1.1)
 CHANGED = "changed"  # PartitionChangeRecord
 ELR_CLEARED = "elr_cleared"  # ClearElrRecord touched this partition
 DELETED = "deleted"  # RemoveTopicRecord

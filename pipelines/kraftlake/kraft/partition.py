@@ -61,7 +61,7 @@ class PartitionRegistration:
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> PartitionRegistration:
         """`PartitionRegistration(PartitionRecord)`: a complete state, never a merge
-        (kraft-semantics 1.1). Absent ELR / LastKnownElr are []; LeaderRecoveryState's
+        (docs/semantics.md 1.1). Absent ELR / LastKnownElr are []; LeaderRecoveryState's
         default is RECOVERED and anything but 0 / 1 is refused (`LeaderRecoveryState.of`)."""
         lrs = data.get("leader_recovery_state")
         lrs = RECOVERED if lrs is None else lrs
@@ -84,7 +84,7 @@ class PartitionRegistration:
         )
 
     def merge(self, data: dict[str, Any]) -> tuple[PartitionRegistration, str | None]:
-        """`PartitionRegistration.merge(PartitionChangeRecord)` (kraft-semantics 1.2, 1.3).
+        """`PartitionRegistration.merge(PartitionChangeRecord)` (docs/semantics.md 1.2, 1.3).
 
         Absent fields and the sentinels (Leader -2, LeaderRecoveryState -1) mean
         "unchanged", an empty list is a value; the leader epoch goes up by one iff Leader is

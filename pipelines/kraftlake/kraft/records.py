@@ -1,6 +1,6 @@
 """Record type names kraftlake acts on, and Kafka's metadata-transaction rule.
 
-Transactions (MV >= 3.6-IV1, kraft-semantics 1.8) follow the broker's loader,
+Transactions (MV >= 3.6-IV1, docs/semantics.md 1.8) follow the broker's loader,
 `metadata/.../image/loader/MetadataBatchLoader.replay`: records after a Begin take effect
 together at the End and are dropped at an Abort. A Begin inside an open transaction, and an
 End or Abort with none open, throw there; `loadBatch` hands the exception to the fault

@@ -1,7 +1,7 @@
 """metadata.version feature levels (`server-common/.../common/MetadataVersion.java`).
 
 Only the levels that change what the controller writes or what a record means are named
-(kraft-semantics 2.11). Unstable levels were renumbered between releases, so ELR presence
+(docs/semantics.md 2.11). Unstable levels were renumbered between releases, so ELR presence
 is decided from record versions and fields, never from these numbers alone.
 """
 

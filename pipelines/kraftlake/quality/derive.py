@@ -1,7 +1,7 @@
 """Spark frames the suites validate: each lake table plus derived `dq_*` columns.
 
 Great Expectations checks one column (or one table) at a time; the invariants of
-kraft-semantics.md section 5 compare rows (an offset with the previous one, a state with the
+docs/semantics.md section 5 compare rows (an offset with the previous one, a state with the
 previous state of the same partition) or tables (a change with the topic it names). Those are
 computed here, in Spark column expressions and window functions (no Python per row), into
 columns that the suites then validate like any other column. Naming convention: a derived

@@ -7,7 +7,7 @@ for the ingest path. Each expectation's `meta` carries what GX itself does not:
 * `name` - stable id used in results, reports and tests (unique within the suite);
 * `severity` - `error` (the run fails, exit 1) or `warning` (reported only);
 * `scope` - `record` if it can be decided on one bronze row (then ingest also runs it);
-* `invariant` - the kraft-semantics.md section 5 number, when there is one.
+* `invariant` - the invariant's number in docs/semantics.md section 5, when there is one.
 
 GX silently drops an expectation whose configuration it cannot parse (it only logs), so
 loading verifies that every JSON entry became an expectation.

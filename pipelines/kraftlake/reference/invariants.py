@@ -1,4 +1,4 @@
-"""The invariants of kraft-semantics.md section 5, as reusable checks.
+"""The invariants of docs/semantics.md section 5, as reusable checks.
 
 Three layers, so that each caller can use what it has:
 

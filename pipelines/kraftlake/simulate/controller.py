@@ -5,7 +5,7 @@ the model writes, so the model decides from the same state any reader of the log
 rebuild. Each event method (broker registration, fencing, controlled shutdown,
 AlterPartition, ElectLeaders, reassignment, topic creation and deletion, config changes)
 follows `ReplicationControlManager` / `ClusterControlManager` as summarised in
-kraft-semantics.md section 3, builds its records with `kraft.builder.build_partition_change`,
+docs/semantics.md section 3, builds its records with `kraft.builder.build_partition_change`,
 hands them to a `RecordSink` (the log writer, which assigns offsets and the clock) and
 replays what was written. Partition steps are passed to `on_steps` (labels).
 """
