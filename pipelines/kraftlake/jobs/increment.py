@@ -192,13 +192,17 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         return m.get("numOutputRows", m.get("numTargetRowsInserted", 0))
 
     say("decode: read and decode the source")
-    bounds = src.filter((F.col("row_kind") == "record") & (F.col("source") == "log")).agg(
-        F.min("offset"), F.max("offset"), F.count("*")).first()
+    # one pass over the source answers every question the increment has about its extent
+    is_record = F.col("row_kind") == "record"
+    log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
+    lo, hi, res.records, snap_hi = src.agg(
+        F.min(log_offset), F.max(log_offset), F.count(F.when(is_record, 1)),
+        F.max("snapshot_end_offset")).first()
     if snapshot_high is None:
-        snapshot_high = src.agg(F.max("snapshot_end_offset")).first()[0]
-    res.start_offset = bounds[0]
-    res.end_offset = None if bounds[1] is None else bounds[1] + 1
-    records = src.filter(F.col("row_kind") == "record")
+        snapshot_high = snap_hi
+    res.start_offset = lo
+    res.end_offset = None if hi is None else hi + 1
+    records = src.filter(is_record)
     # Every record stays in bronze; those breaking a record-level invariant are also
     # quarantined with the reason and kept out of silver and gold (nothing is dropped).
     checked, invalid = check_records(records)
@@ -250,7 +254,6 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
 
     # ---- bronze
     say("bronze: records")
-    res.records = records.count()
     write("records", records, count=res.records)
     problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
         "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),

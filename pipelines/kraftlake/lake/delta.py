@@ -39,6 +39,23 @@ from .schema import table_names, table_schema
 META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"
 _TXN_CONF = ("spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion")
 _USER_META_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+# A MERGE first copies its source unless Delta can prove it immutable (only Delta tables
+# read); kraftlake's sources are its own work frames (parquet written once per increment)
+# and rows computed from them, which nothing changes during the merge. The copy is one more
+# Spark job and a full write of the source per merge, so the merges here skip it.
+_MERGE_SOURCE_CONF = ("spark.databricks.delta.merge.materializeSource", "none")
+# Table properties chosen for kraftlake's workload, set when a table is created:
+# * a checkpoint every 20 commits instead of 10: an increment commits each table at most
+#   once, and a reader replays at most 20 small JSON commits, while the writer spends half
+#   as many commits rewriting the checkpoint;
+# * min/max statistics for the first 8 columns only (Delta's default: 32). The tables lead
+#   with their keys and offsets, which the merges and readers filter on; later columns hold
+#   JSON text, raw record bytes and arrays, whose statistics cost time at every write and
+#   prune nothing.
+TABLE_PROPERTIES = {
+    "delta.checkpointInterval": "20",
+    "delta.dataSkippingNumIndexedCols": "8",
+}
 
 
 class LakeLayoutError(ValueError):
@@ -196,9 +213,12 @@ class Lake:
             return
         schema = table_schema(name)
         if not self.exists(name):
-            (DeltaTable.createIfNotExists(self.spark).location(self.path(name))
-             .addColumns(schema.spark).partitionedBy(*schema.partition_by)
-             .comment(schema.doc).execute())
+            builder = (DeltaTable.createIfNotExists(self.spark).location(self.path(name))
+                       .addColumns(schema.spark).partitionedBy(*schema.partition_by)
+                       .comment(schema.doc))
+            for key, value in TABLE_PROPERTIES.items():
+                builder = builder.property(key, value)
+            builder.execute()
         else:
             cols = self._snapshot(name).metadata().partitionColumns()
             parts = tuple(cols.apply(i) for i in range(cols.size()))
@@ -248,6 +268,15 @@ class Lake:
         w.save(self.path(name))
         return True
 
+    def is_empty(self, name: str) -> bool:
+        """The table exists and holds no data file (read from the version's checksum when
+        Delta wrote one, which costs no Spark job)."""
+        if not self.exists(name):
+            return False
+        snap = self._snapshot(name)
+        crc = snap.checksumOpt()
+        return (crc.get().numFiles() if crc.isDefined() else snap.numOfFiles()) == 0
+
     @contextmanager
     def _txn(self, app_id: str, version: int, metadata: dict[str, str] | None) -> Iterator[None]:
         """Session settings that make the next DML command (a MERGE) idempotent."""
@@ -255,10 +284,11 @@ class Lake:
         conf.set(_TXN_CONF[0], app_id)
         conf.set(_TXN_CONF[1], str(version))
         conf.set(_USER_META_CONF, self._meta(app_id, version, metadata))
+        conf.set(*_MERGE_SOURCE_CONF)
         try:
             yield
         finally:
-            for k in (*_TXN_CONF, _USER_META_CONF):
+            for k in (*_TXN_CONF, _USER_META_CONF, _MERGE_SOURCE_CONF[0]):
                 conf.unset(k)
 
     def upsert(self, name: str, data: DataFrame | pa.Table, app_id: str, version: int,
@@ -268,11 +298,15 @@ class Lake:
 
         `delete_keys` (key columns only) are removed in the same commit. `target_filter`
         restricts which target rows can match (Delta skips files and partitions by it).
-        `metadata` goes into the commit (see `commit_metadata`).
+        `metadata` goes into the commit (see `commit_metadata`). Into a table without rows
+        (every table of a new lake) the rows are appended: a merge there could only insert,
+        and costs a join and a second Spark job.
         """
         if self.committed(name, app_id, version):
             return False
         self.ensure(name)
+        if self.is_empty(name):
+            return self.append(name, data, app_id, version, metadata)
         schema = table_schema(name)
         source = self._frame(name, data).withColumn("_delete", F.lit(False))
         if delete_keys is not None:
