@@ -55,10 +55,19 @@ from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_schema
 from kraftlake.reference.replay import replay_dir
+from kraftlake.sources.files import find_log_dirs, log_dir_bytes
 from kraftlake.spark import get_spark
 
 TAIL_RECORDS = 1_000
 LOG = "__cluster_metadata-0"
+
+
+def session(cluster: Path):
+    """The session `kraftlake ingest` of this log would start (driver heap by its size)."""
+    spark = get_spark(load_config(), input_bytes=sum(
+        log_dir_bytes(d) for d in find_log_dirs(str(cluster))))
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def simulate(out: Path, scenario: str, hours: float | None, seed: int) -> Path:
@@ -343,10 +352,9 @@ def main() -> None:
         tmp.mkdir(parents=True, exist_ok=True)
         n_inc, n_app = args.increments, args.appends
         memory = PeakMemory()
-        spark = get_spark(load_config())
-        spark.sparkContext.setLogLevel("ERROR")
         if (tmp / "base" / "setup.json").is_file():
             print(f"1. reusing the lakes built earlier in {tmp / 'base'}")
+            spark = session(tmp / "history-log")
             setup, tails = restore(tmp)
         else:
             if args.cluster:
@@ -354,6 +362,7 @@ def main() -> None:
             else:
                 hours = None if args.scenario == "large" else args.hours
                 cluster = simulate(tmp / "cluster", args.scenario, hours, args.seed)
+            spark = session(cluster)
             setup, tails = build(tmp, cluster, n_inc + n_app, memory, spark, args.cut_at)
         if len(tails) < n_inc + n_app:
             raise SystemExit(f"{tmp / 'base'} holds {len(tails)} tails; fewer increments "

@@ -190,8 +190,11 @@ def spark():
     """The SparkSession of the whole run, one per xdist worker (pipeline, quality and rules
     tests share it)."""
     from kraftlake.config import load_config
-    from kraftlake.spark import get_spark
+    from kraftlake.spark import DRIVER_MEMORY_MAX, get_spark
 
-    s = get_spark(load_config(), master="local[2]", extra_conf=TEST_SPARK_CONF)
+    # the heap `kraftlake ingest` gives a large input: the session runs every in-process
+    # test's increments, the hypothesis fold's 200 logs among them
+    s = get_spark(load_config(), master="local[2]", extra_conf={
+        **TEST_SPARK_CONF, "spark.driver.memory": DRIVER_MEMORY_MAX})
     yield s
     s.stop()

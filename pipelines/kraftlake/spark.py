@@ -53,14 +53,33 @@ def _jars(conf: dict[str, str], uris: list[str]) -> str | None:
     return ",".join(jars)
 
 
+# The driver's heap by the bytes a job reads, when nothing sets `spark.driver.memory`. The
+# rows never gather in the driver (the fold runs in the executors' Python workers, the
+# decoded source and the work frames are on disk), so the heap holds Spark's and Delta's
+# own state and the sort and shuffle buffers of two tasks. A 4 GiB heap for a log of a few
+# kilobytes made a small ingest's JVM grow to 2-3 GiB resident (examples/real-3-broker:
+# process tree peak 4.3 GiB at 4g, 2.9 GiB at 1g); a 6-hour `large` log (~200 MB)
+# ingests in 4g.
+DRIVER_MEMORY_STEPS = ((64 << 20, "1g"), (512 << 20, "2g"))  # (input below, heap)
+DRIVER_MEMORY_MAX = "4g"
+
+
+def driver_memory(input_bytes: int) -> str:
+    """The driver heap for a job reading `input_bytes` (see DRIVER_MEMORY_STEPS)."""
+    return next((heap for below, heap in DRIVER_MEMORY_STEPS if input_bytes < below),
+                DRIVER_MEMORY_MAX)
+
+
 def get_spark(cfg: Config | None = None, master: str | None = None,
               extra_conf: dict[str, str] | None = None,
-              uris: list[str] | None = None) -> SparkSession:
+              uris: list[str] | None = None, input_bytes: int | None = None) -> SparkSession:
     """Get (or create) the session described by the configuration; registers `kraft-metadata`.
 
     Under `spark-submit` the master given on the command line wins (we only set one when
     the launcher did not). `uris`: the sources the job reads (the lake's is in `cfg`), so
-    the s3a jars are added when one of them needs them.
+    the s3a jars are added when one of them needs them. `input_bytes`: what the job reads,
+    which sizes the driver's heap unless the configuration or the launcher sets it (without
+    it, Spark's default: 1g; the commands that read only the lake take that).
     """
     cfg = cfg or load_config()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -69,6 +88,10 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
     if master or "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         builder = builder.master(master or cfg.spark_master)
     conf = {**DELTA_CONF, **cfg.spark_conf, **(extra_conf or {})}
+    launcher = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    if input_bytes is not None and "spark.driver.memory" not in conf \
+            and "--driver-memory" not in launcher and "spark.driver.memory" not in launcher:
+        conf["spark.driver.memory"] = driver_memory(input_bytes)
     locations = [str(cfg.lake), *(uris or [])]
     jars = _jars(conf, locations)
     if jars:

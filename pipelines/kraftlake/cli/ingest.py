@@ -34,7 +34,7 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
     others were ingested; 2 when nothing could be ingested (nothing is written then)."""
     from ..codec.errors import KraftCodecError
     from ..config import load_config
-    from ..jobs.batch import find_inputs
+    from ..jobs.batch import find_inputs, input_bytes
     from ..jobs.batch import ingest as run
     from ..spark import get_spark
 
@@ -49,7 +49,8 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("starting Spark", total=None)
-        spark = get_spark(cfg, master=master, uris=list(sources))
+        spark = get_spark(cfg, master=master, uris=list(sources),
+                          input_bytes=input_bytes(inputs))
         try:
             results = run(spark, cfg, list(sources), cluster_id,
                           log=lambda m: progress.update(task, description=m))

@@ -24,7 +24,7 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
            master: str | None, conf_file: str | None) -> None:
     """Stream new records of a __cluster_metadata-0 directory into the lake (exactly once)."""
     from ..config import load_config
-    from ..jobs.batch import find_inputs
+    from ..jobs.batch import find_inputs, input_bytes
     from ..jobs.stream import start_stream
     from ..spark import get_spark
 
@@ -35,7 +35,7 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
         why = first.refused or f"{source}: a stream tails a metadata-log directory, not a text"
         console.print(f"[red]refused:[/red] {why}", soft_wrap=True)
         raise SystemExit(2)
-    spark = get_spark(cfg, master=master, uris=[source])
+    spark = get_spark(cfg, master=master, uris=[source], input_bytes=input_bytes([first]))
 
     def report(r) -> None:
         if r.records or r.quarantined:

@@ -36,9 +36,15 @@ from ..config import Config
 from ..lake.delta import Lake, sql_eq
 from ..sources.decode import source_arrow_schema, source_spark_schema
 from ..sources.dumptext import read_dump_text
-from ..sources.files import LogDirIndex, find_log_dirs, read_cluster_id, require_metadata_log
+from ..sources.files import (
+    LogDirIndex,
+    find_log_dirs,
+    log_dir_bytes,
+    read_cluster_id,
+    require_metadata_log,
+)
 from ..sources.plan import FRESH, latest, offset_dict
-from ..uris import basename, is_local, join, read_bytes, to_uri
+from ..uris import basename, file_size, is_local, join, read_bytes, to_uri
 from .increment import IncrementResult, cluster_progress, last_progress, process_increment
 
 
@@ -295,6 +301,16 @@ def find_inputs(sources: list[str | Path], cluster_id: str | None,
         except (ValueError, OSError, KraftCodecError) as exc:
             found.append(Input(src, src, "", None, refused=_one_line(exc)))
     return found
+
+
+def input_bytes(inputs: list[Input]) -> int:
+    """Bytes the accepted inputs hold (log directories, dump texts): sizes the driver."""
+    total = 0
+    for i in inputs:
+        if i.refused is None:
+            total += log_dir_bytes(i.location) if i.kind == "dir" else \
+                (file_size(to_uri(i.location)) or 0)
+    return total
 
 
 def _one_line(exc: BaseException) -> str:

@@ -123,6 +123,12 @@ def require_metadata_log(uri: str) -> None:
             f"a {METADATA_LOG_DIR} directory; refusing to read user data")
 
 
+def log_dir_bytes(uri: str) -> int:
+    """Bytes of a metadata-log directory's files (segments, snapshots, the rest beside
+    them): what a first ingest of it reads."""
+    return sum(i.size for i in uris.listing(uri) if i.type == pafs.FileType.File)
+
+
 def list_log_dir(uri: str) -> tuple[list[LogFile], list[LogFile]]:
     """(segments by base offset, snapshots by end offset) of a metadata-log directory.
 
