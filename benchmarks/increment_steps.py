@@ -77,7 +77,6 @@ def main() -> None:
     conf = {**TEST_SPARK_CONF, **dict(kv.split("=", 1) for kv in args.set)}
     spark = get_spark(load_config(lake=str(work / "lake")), master="local[2]", extra_conf=conf)
 
-    timed(Lake, "ensure_all", lambda a: "create or check the tables")
     for method in ("append", "upsert"):
         timed(Lake, method, lambda a, m=method: f"{m} {a[0]}")
     timed(Work, "frame", lambda a: f"work frame {a[0]}")

@@ -45,7 +45,7 @@ from ..sources.files import (
 )
 from ..sources.plan import FRESH, latest, offset_dict
 from ..uris import basename, file_size, is_local, join, read_bytes, to_uri
-from .increment import IncrementResult, cluster_progress, last_progress, process_increment
+from .increment import IncrementResult, furthest, last_of, process_increment, progress_rows
 
 
 @dataclass(frozen=True)
@@ -206,46 +206,54 @@ def read_plan(lake: Lake, app_id: str, version: int) -> dict | None:
     return None if text is None else json.loads(text)
 
 
-def open_increment(lake: Lake, cluster_id: str, kind: str) -> tuple[str, int, dict] | None:
+def open_increment(lake: Lake, cluster_id: str, kind: str,
+                   rows: list[dict]) -> tuple[str, int, dict] | None:
     """The increment a killed job of `kind` planned and did not finish: (app id, version,
     plan), or None. It must be finished before anything else is ingested for the cluster,
-    or its tables that did commit would be ingested twice."""
+    or its tables that did commit would be ingested twice. `rows`: the cluster's progress."""
     app_id = app_id_for(cluster_id, kind)
-    prev = last_progress(lake, app_id)
+    prev = last_of(rows, app_id)
     version = (prev["version"] + 1) if prev else 0
     plan = read_plan(lake, app_id, version)
     return None if plan is None else (app_id, version, plan)
 
 
 def finish_open(spark: SparkSession, lake: Lake, cfg: Config, log_dir: str, cid: str,
-                kind: str, say: Callable[[str], None] = lambda _m: None) -> None:
-    """Finish the increment a stopped job of `kind` left half-written for this cluster."""
-    found = open_increment(lake, cid, kind)
-    if found is not None:
-        app_id, version, plan = found
-        say(f"{log_dir}: finishing increment {version} of the stopped {kind} of cluster {cid}")
-        _run(spark, lake, cfg, log_dir, cid, app_id, version, plan["start"], plan["end"], say)
+                kind: str, rows: list[dict], say: Callable[[str], None] = lambda _m: None
+                ) -> list[dict]:
+    """Finish the increment a stopped job of `kind` left half-written for this cluster;
+    the cluster's progress rows afterwards (`rows` when there was nothing to finish)."""
+    found = open_increment(lake, cid, kind, rows)
+    if found is None:
+        return rows
+    app_id, version, plan = found
+    say(f"{log_dir}: finishing increment {version} of the stopped {kind} of cluster {cid}")
+    _run(spark, lake, cfg, log_dir, cid, app_id, version, plan["start"], plan["end"],
+         furthest(rows), say)
+    return progress_rows(lake, cid)
 
 
 def finish_open_ingest(spark: SparkSession, lake: Lake, cfg: Config, log_dir: str,
-                       cid: str) -> None:
-    """What a stream does before it starts: finish a killed ingest's increment."""
-    finish_open(spark, lake, cfg, log_dir, cid, "ingest")
+                       cid: str) -> list[dict]:
+    """What a stream does before it starts: finish a killed ingest's increment; the
+    cluster's progress rows afterwards."""
+    return finish_open(spark, lake, cfg, log_dir, cid, "ingest", progress_rows(lake, cid))
 
 
-def next_range(lake: Lake, app_id: str, log_dir: str) -> tuple[int, dict, dict] | None:
+def next_range(lake: Lake, app_id: str, log_dir: str,
+               rows: list[dict]) -> tuple[int, dict, dict] | None:
     """(version, start, end) of the next increment of `app_id`, or None if nothing is new.
 
-    It starts where the lake stands for the cluster (`cluster_progress`), whichever job got
-    it there, so an ingest after a stream (and the reverse) neither repeats nor skips.
+    It starts where the lake stands for the cluster (`furthest` of its progress `rows`),
+    whichever job got it there, so an ingest after a stream (and the reverse) neither
+    repeats nor skips.
     """
-    cid = app_id.split(":", 1)[1]
-    prev = last_progress(lake, app_id)
+    prev = last_of(rows, app_id)
     version = (prev["version"] + 1) if prev else 0
     plan = read_plan(lake, app_id, version)
     if plan is not None:  # a killed run: do exactly what it planned
         return version, plan["start"], plan["end"]
-    at = cluster_progress(lake, cid)
+    at = furthest(rows)
     index = LogDirIndex(log_dir)  # one walk of the batch headers for the check and the end
     if at is None:
         start = offset_dict(FRESH)
@@ -341,7 +349,6 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[str | Path],
             continue
         if lake is None:
             lake = Lake(cfg.lake)
-            lake.ensure_all()
         try:
             if inp.kind == "text":
                 res = _ingest_text(spark, lake, cfg, Path(inp.location), inp.cluster_id, say)
@@ -360,24 +367,26 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[str | Path],
 def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str,
                 say: Callable[[str], None]) -> IncrementResult:
     app_id = app_id_for(cid)
-    finish_open(spark, lake, cfg, d, cid, "stream", say)
-    nxt = next_range(lake, app_id, d)
+    rows = finish_open(spark, lake, cfg, d, cid, "stream", progress_rows(lake, cid), say)
+    nxt = next_range(lake, app_id, d, rows)
     if nxt is None:
         say(f"{d}: nothing new for cluster {cid}")
         return IncrementResult(cid, app_id, -1)
     version, start, end = nxt
     say(f"{d}: cluster {cid}, offsets {max(start['offset'], 0)}..{end['offset']} "
         f"(increment {version})")
-    return _run(spark, lake, cfg, d, cid, app_id, version, start, end, say)
+    return _run(spark, lake, cfg, d, cid, app_id, version, start, end, furthest(rows), say)
 
 
 def _run(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str, app_id: str,
-         version: int, start: dict, end: dict, say: Callable[[str], None]) -> IncrementResult:
-    """One planned increment of a log directory."""
+         version: int, start: dict, end: dict, prev: dict | None,
+         say: Callable[[str], None]) -> IncrementResult:
+    """One planned increment of a log directory; `prev`: where the lake stood for the
+    cluster before it."""
     df = (spark.read.format("kraft-metadata").option("cluster_id", cid)
           .option("startJson", json.dumps(start)).option("endJson", json.dumps(end))
           .option("splitBytes", str(cfg.split_bytes)).load(str(d)))
-    res = process_increment(spark, lake, df, cid, app_id, version,
+    res = process_increment(spark, lake, df, cid, app_id, version, prev=prev,
                             min_isr_default=cfg.min_insync_replicas_default,
                             snapshot_high=end["snap"], log=say)
     if res.end_offset is None:
@@ -408,8 +417,8 @@ def _ingest_text(spark: SparkSession, lake: Lake, cfg: Config, path: Path,
                  cluster_id: str, say: Callable[[str], None]) -> IncrementResult:
     """One increment from a kafka-dump-log text (records after the lake's end offset)."""
     app_id = app_id_for(cluster_id)
-    prev = cluster_progress(lake, cluster_id)
-    own = last_progress(lake, app_id)
+    rows = progress_rows(lake, cluster_id)
+    prev, own = furthest(rows), last_of(rows, app_id)
     start = int(prev["end_offset"] or 0) if prev else 0
     high = int(prev["snapshot_high"]) if prev and prev["snapshot_high"] is not None else -1
     if prev is not None:
@@ -423,7 +432,7 @@ def _ingest_text(spark: SparkSession, lake: Lake, cfg: Config, path: Path,
     say(f"{path}: cluster {cluster_id}, offsets {start}..{end} (increment {version})")
     table = table.cast(source_arrow_schema())
     df = spark.createDataFrame(table, schema=source_spark_schema())
-    res = process_increment(spark, lake, df, cluster_id, app_id, version,
+    res = process_increment(spark, lake, df, cluster_id, app_id, version, prev=prev,
                             min_isr_default=cfg.min_insync_replicas_default,
                             snapshot_high=new_high if new_high >= 0 else None, log=say)
     if res.end_offset is None:

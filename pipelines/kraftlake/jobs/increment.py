@@ -90,17 +90,27 @@ class IncrementResult:
     commit_seconds: dict[str, float] = field(default_factory=dict)  # Delta commit per table
 
 
-def last_progress(lake: Lake, app_id: str) -> dict | None:
-    """The newest `ingest_progress` row of one app id (its last committed increment)."""
-    rows = lake.read_arrow("ingest_progress", sql_eq("app_id", app_id)).to_pylist()
-    return max(rows, key=lambda r: r["version"]) if rows else None
+def progress_rows(lake: Lake, cluster_id: str) -> list[dict]:
+    """Every `ingest_progress` row of a cluster (all its jobs): read once per run or
+    micro-batch, then asked with `last_of` and `furthest` (each read is a Spark job)."""
+    return lake.read_arrow("ingest_progress", sql_eq("cluster_id", cluster_id)).to_pylist()
+
+
+def last_of(rows: list[dict], app_id: str) -> dict | None:
+    """The newest progress row of one app id (its last committed increment)."""
+    own = [r for r in rows if r["app_id"] == app_id]
+    return max(own, key=lambda r: r["version"]) if own else None
+
+
+def furthest(rows: list[dict]) -> dict | None:
+    """How far the lake holds the cluster, whichever job (ingest, stream) got it there: the
+    progress row with the highest end offset (the newest of equals)."""
+    return max(rows, key=lambda r: (r["end_offset"] or 0, r["version"])) if rows else None
 
 
 def cluster_progress(lake: Lake, cluster_id: str) -> dict | None:
-    """How far the lake holds a cluster, whichever job (ingest, stream) got it there: the
-    progress row with the highest end offset (the newest of equals)."""
-    rows = lake.read_arrow("ingest_progress", sql_eq("cluster_id", cluster_id)).to_pylist()
-    return max(rows, key=lambda r: (r["end_offset"] or 0, r["version"])) if rows else None
+    """`furthest` of the cluster's progress rows, read now."""
+    return furthest(progress_rows(lake, cluster_id))
 
 
 def _same_cluster(cid: str) -> str:
@@ -135,19 +145,23 @@ class _Stages:
 
 
 def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_id: str,
-                      app_id: str, version: int, *, min_isr_default: int = 1,
-                      snapshot_high: int | None = None, log=None) -> IncrementResult:
-    """Write one increment of `kraft-metadata` source rows (one cluster) into the lake."""
+                      app_id: str, version: int, *, prev: dict | None,
+                      min_isr_default: int = 1, snapshot_high: int | None = None,
+                      log=None) -> IncrementResult:
+    """Write one increment of `kraft-metadata` source rows (one cluster) into the lake.
+
+    `prev`: where the lake stood for the cluster before this increment (`furthest` of its
+    progress rows), which the caller read to plan the increment.
+    """
     res = IncrementResult(cluster_id, app_id, version)
     say = _Stages(log or (lambda _msg: None), res.stage_seconds)
-    lake.ensure_all()
     if lake.committed("ingest_progress", app_id, version):
         res.skipped = list(ORDER)
         return res
     src = src.persist(SPILL)
     work = Work(spark, lake.root, app_id, version)
     try:
-        res = _process(spark, lake, src, res, min_isr_default, snapshot_high, say, work)
+        res = _process(spark, lake, src, res, prev, min_isr_default, snapshot_high, say, work)
         work.clear()  # only after ingest_progress committed: a killed run rewrites it
         return res
     finally:
@@ -156,7 +170,7 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
 
 
 def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResult,
-             min_isr_default: int, snapshot_high: int | None, say,
+             prev: dict | None, min_isr_default: int, snapshot_high: int | None, say,
              work: Work) -> IncrementResult:
     cid, app_id, version = res.cluster_id, res.app_id, res.version
     # every input is read as of now: a table committed meanwhile (by this very increment)
@@ -208,7 +222,6 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     checked, invalid = check_records(records)
 
     # ---- silver frames (written after bronze; the kernel needs them first)
-    prev = cluster_progress(seed, cid)  # the increment before this one, whichever job wrote it
     pend_from = prev.get("pending_txn_from") if prev else None
     # records held back by an open transaction last time are read again from bronze
     if pend_from is not None and res.start_offset is not None and pend_from < res.start_offset:

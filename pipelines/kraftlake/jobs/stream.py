@@ -31,7 +31,7 @@ from ..sources.files import find_log_dirs, read_cluster_id, require_metadata_log
 from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
 from .batch import app_id_for, finish_open_ingest, refuse_if_diverged, write_plan
-from .increment import IncrementResult, cluster_progress, last_progress, process_increment
+from .increment import IncrementResult, cluster_progress, furthest, last_of, process_increment
 
 _UNITS = {"ms": "milliseconds", "s": "seconds", "sec": "seconds", "m": "minutes",
           "min": "minutes", "h": "hours"}
@@ -53,23 +53,22 @@ def processing_time(trigger: str) -> str:
                      f"5m, 1h")
 
 
-def _state(lake: Lake, app_id: str, checkpoint: str, log_dir: str) -> dict:
+def _state(lake: Lake, app_id: str, checkpoint: str, log_dir: str, rows: list[dict]) -> dict:
     """Where a stream starts: its own state file, else where the lake stands for the cluster.
 
     Starting after a batch ingest (or another stream) of the same cluster id, the input's
     bytes at the last ingested offsets must be the ones the lake holds; otherwise this is
     another log that happens to share the cluster id: it is refused, and the divergence
-    kept in `quarantine`.
+    kept in `quarantine`. `rows`: the cluster's progress rows.
     """
     f = join(checkpoint, "kraftlake.json")
     text = lake.fs.read_text(f)
     if text is not None:
         return json.loads(text)
-    cid = app_id.split(":", 1)[1]
-    at = cluster_progress(lake, cid)
+    at = furthest(rows)
     if at is not None:
         refuse_if_diverged(lake, log_dir, at)
-    own = last_progress(lake, app_id)
+    own = last_of(rows, app_id)
     start = offset_dict(FRESH) if at is None else offset_dict(
         at["end_offset"], at["snapshot_high"] if at["snapshot_high"] is not None else -1)
     state = {"app_id": app_id, "base_version": own["version"] + 1 if own else 0,
@@ -124,12 +123,11 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
     if not cid:
         raise ValueError(f"{log_dir}: no meta.properties beside it; pass --cluster-id")
     lake = Lake(cfg.lake, spark)
-    lake.ensure_all()
-    finish_open_ingest(spark, lake, cfg, log_dir, cid)
+    rows = finish_open_ingest(spark, lake, cfg, log_dir, cid)
     app_id = app_id_for(cid, "stream")
     ck = to_uri(cfg.checkpoint) if cfg.checkpoint else join(lake.root, "_kraftlake",
                                                            "checkpoints", cid)
-    st = _state(lake, app_id, ck, log_dir)
+    st = _state(lake, app_id, ck, log_dir, rows)
     reader = (spark.readStream.format("kraft-metadata").option("cluster_id", cid)
               .option("startJson", json.dumps(st["start"]))
               .option("splitBytes", str(cfg.split_bytes)))
@@ -140,11 +138,13 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
 
     def each(batch: DataFrame, batch_id: int) -> None:
         version = st["base_version"] + batch_id
+        at = None
         if not lake.committed("ingest_progress", app_id, version):
             start, end = _offsets(lake, ck, st, batch_id)
             write_plan(lake, app_id, version, start, end)
-            batch = _after(batch, cluster_progress(lake, cid))
-        res = process_increment(spark, lake, batch, cid, app_id, version,
+            at = cluster_progress(lake, cid)
+            batch = _after(batch, at)
+        res = process_increment(spark, lake, batch, cid, app_id, version, prev=at,
                                 min_isr_default=cfg.min_insync_replicas_default)
         if cfg.compact_every > 0 and (batch_id + 1) % cfg.compact_every == 0:
             # a table whose compaction lost a commit conflict (someone else compacted or

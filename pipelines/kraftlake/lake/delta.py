@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -90,7 +89,7 @@ class Lake:
         self.root = to_uri(root)
         self._spark = spark
         self._pins = pins  # table -> version this view reads (None: the latest)
-        self._ensured: set[str] = set()
+        self._checked: set[str] = set()  # tables whose layout was checked
 
     @property
     def spark(self) -> SparkSession:
@@ -112,7 +111,7 @@ class Lake:
         return bool(DeltaTable.isDeltaTable(self.spark, self.path(name)))
 
     def is_lake(self) -> bool:
-        """A kraftlake lake has an `ingest_progress` table (every job creates all tables)."""
+        """A kraftlake lake has an `ingest_progress` table (every increment ends with it)."""
         return self.exists("ingest_progress")
 
     def require(self) -> Lake:
@@ -203,40 +202,36 @@ class Lake:
         return {}
 
     def ensure(self, name: str) -> None:
-        """Create table `name` (empty) if it does not exist yet.
-
-        An existing table partitioned otherwise than its schema says was written by an
-        older kraftlake; writing on would mix layouts, so it is refused with the remedy.
-        Checked once per table and instance.
-        """
-        if name in self._ensured:
-            return
-        schema = table_schema(name)
+        """Create table `name` (empty) if it does not exist yet; check it otherwise (see
+        `_check_layout`). Writes need not call it: the first write of a table creates it."""
         if not self.exists(name):
+            schema = table_schema(name)
             builder = (DeltaTable.createIfNotExists(self.spark).location(self.path(name))
                        .addColumns(schema.spark).partitionedBy(*schema.partition_by)
                        .comment(schema.doc))
             for key, value in TABLE_PROPERTIES.items():
                 builder = builder.property(key, value)
             builder.execute()
-        else:
-            cols = self._snapshot(name).metadata().partitionColumns()
-            parts = tuple(cols.apply(i) for i in range(cols.size()))
-            if parts != schema.partition_by:
-                raise LakeLayoutError(
-                    f"{self.path(name)}: table is partitioned by {list(parts)}, this kraftlake "
-                    f"expects {list(schema.partition_by)}; it was written by an older version: "
-                    f"ingest into a new lake (the log is the source of truth)")
-        self._ensured.add(name)
+        self._check_layout(name)
 
-    def ensure_all(self) -> None:
-        """Every table, created or checked concurrently: each is a Delta commit or log read
-        that waits mostly on the driver and the file system (a new lake's fifteen tables
-        took ~11 s one after the other on two cores)."""
-        todo = [n for n in table_names() if n not in self._ensured]
-        self._spark = self.spark  # the active session is per thread: the pool's have none
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            list(pool.map(self.ensure, todo))  # list(): an error in any thread is raised
+    def _check_layout(self, name: str) -> None:
+        """Refuse to write on into a table laid out otherwise than its schema says.
+
+        An existing table partitioned otherwise was written by an older kraftlake; writing
+        on would mix layouts, so it is refused with the remedy. Checked once per table and
+        instance; a table that does not exist yet passes (its first write creates it).
+        """
+        if name in self._checked or not self.exists(name):
+            return
+        schema = table_schema(name)
+        cols = self._snapshot(name).metadata().partitionColumns()
+        parts = tuple(cols.apply(i) for i in range(cols.size()))
+        if parts != schema.partition_by:
+            raise LakeLayoutError(
+                f"{self.path(name)}: table is partitioned by {list(parts)}, this kraftlake "
+                f"expects {list(schema.partition_by)}; it was written by an older version: "
+                f"ingest into a new lake (the log is the source of truth)")
+        self._checked.add(name)
 
     # ------------------------------------------------------------------ writing
 
@@ -257,11 +252,19 @@ class Lake:
 
     def append(self, name: str, data: DataFrame | pa.Table, app_id: str | None = None,
                version: int | None = None, metadata: dict[str, str] | None = None) -> bool:
-        """Append rows once per (app_id, version); returns False if already committed."""
+        """Append rows once per (app_id, version); returns False if already committed.
+
+        The first write of a table creates it, in the same commit: a lake holds the tables
+        something was written to (readers see a missing table as an empty one), and a new
+        lake costs no commit per table before its data."""
         if app_id is not None and self.committed(name, app_id, version):
             return False
-        self.ensure(name)
+        self._check_layout(name)
         w = self._frame(name, data).write.format("delta").mode("append")
+        if not self.exists(name):
+            w = w.partitionBy(*table_schema(name).partition_by)
+            for key, value in TABLE_PROPERTIES.items():
+                w = w.option(key, value)
         if app_id is not None:
             w = (w.option("txnAppId", app_id).option("txnVersion", str(version))
                  .option("userMetadata", self._meta(app_id, version, metadata)))
@@ -299,13 +302,13 @@ class Lake:
         `delete_keys` (key columns only) are removed in the same commit. `target_filter`
         restricts which target rows can match (Delta skips files and partitions by it).
         `metadata` goes into the commit (see `commit_metadata`). Into a table without rows
-        (every table of a new lake) the rows are appended: a merge there could only insert,
-        and costs a join and a second Spark job.
+        (or none yet) the rows are appended: a merge there could only insert, and costs a
+        join and a second Spark job.
         """
         if self.committed(name, app_id, version):
             return False
-        self.ensure(name)
-        if self.is_empty(name):
+        self._check_layout(name)
+        if not self.exists(name) or self.is_empty(name):
             return self.append(name, data, app_id, version, metadata)
         schema = table_schema(name)
         source = self._frame(name, data).withColumn("_delete", F.lit(False))
@@ -358,13 +361,14 @@ class Lake:
         """Every table in the session catalog under its own name, over its Delta location.
 
         Catalog tables (not temp views) so that time travel works in SQL:
-        `SELECT * FROM partition_current VERSION AS OF 3` or `TIMESTAMP AS OF '...'`.
+        `SELECT * FROM partition_current VERSION AS OF 3` or `TIMESTAMP AS OF '...'`. A table
+        nothing was written to yet is an empty view of its schema, so a query names every
+        table whatever the lake has seen.
         """
-        names = []
         for name in table_names():
-            if not self.exists(name):
-                continue
             spark.sql(f"DROP TABLE IF EXISTS {name}")
-            spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{self.path(name)}'")
-            names.append(name)
-        return names
+            if self.exists(name):
+                spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{self.path(name)}'")
+            else:
+                spark.createDataFrame([], table_schema(name).spark).createOrReplaceTempView(name)
+        return table_names()
