@@ -229,7 +229,7 @@ def inventory(root: Path) -> list[list[str]]:
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     """The one line saying the extension corpus did not run (nothing is skipped for it: the
     tests that iterate over real files ran on the corpus alone)."""
-    if EXTENSION not in ROOTS and not hasattr(config, "workerinput"):  # xdist's controller
+    if EXTENSION not in ROOTS and not hasattr(config, "workerinput"):  # not on xdist workers
         terminalreporter.write_line(
             f"kraft-real extension not run: {EXTENSION} not found (CI has it; set "
             f"KRAFTLAKE_REAL_FIXTURES): the real-file tests read only the "

@@ -67,7 +67,7 @@ def _rows() -> list[Row]:
 ROWS = _rows()
 
 
-@pytest.mark.parametrize("root", ROOTS, ids=lambda r: str(r))
+@pytest.mark.parametrize("root", ROOTS, ids=["corpus", "extension"][:len(ROOTS)])
 def test_inventory_lists_every_log_file(root: Path) -> None:
     """An INVENTORY.md lists exactly the metadata-log files under its root, and its summary
     line counts its own rows."""
