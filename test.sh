@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (or updates) the local virtualenv with the test tools, then runs the linter and
-# the whole test suite. Real fixtures are read from ../shared/fixtures/kraft-real
-# (override with KRAFTLAKE_REAL_FIXTURES).
+# the whole test suite. Real metadata logs are read from tests/data/kraft-real and, when
+# present, from ../shared/fixtures/kraft-real (override with KRAFTLAKE_REAL_FIXTURES).
 set -euo pipefail
 cd "$(dirname "$0")"
 source scripts/venv.sh

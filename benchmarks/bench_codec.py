@@ -1,8 +1,9 @@
 """Codec throughput: records/s and MB/s on one core, on real fixtures and on a busy log.
 
 Prints figures; asserts nothing. Two inputs:
-- every real segment, snapshot and bootstrap file in ../shared/fixtures/kraft-real
-  (~98% NoOpRecords, the quorum heartbeat of quiet clusters);
+- every real segment, snapshot and bootstrap file (tests/data/kraft-real and, when present,
+  its extension ../shared/fixtures/kraft-real: tests/conftest.py; ~98% NoOpRecords, the
+  quorum heartbeat of quiet clusters);
 - a generated PartitionChangeRecord-heavy segment (ISR/leader/ELR changes in controller-sized
   batches over 20,000 partitions), written with the codec's own encoder.
 Two ways of reading each: Record objects (`iter_file`) and Arrow columns (`decode_columns`),
@@ -14,8 +15,8 @@ Usage: python benchmarks/bench_codec.py [--repeat N]
 from __future__ import annotations
 
 import argparse
-import os
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,12 +27,13 @@ from kraftlake.codec.logfiles import classify, iter_file
 from kraftlake.codec.records import encode_metadata_value
 from kraftlake.codec.wire import uuid_to_str
 
-REAL = Path(os.environ.get("KRAFTLAKE_REAL_FIXTURES",
-                           Path(__file__).resolve().parents[2] / "shared/fixtures/kraft-real"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.conftest import real_files
 
 
 def real_paths() -> list[Path]:
-    return sorted(p for p in REAL.rglob("*") if p.is_file() and classify(p) is not None)
+    return real_files("segment") + real_files("snapshot") + real_files("bootstrap")
 
 
 def busy_segment(path: Path, records: int = 300_000, seed: int = 7) -> Path:

@@ -3,8 +3,8 @@
 `read_range` is what every Spark task of `kraftlake ingest` / `stream` runs on its byte
 range (bytes -> Arrow batches of bronze rows); this times exactly that, in one process, on:
 
-- every real segment and snapshot in ../shared/fixtures/kraft-real (quiet clusters: ~98%
-  NoOpRecord heartbeats);
+- every real segment and snapshot (tests/data/kraft-real and its extension, as bench_codec;
+  quiet clusters: ~98% NoOpRecord heartbeats);
 - a PartitionChangeRecord-heavy segment (bench_codec.busy_segment: ISR / leader / ELR
   changes in controller-sized batches);
 - a simulated `large`-scenario log (the shape of the 10.7M-record log the first-ingest
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_codec import REAL, busy_segment
+from bench_codec import busy_segment, real_paths
 from kraftlake.codec.logfiles import classify
 from kraftlake.sources.decode import read_range
 from kraftlake.sources.files import ReadRange
@@ -62,8 +62,7 @@ def main() -> None:
     ap.add_argument("--large", type=Path, help="a simulated cluster directory to time too")
     args = ap.parse_args()
     print(f"sources.decode.read_range, one core, best of {args.repeat}")
-    measure("real fixtures", ranges(sorted(p for p in REAL.rglob("*") if p.is_file())),
-            args.repeat)
+    measure("real fixtures", ranges(real_paths()), args.repeat)
     with tempfile.TemporaryDirectory() as tmp:
         seg = busy_segment(Path(tmp) / "00000000000000000000.log")
         measure("PartitionChangeRecord-heavy", ranges([seg]), args.repeat)

@@ -6,7 +6,8 @@ decoding and printing every record. Prints wall-clock seconds, records/s and the
 (Kafka's time / kraftlake's: above 1 means kraftlake is faster); asserts nothing.
 
 Two inputs:
-- every real segment and snapshot of ../shared/fixtures/kraft-real (one process each tool);
+- every real segment and snapshot (tests/data/kraft-real and, when present, its extension
+  ../shared/fixtures/kraft-real: tests/conftest.py; one process each tool);
 - a simulated busy log of at least 1 million records (`kraftlake simulate --scenario large`),
   made once into the temp dir.
 
@@ -27,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.conftest import REAL  # noqa: E402
+from tests.conftest import real_files  # noqa: E402
 from tests.kafka.cluster import VERSIONS, java  # noqa: E402
 from tests.kafka.dumplog import DUMP  # noqa: E402
 
@@ -71,7 +72,7 @@ def main() -> int:
                     help="an already simulated cluster directory instead of --hours")
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
-    real = sorted(p for p in REAL.rglob("*") if p.suffix in (".log", ".checkpoint"))
+    real = real_files("segment") + real_files("snapshot") + real_files("bootstrap")
     compare("real fixtures", real, args.repeat)
     with tempfile.TemporaryDirectory() as tmp:
         sim, label = args.cluster, f"simulated {args.cluster}"

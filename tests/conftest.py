@@ -1,7 +1,11 @@
 """Shared test fixtures: where the real KRaft metadata logs are, and the one SparkSession.
 
-The real files live in `../shared/fixtures/kraft-real/` beside the checkout (CI puts them
-there too); $KRAFTLAKE_REAL_FIXTURES overrides the location.
+The real files come from two places with one layout (`<owner>__<repo>/<path in the repo>`):
+the corpus in the repository, `tests/data/kraft-real/` (a few MB, every Kafka version and
+record kind; tests/data/README.md), and its extension beside the checkout,
+`../shared/fixtures/kraft-real/` (70 MB; $KRAFTLAKE_REAL_FIXTURES overrides the location).
+CI always has the extension; a clone alone runs every test on the corpus and says once, in
+the terminal summary, that the extension did not run.
 """
 
 from __future__ import annotations
@@ -27,7 +31,11 @@ if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
     _main.__file__ = "<pytest-xdist worker>"
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = Path(os.environ.get("KRAFTLAKE_REAL_FIXTURES", REPO.parent / "shared/fixtures/kraft-real"))
+CORPUS = REPO / "tests/data/kraft-real"
+EXTENSION = Path(os.environ.get("KRAFTLAKE_REAL_FIXTURES",
+                                REPO.parent / "shared/fixtures/kraft-real"))
+# The corpus first: a file both hold is read from the repository's copy.
+ROOTS = (CORPUS, EXTENSION) if EXTENSION.is_dir() else (CORPUS,)
 
 
 # The one session's settings (docs/architecture.md: one session-scoped SparkSession fixture): two
@@ -162,27 +170,71 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_GroupsPerWorker(), "kraftlake-groups-per-worker")
 
 
+def real(relative: str) -> Path:
+    """A real file or directory named by its path under a corpus root (its path in
+    INVENTORY.md): the repository's copy, else the extension's."""
+    for root in ROOTS:
+        if (root / relative).exists():
+            return root / relative
+    raise FileNotFoundError(f"{relative} is in none of {[str(r) for r in ROOTS]}")
+
+
+def rel(path: Path) -> str:
+    """`path` relative to the corpus root that holds it (test ids, INVENTORY.md's paths)."""
+    root = next(r for r in ROOTS if path.is_relative_to(r))
+    return str(path.relative_to(root))
+
+
+def _union(paths: dict[Path, list[Path]]) -> list[Path]:
+    """One path per relative path over every root, the first root's copy winning."""
+    out: dict[str, Path] = {}
+    for root in ROOTS:
+        for p in paths[root]:
+            out.setdefault(str(p.relative_to(root)), p)
+    return [out[k] for k in sorted(out)]
+
+
 def real_files(kind: str) -> list[Path]:
-    """Every real segment (`*.log`), snapshot (`*.checkpoint` in a log dir) or bootstrap file."""
+    """Every real segment (`*.log`), snapshot (`*.checkpoint` in a log dir) or bootstrap
+    file of the corpus and, when present, its extension."""
     if kind == "segment":
-        return sorted(REAL.rglob("*.log"))
-    if kind == "snapshot":
-        return sorted(p for p in REAL.rglob("*.checkpoint") if p.name != "bootstrap.checkpoint")
-    if kind == "bootstrap":
-        return sorted(REAL.rglob("bootstrap.checkpoint"))
-    raise ValueError(kind)
+        found = {r: list(r.rglob("*.log")) for r in ROOTS}
+    elif kind == "snapshot":
+        found = {r: [p for p in r.rglob("*.checkpoint") if p.name != "bootstrap.checkpoint"]
+                 for r in ROOTS}
+    elif kind == "bootstrap":
+        found = {r: list(r.rglob("bootstrap.checkpoint")) for r in ROOTS}
+    else:
+        raise ValueError(kind)
+    return _union(found)
 
 
 def real_log_dirs() -> list[Path]:
-    return sorted({p.parent for p in REAL.rglob("*.log")
-                   if p.parent.name == "__cluster_metadata-0"})
+    """Every real `__cluster_metadata-0` directory with a segment, over the same roots."""
+    return _union({r: list({p.parent for p in r.rglob("*.log")
+                            if p.parent.name == "__cluster_metadata-0"}) for r in ROOTS})
 
 
-@pytest.fixture(scope="session")
-def real_root() -> Path:
-    if not REAL.is_dir():
-        pytest.fail(f"real fixtures not found at {REAL} (set KRAFTLAKE_REAL_FIXTURES)")
-    return REAL
+def inventory(root: Path) -> list[list[str]]:
+    """The table rows of `root`'s INVENTORY.md as cells: path, kind, bytes, sha256, source,
+    batches / records, counts, MV, brokers, PCR LRS/ELR/LKE/Dirs, notes."""
+    rows = []
+    for line in (root / "INVENTORY.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) >= 11 and cells[0] != "path":
+            rows.append(cells)
+    return rows
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """The one line saying the extension corpus did not run (nothing is skipped for it: the
+    tests that iterate over real files ran on the corpus alone)."""
+    if EXTENSION not in ROOTS and not hasattr(config, "workerinput"):  # not on xdist workers
+        terminalreporter.write_line(
+            f"kraft-real extension not run: {EXTENSION} not found (CI has it; set "
+            f"KRAFTLAKE_REAL_FIXTURES): the real-file tests read only the "
+            f"{len(real_files('segment') + real_files('snapshot') + real_files('bootstrap'))}"
+            f" metadata-log files of {CORPUS.relative_to(REPO)}", yellow=True)
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REAL
+from tests.conftest import real
 
-LOG_DIR = REAL / "ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0"
+LOG_DIR = real("ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0")
 
 
 def kraftlake(*args: str) -> subprocess.CompletedProcess[str]:

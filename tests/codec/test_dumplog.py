@@ -26,6 +26,7 @@ from kraftlake.codec.errors import KraftCodecError
 from kraftlake.codec.logfiles import FileReport, classify, iter_file
 from kraftlake.codec.records import Record
 from kraftlake.codec.redact import placeholder
+from tests.conftest import real
 
 try:
     from .dumplog_render import DIALECTS, render_path
@@ -33,7 +34,6 @@ except ImportError:  # tests/codec is not a package
     from dumplog_render import DIALECTS, render_path
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "dumplog"
-REAL = Path(__file__).resolve().parents[2].parent / "shared/fixtures/kraft-real"
 
 SEGMENTS = {
     "ogs59-3brokers": "ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0/"
@@ -56,11 +56,8 @@ NATIVE = {"ogs59-3brokers": "3.9", "nomanazeem-elr": "4.1", "nurlan-fence": "3.0
 _PRINTED_FROM = {2: "4.1", 3: "3.3", 4: "3.3", 5: "3.9", 6: "3.9"}
 
 
-def _real(name: str, real_root: Path) -> Path:
-    path = real_root / SEGMENTS[name]
-    if not path.is_file():
-        pytest.fail(f"fixture missing: {path}")
-    return path
+def _real(name: str) -> Path:
+    return real(SEGMENTS[name])
 
 
 def _binary(path: Path) -> list[Record]:
@@ -87,8 +84,8 @@ def _ver(d: str) -> tuple[int, ...]:
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("name", sorted(SEGMENTS))
-def test_real_file_dump_matches_binary_decode(name: str, dialect: str, real_root: Path) -> None:
-    path = _real(name, real_root)
+def test_real_file_dump_matches_binary_decode(name: str, dialect: str) -> None:
+    path = _real(name)
     if path.suffix == ".checkpoint" and _ver(dialect) < (3, 3):
         pytest.skip("kafka-dump-log reads snapshots only from 3.3 (KAFKA-13845)")
     expected = _binary(path)
@@ -111,9 +108,9 @@ def test_real_file_dump_matches_binary_decode(name: str, dialect: str, real_root
 
 
 @pytest.mark.parametrize("name", sorted(SEGMENTS))
-def test_native_dialect_covers_the_interesting_records(name: str, real_root: Path) -> None:
+def test_native_dialect_covers_the_interesting_records(name: str) -> None:
     """The features the brief picked each file for really come through the text path."""
-    path = _real(name, real_root)
+    path = _real(name)
     got, problems = _split(list(parse_dump_log(render_path(path, NATIVE[name]), str(path))))
     assert problems == []
     by_type: dict[str, list[Record]] = {}
@@ -255,8 +252,8 @@ def test_kafka_error_line_keeps_the_offset() -> None:
 # ---------------------------------------------------------------- 3. damaged text
 
 
-def test_damaged_dump_reports_lines_and_keeps_the_rest(real_root: Path) -> None:
-    path = _real("nurlan-fence", real_root)
+def test_damaged_dump_reports_lines_and_keeps_the_rest() -> None:
+    path = _real("nurlan-fence")
     lines = render_path(path, "3.0")
     expected = _binary(path)
     # line numbers are 1-based; pick record lines of data batches
@@ -370,16 +367,16 @@ def test_sensitive_config_values_are_redacted() -> None:
 # ---------------------------------------------------------------- sniffing and errors
 
 
-def test_looks_like_dump_log(real_root: Path, tmp_path: Path) -> None:
+def test_looks_like_dump_log(tmp_path: Path) -> None:
     assert looks_like_dump_log(DATA / "kafka-3.9-excerpt.txt")
     assert looks_like_dump_log((DATA / "kafka-4.1-excerpt.txt").read_text())
-    assert not looks_like_dump_log(_real("nurlan-fence", real_root))  # the binary segment
+    assert not looks_like_dump_log(_real("nurlan-fence"))  # the binary segment
     other = tmp_path / "notes.txt"
     other.write_text("offset: 1\nhello\n")
     assert not looks_like_dump_log(other)
     assert not looks_like_dump_log(tmp_path / "missing.txt")
     rendered = tmp_path / "dump.txt"
-    rendered.write_text("\n".join(render_path(_real("nomanazeem-elr", real_root))) + "\n")
+    rendered.write_text("\n".join(render_path(_real("nomanazeem-elr"))) + "\n")
     assert looks_like_dump_log(rendered)
     assert looks_like_dump_log(str(rendered))
     # what Kafka's DumpLogSegments prints for an empty segment (a real fixture has one)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kraftlake.codec.logfiles import classify, iter_file
-from tests.conftest import REAL
+from tests.conftest import ROOTS, inventory, rel
 
 ABBREV = {
     "NoOp": "NoOpRecord", "PCR": "PartitionChangeRecord", "PR": "PartitionRecord",
@@ -43,31 +43,47 @@ class Row:
     notes: str
 
 
+KINDS = ("segment", "snapshot", "bootstrap")
+
+
 def _rows() -> list[Row]:
-    rows = []
-    for line in (REAL / "INVENTORY.md").read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 11 or cells[1] not in ("segment", "snapshot", "bootstrap"):
-            continue
-        m = re.fullmatch(r"(\d+) \((\d+) ctl\) / (\d+)", cells[5])
-        assert m, cells[5]
-        counts = {ABBREV[k]: int(v) for k, v in
-                  (item.rsplit(" ", 1) for item in cells[6].split(", ") if item)}
-        mv = {int(x) for x in re.findall(r"\d+", cells[7])}
-        pcr = tuple(int(x) for x in cells[9].split("/")) if "/" in cells[9] else None
-        rows.append(Row(REAL / cells[0], int(m[1]), int(m[2]), int(m[3]), counts, mv,
-                        pcr, cells[10]))  # type: ignore[arg-type]
-    return rows
+    """The rows of every root's INVENTORY.md, one per path (the corpus's row first)."""
+    rows: dict[str, Row] = {}
+    for root in ROOTS:
+        for cells in inventory(root):
+            if cells[1] not in KINDS or cells[0] in rows:
+                continue
+            m = re.fullmatch(r"(\d+) \((\d+) ctl\) / (\d+)", cells[5])
+            assert m, cells[5]
+            counts = {ABBREV[k]: int(v) for k, v in
+                      (item.rsplit(" ", 1) for item in cells[6].split(", ") if item)}
+            mv = {int(x) for x in re.findall(r"\d+", cells[7])}
+            pcr = tuple(int(x) for x in cells[9].split("/")) if "/" in cells[9] else None
+            rows[cells[0]] = Row(root / cells[0], int(m[1]), int(m[2]), int(m[3]), counts, mv,
+                                 pcr, cells[10])  # type: ignore[arg-type]
+    return [rows[k] for k in sorted(rows)]
 
 
 ROWS = _rows()
 
 
-def test_inventory_lists_every_log_file() -> None:
-    assert len(ROWS) == 95 + 88 + 60
+@pytest.mark.parametrize("root", ROOTS, ids=["corpus", "extension"][:len(ROOTS)])
+def test_inventory_lists_every_log_file(root: Path) -> None:
+    """An INVENTORY.md lists exactly the metadata-log files under its root, and its summary
+    line counts its own rows."""
+    listed = inventory(root)
+    found = {str(p.relative_to(root)) for p in root.rglob("*")
+             if p.is_file() and classify(p) is not None}
+    assert found == {c[0] for c in listed if c[1] in KINDS}
+    summary = re.search(r"^- files: (\d+) \((.*)\)$", (root / "INVENTORY.md").read_text(), re.M)
+    assert summary, root
+    by_kind = Counter(c[1] for c in listed)
+    assert int(summary[1]) == len(listed)
+    assert dict(item.rsplit(" ", 1) for item in summary[2].split(", ")) == \
+        {k: str(n) for k, n in by_kind.items()}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: str(r.path.relative_to(REAL)))
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: rel(r.path))
 def test_decoded_file_matches_inventory(row: Row) -> None:
     lf = classify(row.path)
     assert lf is not None

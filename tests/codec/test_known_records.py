@@ -22,10 +22,10 @@ from kraftlake.codec.wire import (
     write_uvarint,
     write_varint,
 )
-from tests.conftest import REAL
+from tests.conftest import real
 
-ELR_LOG = REAL / "IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0" \
-    "/00000000000000000000.log"
+ELR_LOG = real("IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0"
+               "/00000000000000000000.log")
 TOPIC = "YNY5hm01SZ-bAGeCLAGqWA"  # = bytes 60d639866d35499f9b0067822c01aa58, URL-safe base64
 
 
@@ -104,8 +104,8 @@ def test_unclean_election_record_bytes_match_a_hand_built_encoding() -> None:
 
 
 def test_real_snapshot_starts_with_header_and_ends_with_footer() -> None:
-    snap = REAL / "ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0" \
-        "/00000000000000020475-0000000026.checkpoint"
+    snap = real("ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0"
+                "/00000000000000020475-0000000026.checkpoint")
     lf = classify(snap)
     assert (lf.kind, lf.offset, lf.epoch) == ("snapshot", 20475, 26)
     records = [r for _, recs in iter_file(lf) for r in recs]

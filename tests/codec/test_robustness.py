@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from kraftlake.codec.batch import Batch, Problem, encode_batch, read_batch, scan_batches
 from kraftlake.codec.errors import CorruptBatchError, KraftCodecError, TruncatedError
 from kraftlake.codec.logfiles import records_of_batch
-from tests.conftest import REAL
+from tests.conftest import real
 
-SEGMENT = REAL / "vasifvortex__azercell_docker_project2/data/kafka1/__cluster_metadata-0" \
-    "/00000000000000000000.log"  # 19 batches, 153 records, 3 brokers, PCR-heavy
+SEGMENT = real("vasifvortex__azercell_docker_project2/data/kafka1/__cluster_metadata-0"
+               "/00000000000000000000.log")  # 19 batches, 153 records, 3 brokers, PCR-heavy
 
 
 @cache

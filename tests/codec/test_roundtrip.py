@@ -10,18 +10,21 @@ from kraftlake.codec import compression
 from kraftlake.codec.batch import Batch, Problem, encode_batch, scan_batches
 from kraftlake.codec.logfiles import records_of_batch
 from tests.codec.helpers import reencode_file
-from tests.conftest import REAL, real_files
+from tests.conftest import ROOTS, inventory, real, real_files, rel
 
 ALL_REAL = real_files("segment") + real_files("snapshot") + real_files("bootstrap")
 
 
 def test_every_kind_of_real_file_is_present() -> None:
-    assert len(real_files("segment")) == 95
-    assert len(real_files("snapshot")) == 88
-    assert len(real_files("bootstrap")) == 60
+    """The files found of each kind are those the INVENTORY.md of the corpus (and of the
+    extension, when present) lists: none missed, none unlisted."""
+    for kind in ("segment", "snapshot", "bootstrap"):
+        listed = {cells[0] for root in ROOTS for cells in inventory(root) if cells[1] == kind}
+        assert listed
+        assert {rel(p) for p in real_files(kind)} == listed, kind
 
 
-@pytest.mark.parametrize("path", ALL_REAL, ids=lambda p: str(p.relative_to(REAL)))
+@pytest.mark.parametrize("path", ALL_REAL, ids=rel)
 def test_real_file_round_trips_byte_for_byte(path: Path) -> None:
     buf = path.read_bytes()
     out, end, problems = reencode_file(buf)
@@ -31,8 +34,8 @@ def test_real_file_round_trips_byte_for_byte(path: Path) -> None:
 
 
 def test_round_trip_of_a_file_cut_mid_batch_is_identical_up_to_the_last_complete_batch() -> None:
-    path = REAL / "ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0" \
-        "/00000000000000000000.log"
+    path = real("ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0"
+                "/00000000000000000000.log")
     buf = path.read_bytes()
     batches = [b for b in scan_batches(buf) if isinstance(b, Batch)]
     cut = batches[500].position + 30  # inside the 501st batch's header
@@ -46,7 +49,7 @@ def test_round_trip_of_a_file_cut_mid_batch_is_identical_up_to_the_last_complete
                                    compression.ZSTD])
 def test_every_compression_codec_decodes_to_the_same_records(codec: int) -> None:
     """Kafka never compresses the metadata log, but its reader accepts every codec: so do we."""
-    path = REAL / "nomanazeem__Kafka-java/kafka-logs/__cluster_metadata-0/00000000000000000000.log"
+    path = real("nomanazeem__Kafka-java/kafka-logs/__cluster_metadata-0/00000000000000000000.log")
     plain = [b for b in scan_batches(path.read_bytes()) if isinstance(b, Batch)]
     squeezed = bytearray()
     for b in plain:

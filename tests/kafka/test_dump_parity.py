@@ -1,13 +1,14 @@
 """Every record kraftlake decodes equals what Kafka's own `kafka-dump-log` prints.
 
 Two sets of files: everything the test cluster's controller wrote (segments and snapshots,
-after the incident scenario) and every real file of `../shared/fixtures/kraft-real/`.
-Kafka's `DumpLogSegments --cluster-metadata-decoder` reads each set in one JVM; kraftlake's
-codec reads each file as `kraftlake decode --jsonl` does. Compared per record: offset,
-control flag, record type, version and every payload field Kafka prints (Kafka's camelCase
-names against kraftlake's snake_case ones). Kafka omits tagged fields that hold their default;
-kraftlake keeps them, so a field only kraftlake has must hold the default of kraftlake's
-schema and be tagged there. Secrets kraftlake redacts are counted, not compared.
+after the incident scenario) and every real file (`tests/data/kraft-real/` and, when present,
+its extension: tests/conftest.py). Kafka's `DumpLogSegments --cluster-metadata-decoder`
+reads each set in one JVM; kraftlake's codec reads each file as `kraftlake decode --jsonl`
+does. Compared per record: offset, control flag, record type, version and every payload
+field Kafka prints (Kafka's camelCase names against kraftlake's snake_case ones). Kafka
+omits tagged fields that hold their default; kraftlake keeps them, so a field only kraftlake
+has must hold the default of kraftlake's schema and be tagged there. Secrets kraftlake
+redacts are counted, not compared.
 
 Then the dump-text ingest: kraftlake reading Kafka's own dump text of a file gives the same
 records as kraftlake reading the file's bytes.
@@ -24,7 +25,7 @@ import pytest
 from kraftlake.cli.decode import iter_path
 from kraftlake.codec.records import Record
 from kraftlake.codec.schema import registry
-from tests.conftest import REAL, real_files
+from tests.conftest import ROOTS, real_files, rel
 
 from .dumplog import KafkaRecord, dump, split_dump
 from .scenario import Incidents
@@ -135,7 +136,8 @@ def cluster_dump(incidents: Incidents, tmp_path_factory: pytest.TempPathFactory
 def real_dump(tmp_path_factory: pytest.TempPathFactory
               ) -> tuple[list[Path], dict[Path, list[KafkaRecord]], Path]:
     files = real_files("segment") + real_files("snapshot") + real_files("bootstrap")
-    every = [p for p in REAL.rglob("*") if p.suffix in (".log", ".checkpoint")]
+    every = {rel(p) for root in ROOTS for p in root.rglob("*")
+             if p.suffix in (".log", ".checkpoint")}
     assert files and len(files) == len(every), "a real metadata file would go unchecked"
     out = tmp_path_factory.mktemp("dump") / "real.txt"
     return files, dump(files, out), out
@@ -164,12 +166,12 @@ TEXT_MAX_BYTES = 512 * 1024
 def test_dump_text_ingest_of_kafkas_own_output(which: str, request: pytest.FixtureRequest,
                                                tmp_path: Path) -> None:
     """kraftlake reading Kafka's dump text == kraftlake reading the same file's bytes."""
-    _, _, text = request.getfixturevalue(which)
+    files, _, text = request.getfixturevalue(which)
     problems = []
     parts = split_dump(text.read_text())
     if which == "real_dump":
         parts = {n: p for n, p in parts.items() if Path(n).stat().st_size <= TEXT_MAX_BYTES}
-        assert len(parts) >= 100, len(parts)
+        assert len(parts) == sum(f.stat().st_size <= TEXT_MAX_BYTES for f in files)
     for i, (name, part) in enumerate(parts.items()):
         dump_txt = tmp_path / f"{i}.txt"
         dump_txt.write_text(part)

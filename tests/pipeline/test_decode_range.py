@@ -16,7 +16,7 @@ from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.codec.logfiles import classify, records_of_batch
 from kraftlake.sources.decode import read_range
 from kraftlake.sources.files import ReadRange
-from tests.conftest import REAL, real_files
+from tests.conftest import real_files, rel
 
 SEGMENTS = sorted(real_files("segment"), key=lambda p: p.stat().st_size)[-4:]
 SNAPSHOTS = real_files("snapshot")[:6]
@@ -49,7 +49,7 @@ def _got(rows: list[dict]) -> list[tuple]:
              x["value"], x["error"], x["byte_position"]) for x in rows]
 
 
-@pytest.mark.parametrize("path", SEGMENTS, ids=lambda p: str(p.relative_to(REAL)))
+@pytest.mark.parametrize("path", SEGMENTS, ids=rel)
 def test_segment_rows_equal_objects(path: Path) -> None:
     rows = _rows(ReadRange("c", str(path), "segment", note="rolled"))
     assert {x["row_kind"] for x in rows} == {"record"}
@@ -67,7 +67,7 @@ def test_offset_window_keeps_only_its_records() -> None:
     assert _got(rows) == _expected(path, lo=lo, hi=hi)
 
 
-@pytest.mark.parametrize("path", SNAPSHOTS, ids=lambda p: str(p.relative_to(REAL)))
+@pytest.mark.parametrize("path", SNAPSHOTS, ids=rel)
 def test_snapshot_rows_carry_the_last_contained_offset(path: Path) -> None:
     end = classify(path).offset  # type: ignore[union-attr]
     rows = _rows(ReadRange("c", str(path), "snapshot", snapshot_end=end,

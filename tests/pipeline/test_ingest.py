@@ -10,13 +10,13 @@ from click.testing import CliRunner
 
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
-from tests.conftest import REAL
+from tests.conftest import real
 from tests.lake_rows import table_rows
 
 # Kafka 4.x, ELR on: topic deleted and recreated twice, then partition 0 goes leaderless
 # (ELR [1], LastKnownElr [1]) and comes back by an unclean last-known-leader election
 # (LeaderRecoveryState=1, offset 3602) that never recovers; six snapshots check the fold.
-INDUS = REAL / "IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0"
+INDUS = real("IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0")
 GOLD = ["partition_timeline", "partition_events", "partition_current", "partition_changes",
         "topics", "configs", "brokers", "records", "quarantine"]
 

@@ -19,11 +19,11 @@ from kraftlake.codec.logfiles import records_of_batch
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.simulate.writer import LogWriter
-from tests.conftest import REAL
+from tests.conftest import real
 from tests.lake_rows import table_rows
 from tests.pipeline.test_ingest import GOLD
 
-LOG = REAL / "vasifvortex__azercell_docker_project2/data/kafka1"  # 3 brokers, 153 records
+LOG = real("vasifvortex__azercell_docker_project2/data/kafka1")  # 3 brokers, 153 records
 
 
 def _cut_copy(log: Path, dest: Path, batch: int) -> tuple[Path, Path, bytes, Batch]:
@@ -55,7 +55,7 @@ def test_second_run_on_a_grown_log_adds_only_the_new_records(spark, tmp_path, cf
         assert table_rows(Lake(tmp_path / "lake"), name) == table_rows(Lake(once), name), name
 
 
-BUSY = REAL / "nurlan-abdullazada__Docker-compose/data/kafka1"  # 188 records, 115 changes
+BUSY = real("nurlan-abdullazada__Docker-compose/data/kafka1")  # 188 records, 115 changes
 
 
 def _history_files(lake: Lake) -> set[str]:

@@ -21,10 +21,10 @@ from kraftlake.lake.delta import Lake
 from kraftlake.lake.maintain import lake_app_ids, maintain
 from kraftlake.lake.schema import table_names
 from kraftlake.sources.files import read_cluster_id
-from tests.conftest import REAL
+from tests.conftest import real
 from tests.lake_rows import table_rows
 
-BUSY = REAL / "nurlan-abdullazada__Docker-compose/data/kafka1"  # 188 records in 13 batches
+BUSY = real("nurlan-abdullazada__Docker-compose/data/kafka1")  # 188 records in 13 batches
 CUTS = (7, 12)  # the scheduled runs saw the log end before these batches (offsets 64, 131)
 STREAM_CUTS = (7, 11, 12)  # the stream's log grows to offsets 64, 71, 131, then 188
 DATA = ["records", "quarantine", "partition_changes", "topics", "brokers", "configs",

@@ -21,13 +21,13 @@ from kraftlake.jobs.batch import ingest
 from kraftlake.jobs.increment import cluster_progress
 from kraftlake.jobs.stream import processing_time
 from kraftlake.lake.delta import Lake
-from tests.conftest import REAL
+from tests.conftest import real
 from tests.lake_rows import table_rows
 
-NOMAN = REAL / "nomanazeem__Kafka-java/kafka-logs/__cluster_metadata-0"
-INDUS = REAL / "IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0"
-OGS = REAL / "ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0"
-TINY = REAL / "christseng89__RealTime_Analysis/kafka-logs"  # 600 bytes, another cluster id
+NOMAN = real("nomanazeem__Kafka-java/kafka-logs/__cluster_metadata-0")
+INDUS = real("IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0")
+OGS = real("ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0")
+TINY = real("christseng89__RealTime_Analysis/kafka-logs")  # 600 bytes, another cluster id
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "quarantine", "topics", "brokers", "configs"]
 

@@ -21,7 +21,7 @@ from kraftlake.lake.delta import Lake
 from kraftlake.quality.derive import INPUTS
 from kraftlake.quality.runner import Outcome, QualityContext, QualityRun, run_quality
 from kraftlake.quality.suites import SUITES
-from tests.conftest import REAL
+from tests.conftest import real
 
 REAL_DEFAULT = ["nomanazeem__Kafka-java/kafka-logs"]
 REAL_MORE = ["ogs59__docker-compose-kafka4.10/data/kafka-1",
@@ -43,7 +43,7 @@ def qctx() -> QualityContext:
 
 def real_sources() -> list[tuple[Path, str | None]]:
     names = REAL_DEFAULT + (REAL_MORE if os.environ.get("KRAFTLAKE_QUALITY_ALL_REAL") else [])
-    return [(REAL / n, CLUSTER_IDS.get(n)) for n in names]
+    return [(real(n), CLUSTER_IDS.get(n)) for n in names]
 
 
 @pytest.fixture(scope="session")

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from kraftlake.cli.demo import ingest_dir, simulate_cluster
-from tests.conftest import REAL
+from tests.conftest import real
 from tests.pipeline.conftest import cfg_factory  # noqa: F401 (fixture)
 
 # id -> (scenario, hours): small runs that still have every kind of incident
 SCENARIOS = {"mixed": ("mixed", 1.0), "broker-crash": ("broker-crash", 0.75)}
 # a real 3-broker Kafka 4.1 cluster whose brokers were restarted 39 times (INVENTORY.md)
-REAL_INCIDENTS = REAL / "ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0"
+REAL_INCIDENTS = real("ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0")
 
 
 @pytest.fixture(scope="session")
@@ -28,8 +28,6 @@ def scenario_lakes(spark, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
         simulate_cluster(base / "cluster", scenario, seed=1, hours=hours)
         ingest_dir(spark, base / "cluster", base / "lake")
         out[name] = (base / "cluster" / "__cluster_metadata-0", base / "lake")
-    if not REAL_INCIDENTS.is_dir():
-        pytest.fail(f"real fixture missing: {REAL_INCIDENTS}")
     base = tmp_path_factory.mktemp("real")
     ingest_dir(spark, REAL_INCIDENTS.parent, base / "lake")
     out["real"] = (REAL_INCIDENTS, base / "lake")
