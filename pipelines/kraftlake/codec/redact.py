@@ -12,7 +12,7 @@ import re
 from functools import cache
 from typing import Any
 
-from ..resources import SCHEMAS
+from ..packaged import SCHEMAS
 from .schema import Field, registry
 
 

@@ -2,7 +2,7 @@
 
 The wire layout of every metadata and control record lives in data files, not in Python:
 a new Kafka release that adds a field or a record type is a new JSON file, and the codec,
-the lake writers and the docs all read the same facts. See resources/schemas/records/README.md.
+the lake writers and the docs all read the same facts. See schemas/records/README.md.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..resources import SCHEMAS
+from ..packaged import SCHEMAS
 from .errors import SchemaError
 
 VersionRange = tuple[int, int | None]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from ..resources import SCHEMAS
+from ..packaged import SCHEMAS
 
 TABLES_DIR = SCHEMAS / "tables"
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ..resources import EXPECTATIONS
+from ..packaged import EXPECTATIONS
 
 SUITES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "partition_intervals", "incidents"]
