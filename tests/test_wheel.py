@@ -18,7 +18,7 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
-from kraftlake.cli.demo import EVENT_TYPES, read_labels, simulate_cluster
+from kraftlake import EVENT_TYPES, read_labels, simulate_cluster
 from tests.conftest import REPO
 
 ARGS = ["--scenario", "mixed", "--seed", "1", "--hours", "1"]

@@ -11,8 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from . import main
-from .ingest import spark_options
+from . import main, spark_options
 
 
 def _plain(v):

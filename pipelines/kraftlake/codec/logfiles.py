@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .batch import Batch, Problem, scan_batches
+from . import dumplog
+from .batch import Batch, Problem, plausible_batch_start, scan_batches
 from .errors import NotAKafkaLogError, RecordDecodeError
 from .records import (
     Decoded,
@@ -181,3 +182,28 @@ def files_of(path: Path) -> list[LogFile]:
         segments, _ = list_log_dir(log_dir)
         return segments
     return [classify(path) or LogFile(path, "segment", 0)]
+
+
+def iter_path(path: Path, problems: list[Problem | str]) -> Iterator[Record]:
+    """Records of a path `kraftlake decode` accepts: a segment, a snapshot, a log directory
+    or a kafka-dump-log text. What cannot be read is appended to `problems`; a file that
+    holds no record batch at all raises NotAKafkaLogError."""
+    if path.is_file() and dumplog.looks_like_dump_log(path):
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for item in dumplog.parse_dump_log(lines, str(path)):
+                if isinstance(item, Record):
+                    yield item
+                else:
+                    problems.append(str(item))
+        return
+    for lf in files_of(path):
+        report = FileReport(str(lf.path), lf.kind)
+        for _batch, records in iter_file(lf, report):
+            yield from records
+        if report.batches == 0 and report.problems:
+            with lf.path.open("rb") as f:
+                head = f.read(64)
+            if not plausible_batch_start(head):
+                raise NotAKafkaLogError(f"{lf.path}: not a Kafka metadata log "
+                                        "(no record batch at its start)")
+        problems.extend(report.problems)

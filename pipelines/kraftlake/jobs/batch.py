@@ -32,7 +32,7 @@ from ..codec.batch import Batch, scan_batches
 from ..codec.dumplog import looks_like_dump_log
 from ..codec.errors import KraftCodecError
 from ..codec.logfiles import records_of_batch
-from ..config import Config
+from ..config import Config, load_config
 from ..lake.delta import Lake, sql_eq
 from ..sources.decode import source_arrow_schema, source_spark_schema
 from ..sources.dumptext import read_dump_text
@@ -339,6 +339,14 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[str | Path],
         res.source = inp.source
         results.append(res)
     return results
+
+
+def ingest_dir(spark: SparkSession, directory: str | Path, lake: str | Path,
+               log: Callable[[str], None] | None = None,
+               conf_file: str | None = None) -> list[IncrementResult]:
+    """`kraftlake ingest DIRECTORY --lake LAKE [--conf CONF_FILE]` in-process: the same
+    library call as the command, with the configuration it would load."""
+    return ingest(spark, load_config(conf_file, lake=lake), [directory], log=log)
 
 
 def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str,

@@ -72,3 +72,15 @@ def table_schema(name: str) -> TableSchema:
 
 def table_names() -> list[str]:
     return sorted(p.stem for p in Path(TABLES_DIR).glob("*.json"))
+
+
+def is_kraftlake_lake(path: Path) -> bool:
+    """Whether every entry of `path` is a kraftlake table directory (a Delta log inside) or
+    kraftlake's own `_kraftlake/` work directory: what `demo --force` may delete. A home
+    directory, a source tree or any other data never looks like that."""
+    tables = set(table_names())
+    entries = list(path.iterdir())
+    return bool(entries) and all(
+        e.is_dir() and not e.is_symlink()
+        and (e.name == "_kraftlake" or (e.name in tables and (e / "_delta_log").is_dir()))
+        for e in entries)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -49,6 +50,19 @@ class ReportData:
 
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]
+
+
+def lake_events(spark: SparkSession, lake: Path | str, cluster_id: str) -> list[dict[str, Any]]:
+    """Every `partition_events` row of one cluster, as dicts."""
+    df = Lake(lake).read(spark, "partition_events").filter(F.col("cluster_id") == cluster_id)
+    return _rows(df)
+
+
+def lake_current(spark: SparkSession, lake: Path | str, cluster_id: str
+                 ) -> dict[tuple[str, int], dict[str, Any]]:
+    """`partition_current` of one cluster, by (topic name, partition)."""
+    df = Lake(lake).read(spark, "partition_current").filter(F.col("cluster_id") == cluster_id)
+    return {(r["topic_name"], r["partition_id"]): r.asDict() for r in df.collect()}
 
 
 def clusters(spark: SparkSession, lake: Lake) -> list[str]:
