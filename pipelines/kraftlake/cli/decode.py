@@ -17,6 +17,7 @@ from kraftlake.codec.batch import Problem
 from kraftlake.codec.errors import KraftCodecError
 from kraftlake.codec.logfiles import iter_path
 from kraftlake.codec.records import Record, to_json
+from kraftlake.kraft.records import NO_OP_RECORD
 
 
 def _json_line(record: Record) -> str:
@@ -58,7 +59,7 @@ def _print_table(records: Iterator[Record]) -> Counter[str]:
         if not counts:
             write(f"{'offset':>10}  {'timestamp (UTC)':<23}  {'epoch':>5}  record\n")
         counts[r.type] += 1
-        if r.type == "NoOpRecord":
+        if r.type == NO_OP_RECORD:
             run.append(r)
             continue
         flush()

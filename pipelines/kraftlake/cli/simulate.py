@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kraftlake.cli import main
-from kraftlake.kraft.versions import MV_4_1_IV0, MV_LATEST, parse_metadata_version
+from kraftlake.kraft.versions import MV_4_0_IV1, MV_4_1_IV0, MV_LATEST, parse_metadata_version
 from kraftlake.simulate.run import simulate_cluster
 from kraftlake.simulate.scenarios import SCENARIOS
 
@@ -29,7 +29,7 @@ from kraftlake.simulate.scenarios import SCENARIOS
 @click.option("--replication-factor", type=int, default=None)
 @click.option("--hours", type=float, default=None, help="Simulated duration.")
 @click.option("--elr/--no-elr", default=None,
-              help=f"Eligible leader replicas (needs MV >= 23; default on from MV "
+              help=f"Eligible leader replicas (needs MV >= {MV_4_0_IV1}; default on from MV "
                    f"{MV_4_1_IV0}, 4.1-IV0, as Kafka does).")
 @click.option("--metadata-version", "mv", default=None,
               help=f"Feature level or release, e.g. {MV_LATEST} or 3.7-IV2 "

@@ -20,18 +20,23 @@ from datetime import UTC, datetime
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..kraft.partition import LRS_CHANGE_VALUES, LRS_VALUES, RECOVERING
-from ..kraft.records import LEADER_CHANGE
+from ..kraft.partition import LRS_CHANGE_VALUES, LRS_VALUES, NO_LEADER, RECOVERING
+from ..kraft.records import (
+    CLEAR_ELR_RECORD,
+    LEADER_CHANGE,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+)
 from ..lake.delta import Lake
 from ..lake.schema import table_schema
 
 PKEY = ["cluster_id", "topic_id", "partition_id"]
-PARTITION_RECORDS = ["PartitionRecord", "PartitionChangeRecord"]
+PARTITION_RECORDS = [PARTITION_RECORD, PARTITION_CHANGE_RECORD]
 # Full partition state columns that must be present in every timeline / current row.
 STATE_REQUIRED = ["leader", "leader_epoch", "partition_epoch", "isr", "replicas",
                   "eligible_leader_replicas", "last_known_elr", "adding_replicas",
                   "removing_replicas", "leader_recovery_state"]
-CHANGE_RECORDS = ["PartitionChangeRecord", "ClearElrRecord"]
+CHANGE_RECORDS = [PARTITION_CHANGE_RECORD, CLEAR_ELR_RECORD]
 
 # Tables each suite's frame is built from: a suite must be re-validated when one changes.
 INPUTS: dict[str, list[str]] = {
@@ -76,8 +81,8 @@ def record_columns(df: DataFrame) -> DataFrame:
     """
     t = F.col("record_type")
     lrs = F.get_json_object("data", "$.leader_recovery_state").cast("int")
-    bad_lrs = (F.when((t == "PartitionRecord") & ~lrs.isin(*LRS_VALUES), lrs)
-               .when((t == "PartitionChangeRecord") & ~lrs.isin(*LRS_CHANGE_VALUES), lrs))
+    bad_lrs = (F.when((t == PARTITION_RECORD) & ~lrs.isin(*LRS_VALUES), lrs)
+               .when((t == PARTITION_CHANGE_RECORD) & ~lrs.isin(*LRS_CHANGE_VALUES), lrs))
     snap = F.col("source") == "snapshot"
     nulls = _unexpected_nulls(
         [*_schema_required("records"), "batch_base_offset", "epoch", "timestamp", "control",
@@ -175,7 +180,7 @@ def state_columns(df: DataFrame) -> DataFrame:
     * `dq_recovering_isr_size` (19): |ISR| of a RECOVERING state (null otherwise).
     """
     isr, reps = F.col("isr"), F.col("replicas")
-    leader_bad = (F.col("leader") != -1) & _not_member("isr", "leader")
+    leader_bad = (F.col("leader") != NO_LEADER) & _not_member("isr", "leader")
     dup = F.size(F.array_distinct(isr)) != F.size(isr)
     neg = F.exists(isr, lambda b: b < 0)
     outside = F.array_except(isr, F.coalesce(reps, F.array().cast("array<int>")))
@@ -267,7 +272,7 @@ def suite_parameters(spark: SparkSession, lake: Lake, suite: str) -> dict[str, i
     """
     if suite == "partition_changes":
         rec = lake.read(spark, "records").filter(
-            (F.col("record_type") == "PartitionRecord") & F.col("error").isNull()
+            (F.col("record_type") == PARTITION_RECORD) & F.col("error").isNull()
             & ((F.col("source") == "log") | (F.col("snapshot_role") == "reset")))
         return {"min_partition_changes": _any(rec)}
     if suite == "partition_timeline":
@@ -275,7 +280,7 @@ def suite_parameters(spark: SparkSession, lake: Lake, suite: str) -> dict[str, i
         return {"min_timeline_rows": _any(ch)}
     if suite == "partition_events":
         tl = lake.read(spark, "partition_timeline").filter(
-            F.col("record_type") == "PartitionRecord")
+            F.col("record_type") == PARTITION_RECORD)
         return {"min_events": _any(tl)}
     if suite == "partition_current":
         return {"open_timeline_rows": _open_timeline(spark, lake).count()}

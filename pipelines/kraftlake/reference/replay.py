@@ -56,8 +56,28 @@ from kraftlake.kraft.events import (  # step kinds
 from kraftlake.kraft.partition import InvalidRecord, PartitionRegistration
 from kraftlake.kraft.records import (
     BEGIN_TRANSACTION,
+    BROKER_REGISTRATION_CHANGE_RECORD,
+    CLEAR_ELR_RECORD,
+    CONFIG_RECORD,
     END_TRANSACTION,
+    FEATURE_LEVEL_RECORD,
+    FENCE,
+    FENCE_BROKER_RECORD,
+    FENCING_NO_CHANGE,
+    IN_CONTROLLED_SHUTDOWN,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+    REGISTER_BROKER_RECORD,
+    REMOVE_TOPIC_RECORD,
+    SHUTDOWN_NO_CHANGE,
+    SNAPSHOT_HEADER,
+    TOPIC_RECORD,
     TRANSACTION_MARKERS,
+    UNFENCE,
+    UNFENCE_BROKER_RECORD,
+    UNREGISTER_BROKER_RECORD,
+    ZK_MIGRATION,
+    ZK_MIGRATION_STATE_RECORD,
     marker_refusal,
 )
 from kraftlake.kraft.versions import ELR_FEATURE, MV_FEATURE
@@ -184,7 +204,7 @@ class Replay:
             ctx = self._contexts[topic_name] = Context(
                 self.metadata_version, self.features.get(ELR_FEATURE),
                 self.min_isr(topic_name), self.unclean_enabled(topic_name),
-                self.zk_migration_state == 1)
+                self.zk_migration_state == ZK_MIGRATION)
         return ctx
 
     def is_active(self, broker_id: int) -> bool:
@@ -439,17 +459,17 @@ class Replay:
         b = self._broker_of(rec, d["broker_id"], d["broker_epoch"])
         if b is None:
             return []
-        fenced = d.get("fenced", 0)
-        if fenced == 1:
+        fenced = d.get("fenced", FENCING_NO_CHANGE)
+        if fenced == FENCE:
             b.fenced = True
-        elif fenced == -1:
+        elif fenced == UNFENCE:
             b.fenced = False
-        elif fenced != 0:
+        elif fenced != FENCING_NO_CHANGE:
             self._problem(rec.offset, "broker", f"BrokerRegistrationChange Fenced={fenced}")
-        ics = d.get("in_controlled_shutdown", 0)
-        if ics == 1:
+        ics = d.get("in_controlled_shutdown", SHUTDOWN_NO_CHANGE)
+        if ics == IN_CONTROLLED_SHUTDOWN:
             b.in_controlled_shutdown = True
-        elif ics != 0:
+        elif ics != SHUTDOWN_NO_CHANGE:
             self._problem(rec.offset, "broker",
                           f"BrokerRegistrationChange InControlledShutdown={ics}")
         return []
@@ -459,7 +479,7 @@ class Replay:
         assert d is not None
         b = self._broker_of(rec, d["id"], d["epoch"])
         if b is not None:
-            b.fenced = rec.type == "FenceBrokerRecord"
+            b.fenced = rec.type == FENCE_BROKER_RECORD
         return []
 
     # ------------------------------------------------------------ snapshots
@@ -479,7 +499,7 @@ class Replay:
         ts = timestamp
         for rec in records:
             if rec.control:
-                if rec.type == "SnapshotHeaderRecord" and rec.data and ts is None:
+                if rec.type == SNAPSHOT_HEADER and rec.data and ts is None:
                     ts = rec.data.get("last_contained_log_timestamp")
                 continue
             if rec.data is not None:
@@ -503,19 +523,19 @@ class Replay:
 
 
 _HANDLERS = {
-    "PartitionRecord": Replay._partition_record,
-    "PartitionChangeRecord": Replay._partition_change,
-    "TopicRecord": Replay._topic,
-    "RemoveTopicRecord": Replay._remove_topic,
-    "ClearElrRecord": Replay._clear_elr,
-    "ConfigRecord": Replay._config,
-    "FeatureLevelRecord": Replay._feature,
-    "ZkMigrationStateRecord": Replay._zk_migration,
-    "RegisterBrokerRecord": Replay._register_broker,
-    "UnregisterBrokerRecord": Replay._unregister_broker,
-    "BrokerRegistrationChangeRecord": Replay._broker_change,
-    "FenceBrokerRecord": Replay._fence,
-    "UnfenceBrokerRecord": Replay._fence,
+    PARTITION_RECORD: Replay._partition_record,
+    PARTITION_CHANGE_RECORD: Replay._partition_change,
+    TOPIC_RECORD: Replay._topic,
+    REMOVE_TOPIC_RECORD: Replay._remove_topic,
+    CLEAR_ELR_RECORD: Replay._clear_elr,
+    CONFIG_RECORD: Replay._config,
+    FEATURE_LEVEL_RECORD: Replay._feature,
+    ZK_MIGRATION_STATE_RECORD: Replay._zk_migration,
+    REGISTER_BROKER_RECORD: Replay._register_broker,
+    UNREGISTER_BROKER_RECORD: Replay._unregister_broker,
+    BROKER_REGISTRATION_CHANGE_RECORD: Replay._broker_change,
+    FENCE_BROKER_RECORD: Replay._fence,
+    UNFENCE_BROKER_RECORD: Replay._fence,
 }
 
 

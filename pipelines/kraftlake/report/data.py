@@ -12,6 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..kraft.troubles import OFFLINE, RECOVERING_KIND, UNDER_MIN_ISR
 from ..lake.delta import Lake
 
 TOP_PARTITIONS = 10
@@ -81,7 +82,7 @@ def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
     iv, inc = read("partition_intervals"), read("incidents")
     incidents = [i for i in _rows(inc.orderBy("start_offset"))
                  if window.overlaps(i["start_ts"], i["end_ts"])]
-    intervals = _rows(iv.filter(F.col("kind").isin("offline", "under_min_isr", "recovering"))
+    intervals = _rows(iv.filter(F.col("kind").isin(OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND))
                       .orderBy("start_offset"))
     brokers = _rows(read("brokers").orderBy("offset", "seq"))
     ts = events.agg(F.min("timestamp"), F.max("timestamp")).first()
