@@ -4,7 +4,7 @@ tests/conftest.py's).
 Lakes from real logs are built by the pipeline's own batch ingest (the code behind
 `kraftlake ingest`) in this session. By default one real fixture and one simulator scenario
 are ingested (ingest dominates the run time); KRAFTLAKE_QUALITY_ALL_REAL=1 adds the other
-real fixtures named in the issue.
+real fixtures (`REAL_MORE`).
 """
 
 from __future__ import annotations

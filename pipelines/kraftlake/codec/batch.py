@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from crc32c import crc32c
 
 from . import compression
-from .errors import CorruptBatchError, TruncatedError
+from .errors import CorruptBatchError
 from .wire import read_varint, write_varint
 
 HEADER = struct.Struct(">qiibIhiqqqhii")  # 61 bytes, DefaultRecordBatch v2
@@ -286,18 +286,6 @@ def next_item(buf: bytes, pos: int, source: str = "") -> tuple[Batch | Problem |
 # RawRecord objects are shared between batches and must be treated as read-only.
 _SMALL_SECTION = 24
 _small_sections: dict[bytes, RawRecord] = {}
-
-
-def read_batch(buf: bytes, pos: int = 0) -> Batch:
-    """Strictly read the one batch at `pos`; raise the codec's error if it is not valid."""
-    for item in scan_batches(buf[pos:]):
-        if isinstance(item, Problem):
-            if item.kind == "truncated":
-                raise TruncatedError(str(item))
-            raise CorruptBatchError(str(item))
-        item.position += pos
-        return item
-    raise TruncatedError(f"no batch at byte {pos}")
 
 
 # ---------------------------------------------------------------- writing

@@ -78,9 +78,6 @@ def _refuse(lake: Lake, d: Divergence) -> NoReturn:
     raise DivergedLogError(d)
 
 
-JOB_KINDS = ("ingest", "stream")  # each has its own Delta app id per cluster
-
-
 def app_id_for(cluster_id: str, kind: str = "ingest") -> str:
     """The Delta transaction app id of one job kind for one cluster.
 

@@ -31,7 +31,6 @@ from ..lake.delta import Lake
 from ..lake.schema import table_schema
 
 PKEY = ["cluster_id", "topic_id", "partition_id"]
-PARTITION_RECORDS = [PARTITION_RECORD, PARTITION_CHANGE_RECORD]
 # Full partition state columns that must be present in every timeline / current row.
 STATE_REQUIRED = ["leader", "leader_epoch", "partition_epoch", "isr", "replicas",
                   "eligible_leader_replicas", "last_known_elr", "adding_replicas",

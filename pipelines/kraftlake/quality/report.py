@@ -38,11 +38,6 @@ def ensure_site(context: Any, report_dir: Path) -> str:
     return name
 
 
-def index_path(report_dir: Path) -> Path:
-    """The page to open: the site index, listing every suite's validation results."""
-    return Path(report_dir).resolve() / "index.html"
-
-
 SUMMARY_PAGE = "kraftlake.html"
 
 

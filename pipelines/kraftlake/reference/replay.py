@@ -19,10 +19,10 @@ with it) and the test oracle the Spark fold is compared with. It applies the rul
 Besides the final state, every record that changes a partition yields a `Step` (offset,
 timestamp, topic, partition, kind of change, state before and after, and the cluster
 context in force), which is what the Spark fold is compared with row by row and what
-`kraftlake.reference.invariants` checks. Replay never raises on odd input: anything Kafka
-itself would refuse (unknown topic, wrong broker epoch, nested transaction, ...) is
-recorded in `Replay.problems` and skipped, and the invariant checker turns those into
-violations.
+the tests' invariant checker (`tests/simulate/invariants.py`) checks. Replay never raises
+on odd input: anything Kafka itself would refuse (unknown topic, wrong broker epoch, nested
+transaction, ...) is recorded in `Replay.problems` and skipped, and the invariant checker
+turns those into violations.
 """
 
 from __future__ import annotations
@@ -90,7 +90,6 @@ class BrokerState:
     incarnation_id: str | None
     fenced: bool
     in_controlled_shutdown: bool
-    registered_at: int  # offset of the RegisterBrokerRecord (-1 from a snapshot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,16 +123,6 @@ class Step:
     def deleted(self) -> bool:
         return self.kind == DELETED
 
-    def as_row(self) -> dict[str, Any]:
-        """Flat row, the column set a Spark fold produces (snake_case, lists never null)."""
-        row: dict[str, Any] = {
-            "offset": self.offset, "timestamp": self.timestamp, "topic_id": self.topic_id,
-            "topic_name": self.topic_name, "partition_id": self.partition_id,
-            "change": self.kind, "deleted": self.deleted,
-        }
-        row.update(self.after.as_dict(directories=True))
-        return row
-
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -160,7 +149,6 @@ class Replay:
     problems: list[Problem] = field(default_factory=list)
     default_min_isr: int = KAFKA_DEFAULT_MIN_ISR  # the controllers' static config
     last_offset: int = -1
-    last_timestamp: int = -1
     _txn: list[Record] | None = None
     _txn_begin: int = -1
     _overlap: bool = False
@@ -237,7 +225,6 @@ class Replay:
             return []
         self._overlap = False
         self.last_offset = rec.offset
-        self.last_timestamp = rec.timestamp
         if rec.control or rec.data is None:
             return []
         t = rec.type
@@ -431,8 +418,7 @@ class Replay:
                               f"beyond its RegisterBrokerRecord's offset {rec.offset}")
         self.brokers[bid] = BrokerState(bid, epoch, d.get("incarnation_id"),
                                         bool(d.get("fenced", True)),
-                                        bool(d.get("in_controlled_shutdown", False)),
-                                        -1 if snapshot else rec.offset)
+                                        bool(d.get("in_controlled_shutdown", False)))
         return []
 
     def _broker_of(self, rec: Record, bid: int, epoch: int) -> BrokerState | None:
@@ -609,9 +595,3 @@ def replay_dir(directory: Path) -> tuple[Replay, list[Step]]:
     steps = list(iter_dir_steps(Path(directory), rp))
     return rp, steps
 
-
-def final_state_of_dir(directory: Path) -> dict[str, dict[str, Any]]:
-    rp = Replay()
-    for _ in iter_dir_steps(Path(directory), rp):
-        pass
-    return rp.final_state()

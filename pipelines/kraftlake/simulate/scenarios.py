@@ -286,14 +286,6 @@ class Ops:
             return []
         return [(tid, p) for p in sorted(self.c.image.partitions[tid])]
 
-    def led_by(self, b: int, names: list[str]) -> list[TP]:
-        out = []
-        for n in names:
-            for tp in self.topic_tps(n):
-                if self.c.partition(tp).leader == b:
-                    out.append(tp)
-        return out
-
 
 # ---------------------------------------------------------------- incidents as scripts
 
