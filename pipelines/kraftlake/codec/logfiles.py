@@ -154,7 +154,7 @@ def iter_file(lf: LogFile, report: FileReport | None = None, *,
         yield item, recs
 
 
-def resolve_log_dir(path: Path) -> Path | None:
+def _resolve_log_dir(path: Path) -> Path | None:
     """The metadata-log directory a path names: itself, or its `__cluster_metadata-0` child."""
     if path.is_dir():
         child = path / METADATA_LOG_DIR
@@ -165,7 +165,7 @@ def resolve_log_dir(path: Path) -> Path | None:
     return None
 
 
-def files_of(path: Path) -> list[LogFile]:
+def _files_of(path: Path) -> list[LogFile]:
     """The binary files a CLI path stands for, in log order.
 
     A directory means its segments in base-offset order (the log itself; snapshots are read
@@ -175,7 +175,7 @@ def files_of(path: Path) -> list[LogFile]:
     if not path.exists():
         raise NotAKafkaLogError(f"{path}: no such file or directory")
     if path.is_dir():
-        log_dir = resolve_log_dir(path)
+        log_dir = _resolve_log_dir(path)
         if log_dir is None:
             raise NotAKafkaLogError(f"{path}: not a KRaft metadata-log directory (no *.log, "
                                     "*.checkpoint or __cluster_metadata-0 inside)")
@@ -196,7 +196,7 @@ def iter_path(path: Path, problems: list[Problem | str]) -> Iterator[Record]:
                 else:
                     problems.append(str(item))
         return
-    for lf in files_of(path):
+    for lf in _files_of(path):
         report = FileReport(str(lf.path), lf.kind)
         for _batch, records in iter_file(lf, report):
             yield from records

@@ -8,7 +8,7 @@ touched; a run that was killed resumes exactly that plan, so its Delta transacti
 always name the same rows.
 
 Before reading on from where the lake stopped, the records the lake already holds for the
-last ingested batch are compared with what the input has at those offsets (`check_tail`).
+last ingested batch are compared with what the input has at those offsets (`_check_tail`).
 Two clusters can share a cluster id (the apache/kafka image's default one): without that
 comparison the second would be read on from the first one's end offset and appended under
 the same cluster as if it were its continuation. A mismatch refuses that input: nothing of
@@ -93,7 +93,7 @@ def app_id_for(cluster_id: str, kind: str = "ingest") -> str:
 def _log_records(lake: Lake, cluster_id: str, lo: int, hi: int) -> pa.Table:
     """Log rows of `records` with lo <= offset < hi (file statistics prune the read).
 
-    `timestamp` comes back as integer microseconds, the unit `check_tail` computes from the
+    `timestamp` comes back as integer microseconds, the unit `_check_tail` computes from the
     input's bytes (the column itself is a UTC timestamp, which would read as datetimes).
     """
     where = (f"{sql_eq('cluster_id', cluster_id)} AND offset >= {int(lo)} AND offset < {int(hi)} "
@@ -129,7 +129,7 @@ def _mismatch(lake_rows: list[dict], now: dict[int, tuple]) -> int | None:
     return None
 
 
-def check_tail(lake: Lake, cluster_id: str, log_dir: str, end_offset: int,
+def _check_tail(lake: Lake, cluster_id: str, log_dir: str, end_offset: int,
                index: LogDirIndex | None = None) -> Divergence | None:
     """Why `log_dir` cannot continue the lake's cluster at `end_offset` (None if it can).
 
@@ -175,7 +175,7 @@ def refuse_if_diverged(lake: Lake, log_dir: str, prev: dict,
     """Refuse `log_dir` (`DivergedLogError`, the divergence kept in `quarantine`) unless it
     continues what the lake holds after increment `prev` of its cluster."""
     if prev.get("end_offset"):
-        d = check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]), index)
+        d = _check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]), index)
         if d is not None:
             _refuse(lake, d)
 
@@ -192,26 +192,26 @@ def write_plan(lake: Lake, app_id: str, version: int, start: dict, end: dict) ->
                        json.dumps({"start": start, "end": end}))
 
 
-def read_plan(lake: Lake, app_id: str, version: int) -> dict | None:
+def _read_plan(lake: Lake, app_id: str, version: int) -> dict | None:
     text = lake.fs.read_text(_plan_file(lake, app_id, version))
     return None if text is None else json.loads(text)
 
 
-def open_increment(lake: Lake, cluster_id: str, kind: str) -> tuple[str, int, dict] | None:
+def _open_increment(lake: Lake, cluster_id: str, kind: str) -> tuple[str, int, dict] | None:
     """The increment a killed job of `kind` planned and did not finish: (app id, version,
     plan), or None. It must be finished before anything else is ingested for the cluster,
     or its tables that did commit would be ingested twice."""
     app_id = app_id_for(cluster_id, kind)
     prev = last_progress(lake, app_id)
     version = (prev["version"] + 1) if prev else 0
-    plan = read_plan(lake, app_id, version)
+    plan = _read_plan(lake, app_id, version)
     return None if plan is None else (app_id, version, plan)
 
 
-def finish_open(spark: SparkSession, lake: Lake, cfg: Config, log_dir: str, cid: str,
+def _finish_open(spark: SparkSession, lake: Lake, cfg: Config, log_dir: str, cid: str,
                 kind: str, say: Callable[[str], None] = lambda _m: None) -> None:
     """Finish the increment a stopped job of `kind` left half-written for this cluster."""
-    found = open_increment(lake, cid, kind)
+    found = _open_increment(lake, cid, kind)
     if found is not None:
         app_id, version, plan = found
         say(f"{log_dir}: finishing increment {version} of the stopped {kind} of cluster {cid}")
@@ -221,10 +221,10 @@ def finish_open(spark: SparkSession, lake: Lake, cfg: Config, log_dir: str, cid:
 def finish_open_ingest(spark: SparkSession, lake: Lake, cfg: Config, log_dir: str,
                        cid: str) -> None:
     """What a stream does before it starts: finish a killed ingest's increment."""
-    finish_open(spark, lake, cfg, log_dir, cid, "ingest")
+    _finish_open(spark, lake, cfg, log_dir, cid, "ingest")
 
 
-def next_range(lake: Lake, app_id: str, log_dir: str) -> tuple[int, dict, dict] | None:
+def _next_range(lake: Lake, app_id: str, log_dir: str) -> tuple[int, dict, dict] | None:
     """(version, start, end) of the next increment of `app_id`, or None if nothing is new.
 
     It starts where the lake stands for the cluster (`cluster_progress`), whichever job got
@@ -233,7 +233,7 @@ def next_range(lake: Lake, app_id: str, log_dir: str) -> tuple[int, dict, dict] 
     cid = app_id.split(":", 1)[1]
     prev = last_progress(lake, app_id)
     version = (prev["version"] + 1) if prev else 0
-    plan = read_plan(lake, app_id, version)
+    plan = _read_plan(lake, app_id, version)
     if plan is not None:  # a killed run: do exactly what it planned
         return version, plan["start"], plan["end"]
     at = cluster_progress(lake, cid)
@@ -349,8 +349,8 @@ def ingest_dir(spark: SparkSession, directory: str | Path, lake: str | Path,
 def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str,
                 say: Callable[[str], None]) -> IncrementResult:
     app_id = app_id_for(cid)
-    finish_open(spark, lake, cfg, d, cid, "stream", say)
-    nxt = next_range(lake, app_id, d)
+    _finish_open(spark, lake, cfg, d, cid, "stream", say)
+    nxt = _next_range(lake, app_id, d)
     if nxt is None:
         say(f"{d}: nothing new for cluster {cid}")
         return IncrementResult(cid, app_id, -1)
@@ -375,7 +375,7 @@ def _run(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str, app_id:
 
 
 def _text_tail_check(lake: Lake, cid: str, text: pa.Table, prev: dict, path: Path) -> None:
-    """`check_tail` for a dump text: compare epoch/timestamp/type (the text has no bytes)."""
+    """`_check_tail` for a dump text: compare epoch/timestamp/type (the text has no bytes)."""
     end = int(prev["end_offset"] or 0)
     rows = _lake_tail(lake, cid, end) if end > 0 else []
     if not rows:

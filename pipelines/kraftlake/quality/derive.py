@@ -93,7 +93,7 @@ def record_columns(df: DataFrame) -> DataFrame:
                                                              bad_lrs.cast("string")))))
 
 
-def records_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _records_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`records` with row-local checks, log-order checks (1, 2), freshness and volume.
 
     Log-order columns are computed over the log rows of each cluster ordered by offset
@@ -136,7 +136,7 @@ def records_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
 # ------------------------------------------------------------------------------ silver
 
 
-def partition_changes_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _partition_changes_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_changes` with topic resolution (5) and changes to partitions that exist.
 
     * `dq_topic_name`: the name `topics` gives the row's topic id (null = unknown topic).
@@ -170,7 +170,7 @@ def _not_member(arr: str, value: str) -> Column:
     return ~F.coalesce(F.array_contains(F.col(arr), F.col(value)), F.lit(False))
 
 
-def state_columns(df: DataFrame) -> DataFrame:
+def _state_columns(df: DataFrame) -> DataFrame:
     """Single-state invariants (10, 11, 13, 19) of full partition states, as columns.
 
     * `dq_leader_violation` (10): leader neither -1 nor a member of the ISR.
@@ -202,7 +202,7 @@ def state_columns(df: DataFrame) -> DataFrame:
                 F.col("leader_recovery_state") == RECOVERING, F.size(isr))))
 
 
-def partition_timeline_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _partition_timeline_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_timeline` with single-state invariants and per-partition sequences.
 
     Per (cluster, topic id, partition) ordered by (valid_from_offset, seq):
@@ -211,7 +211,7 @@ def partition_timeline_frame(spark: SparkSession, lake: Lake, now: datetime) -> 
     `dq_validity_length` = valid_to_offset - valid_from_offset (must be positive: a state
     is valid from its change up to, not including, the next one).
     """
-    df = state_columns(lake.read(spark, "partition_timeline"))
+    df = _state_columns(lake.read(spark, "partition_timeline"))
     w = Window.partitionBy(*PKEY).orderBy("valid_from_offset", "seq")
     change = F.col("record_type").isin(CHANGE_RECORDS)
     df = (df.withColumn("dq_leader_epoch_step",
@@ -234,7 +234,7 @@ MATCHED = ["valid_from_offset", "seq", "leader", "leader_epoch", "partition_epoc
            "removing_replicas", "leader_recovery_state"]
 
 
-def partition_current_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _partition_current_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_current` checked against the open (valid_to null) timeline rows.
 
     `dq_timeline_mismatch` names the columns in which the current state differs from the
@@ -286,7 +286,7 @@ def suite_parameters(spark: SparkSession, lake: Lake, suite: str) -> dict[str, i
     return {}
 
 
-def partition_events_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _partition_events_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_events` with the timeline row each event belongs to.
 
     `dq_in_timeline`: an event is detected on a change, so the timeline has a state that
@@ -313,7 +313,7 @@ def partition_events_frame(spark: SparkSession, lake: Lake, now: datetime) -> Da
         {"recovery_started_offset": rec, "recovery_duration_ms": rec}))
 
 
-def partition_intervals_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _partition_intervals_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_intervals` with its sequence invariants.
 
     Per (partition, kind) ordered by start: `dq_overlap` says how an interval overlaps the
@@ -343,7 +343,7 @@ def partition_intervals_frame(spark: SparkSession, lake: Lake, now: datetime) ->
         {"end_ts": closed, "duration_ms": closed}))
 
 
-def incidents_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _incidents_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`incidents` with its invariants: `dq_incident_length` = end - start offsets (never
     negative), `dq_overlap` (per cluster by start: the previous incident is open or ends
     after this one starts), `dq_counts_mismatch` (parallel arrays of different length, a
@@ -370,13 +370,13 @@ def incidents_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame
 
 
 FRAMES: dict[str, Callable[[SparkSession, Lake, datetime], DataFrame]] = {
-    "records": records_frame,
-    "partition_changes": partition_changes_frame,
-    "partition_timeline": partition_timeline_frame,
-    "partition_events": partition_events_frame,
-    "partition_current": partition_current_frame,
-    "partition_intervals": partition_intervals_frame,
-    "incidents": incidents_frame,
+    "records": _records_frame,
+    "partition_changes": _partition_changes_frame,
+    "partition_timeline": _partition_timeline_frame,
+    "partition_events": _partition_events_frame,
+    "partition_current": _partition_current_frame,
+    "partition_intervals": _partition_intervals_frame,
+    "incidents": _incidents_frame,
 }
 
 

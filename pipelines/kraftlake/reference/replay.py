@@ -571,14 +571,14 @@ def iter_log_records(plan: LogDirPlan, after: int = -1) -> Iterator[Record]:
                     yield r
 
 
-def replay_steps(records: Iterable[Record], replay: Replay | None = None) -> Iterator[Step]:
+def _replay_steps(records: Iterable[Record], replay: Replay | None = None) -> Iterator[Step]:
     """Apply records in order, yielding every partition step."""
     rp = replay if replay is not None else Replay()
     for rec in records:
         yield from rp.apply(rec)
 
 
-def iter_dir_steps(directory: Path, replay: Replay | None = None) -> Iterator[Step]:
+def _iter_dir_steps(directory: Path, replay: Replay | None = None) -> Iterator[Step]:
     """Every partition step of a metadata-log directory (snapshot start per `plan_log_dir`)."""
     rp = replay if replay is not None else Replay()
     plan = plan_log_dir(Path(directory))
@@ -586,12 +586,12 @@ def iter_dir_steps(directory: Path, replay: Replay | None = None) -> Iterator[St
     if plan.start_snapshot is not None:
         yield from rp.load_snapshot(read_records(plan.start_snapshot), plan.start_snapshot.offset)
         after = plan.start_snapshot.offset - 1
-    yield from replay_steps(iter_log_records(plan, after), rp)
+    yield from _replay_steps(iter_log_records(plan, after), rp)
 
 
 def replay_dir(directory: Path) -> tuple[Replay, list[Step]]:
     """Replay a whole directory: (final image, every step)."""
     rp = Replay()
-    steps = list(iter_dir_steps(Path(directory), rp))
+    steps = list(_iter_dir_steps(Path(directory), rp))
     return rp, steps
 

@@ -78,7 +78,7 @@ def _label(s: dict[str, Any]) -> str:
     return "fenced" if s.get("fenced", True) else "unfenced"
 
 
-def broker_bars(data: ReportData, end: dt.datetime) -> dict[str, list[tuple]]:
+def _broker_bars(data: ReportData, end: dt.datetime) -> dict[str, list[tuple]]:
     by: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in data.brokers:
         by[r["broker_id"]].append(r)
@@ -123,7 +123,7 @@ def cluster_figure(data: ReportData) -> go.Figure:
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.45, 0.55],
                         vertical_spacing=0.06,
                         subplot_titles=("brokers", "partitions offline / under min ISR"))
-    _lanes(fig, broker_bars(data, end), BROKER_COLOURS, row=1)
+    _lanes(fig, _broker_bars(data, end), BROKER_COLOURS, row=1)
     for kind, colour in ((OFFLINE, "#d62728"), (UNDER_MIN_ISR, "#ff7f0e"),
                          (RECOVERING_KIND, "#9467bd")):
         xs, ys = _count_steps(data.intervals, kind, end)
