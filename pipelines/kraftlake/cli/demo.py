@@ -81,8 +81,9 @@ def _run_example(name: str, lake: Path, master: str | None, conf_file: str | Non
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--hours", type=float, default=DEMO_HOURS, show_default=True,
               help="Simulated duration.")
-@click.option("--elr/--no-elr", default=True, show_default=True,
-              help="Eligible leader replicas on (adds the ELR incidents to `mixed`).")
+@click.option("--elr/--no-elr", default=None,
+              help="Eligible leader replicas (the ELR incidents of `mixed`); default as "
+                   "`kraftlake simulate`: on, as Kafka formats a 4.1 cluster.")
 @click.option("--force", is_flag=True,
               help="Replace a non-empty --lake, only if it is a kraftlake lake.")
 @click.option("--example", default=None,
@@ -90,7 +91,7 @@ def _run_example(name: str, lake: Path, master: str | None, conf_file: str | Non
                    "real Kafka wrote, e.g. real-incident) instead of simulating, and compare "
                    "with Kafka's view saved beside it.")
 @spark_options
-def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
+def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool | None,
          force: bool, example: str | None, master: str | None, conf_file: str | None) -> None:
     """Simulate a KRaft cluster with incidents, ingest its metadata log, print the incidents
     found and check them against the simulator's ground truth."""
@@ -142,7 +143,7 @@ def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool,
     lk = label_keys(labels)
     score = compare(event_keys(events), lk)
     out.print(f"[bold]kraftlake demo[/]: scenario [cyan]{scenario}[/], seed {seed}, "
-              f"{hours:g} simulated hours, ELR {'on' if elr else 'off'}: "
+              f"{hours:g} simulated hours, ELR {'on' if summary['elr'] else 'off'}: "
               f"{summary['records']:,} metadata records, {summary['partitions']:,} partitions")
     out.print(f"simulated log: {sim_dir}   lake: {lake}   cluster id: {cid}")
     print_incidents(out, events, score, len(lk))

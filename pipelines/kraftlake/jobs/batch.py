@@ -34,6 +34,7 @@ from ..codec.errors import KraftCodecError
 from ..codec.logfiles import records_of_batch
 from ..config import Config, load_config
 from ..lake.delta import Lake, sql_eq
+from ..lake.schema import KRAFTLAKE_DIR
 from ..sources.decode import source_arrow_schema, source_spark_schema
 from ..sources.dumptext import read_dump_text
 from ..sources.files import LogDirIndex, find_log_dirs, read_cluster_id, require_metadata_log
@@ -182,7 +183,7 @@ def refuse_if_diverged(lake: Lake, log_dir: str, prev: dict,
 
 def _plan_file(lake: Lake, app_id: str, version: int) -> str:
     safe = app_id.replace(":", "_").replace("/", "_")
-    return join(lake.root, "_kraftlake", "plans", safe, f"{version:012d}.json")
+    return join(lake.root, KRAFTLAKE_DIR, "plans", safe, f"{version:012d}.json")
 
 
 def write_plan(lake: Lake, app_id: str, version: int, start: dict, end: dict) -> None:

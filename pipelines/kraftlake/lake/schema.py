@@ -20,6 +20,9 @@ from pyspark.sql import types as T
 from ..packaged import SCHEMAS
 
 TABLES_DIR = SCHEMAS / "tables"
+# kraftlake's own directory beside the tables of a lake: work frames (`lake.work`), ingest
+# plans (`jobs.batch`) and stream checkpoints (`jobs.stream`)
+KRAFTLAKE_DIR = "_kraftlake"
 
 _ARROW = {
     "string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_(),
@@ -76,11 +79,11 @@ def table_names() -> list[str]:
 
 def is_kraftlake_lake(path: Path) -> bool:
     """Whether every entry of `path` is a kraftlake table directory (a Delta log inside) or
-    kraftlake's own `_kraftlake/` work directory: what `demo --force` may delete. A home
+    kraftlake's own `KRAFTLAKE_DIR` (`_kraftlake/`): what `demo --force` may delete. A home
     directory, a source tree or any other data never looks like that."""
     tables = set(table_names())
     entries = list(path.iterdir())
     return bool(entries) and all(
         e.is_dir() and not e.is_symlink()
-        and (e.name == "_kraftlake" or (e.name in tables and (e / "_delta_log").is_dir()))
+        and (e.name == KRAFTLAKE_DIR or (e.name in tables and (e / "_delta_log").is_dir()))
         for e in entries)
