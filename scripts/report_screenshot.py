@@ -28,11 +28,8 @@ def main() -> None:
     ap.add_argument("--size", default="1300,1500", help="window size, width,height")
     args = ap.parse_args()
 
-    from kraftlake.cli.demo import DEMO_HOURS, ingest_dir, simulate_cluster
-    from kraftlake.config import load_config
-    from kraftlake.lake.delta import Lake
-    from kraftlake.report import write_report
-    from kraftlake.spark import get_spark
+    from kraftlake import Lake, get_spark, ingest_dir, load_config, simulate_cluster, write_report
+    from kraftlake.simulate.run import DEMO_HOURS
 
     work = Path(tempfile.mkdtemp(prefix="kraftlake-shot-"))
     lake = args.lake

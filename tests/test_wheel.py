@@ -18,7 +18,7 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
-from kraftlake.cli.demo import EVENT_TYPES, read_labels, simulate_cluster
+from kraftlake import EVENT_TYPES, read_labels, simulate_cluster
 from tests.conftest import REPO
 
 ARGS = ["--scenario", "mixed", "--seed", "1", "--hours", "1"]
@@ -30,12 +30,12 @@ def test_the_installed_wheel_runs_the_demo_and_it_prints_the_labels(tmp_path: Pa
                     "-q", "-w", str(dist), str(REPO)], check=True, timeout=600)
     (wheel,) = dist.glob("kraftlake-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("kraftlake/resources/kraftlake.yaml",
-                   "kraftlake/resources/schemas/redaction.json",
-                   "kraftlake/resources/schemas/records/PartitionChangeRecord.json",
-                   "kraftlake/resources/schemas/tables/partition_events.json",
-                   "kraftlake/resources/expectations/partition_timeline.json",
-                   "kraftlake/jvm/delta.pom.xml"):
+    for needed in ("kraftlake/conf/kraftlake.yaml",
+                   "kraftlake/schemas/redaction.json",
+                   "kraftlake/schemas/records/PartitionChangeRecord.json",
+                   "kraftlake/schemas/tables/partition_events.json",
+                   "kraftlake/expectations/partition_timeline.json",
+                   "kraftlake/jvm/delta.pom.xml", "kraftlake/py.typed"):
         assert needed in names, needed
 
     # installed without the checkout on the path (its dependencies are this venv's)

@@ -1,7 +1,93 @@
 """kraftlake: history, incidents and data quality from Kafka's KRaft metadata log.
 
-Layers (docs/architecture.md; each imports only the ones before it):
-codec -> sources -> lake -> fold -> detect -> quality -> cli.
+Layers (docs/architecture.md; each imports only the ones before it, besides the shared modules
+`config`, `uris`, `packaged`, `jvm` and `spark`):
+kraft, codec -> lake -> sources -> fold -> detect -> quality -> jobs -> reference ->
+simulate -> report -> cli.
+
+The names below are the package's face, what a notebook, a test or a benchmark calls:
+ingest and stream into a lake, read and maintain the lake, decode a log, simulate a
+cluster and score the pipeline against its ground truth, report. They are imported on
+first use, so `import kraftlake` (and every command) stays quick and starts no JVM.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+# name -> the module that defines it
+_FACE: dict[str, str] = {
+    # configuration and the one SparkSession
+    "Config": "kraftlake.config", "load_config": "kraftlake.config",
+    "get_spark": "kraftlake.spark",
+    # ingest (batch) and stream
+    "ingest": "kraftlake.jobs.batch", "ingest_dir": "kraftlake.jobs.batch",
+    "start_stream": "kraftlake.jobs.stream", "read_cluster_id": "kraftlake.sources.files",
+    # the lake
+    "Lake": "kraftlake.lake.delta", "table_names": "kraftlake.lake.schema",
+    "table_schema": "kraftlake.lake.schema", "maintain": "kraftlake.lake.maintain",
+    "run_quality": "kraftlake.quality.runner",
+    # decode
+    "Record": "kraftlake.codec.records", "iter_path": "kraftlake.codec.logfiles",
+    "EVENT_TYPES": "kraftlake.kraft.events",
+    # simulate, and score against the simulator's ground truth
+    "SCENARIOS": "kraftlake.simulate.scenarios", "simulate_cluster": "kraftlake.simulate.run",
+    "read_labels": "kraftlake.simulate.score", "label_keys": "kraftlake.simulate.score",
+    "event_keys": "kraftlake.simulate.score", "Score": "kraftlake.simulate.score",
+    "compare": "kraftlake.simulate.score",
+    # report
+    "write_report": "kraftlake.report", "Window": "kraftlake.report.data",
+    "lake_events": "kraftlake.report.data", "lake_current": "kraftlake.report.data",
+    "print_incidents": "kraftlake.report.console",
+}
+
+__all__ = [
+    "EVENT_TYPES", "SCENARIOS", "Config", "Lake", "Record", "Score", "Window", "__version__",
+    "compare", "event_keys", "get_spark", "ingest", "ingest_dir", "iter_path", "label_keys",
+    "lake_current", "lake_events", "load_config", "maintain", "print_incidents",
+    "read_cluster_id", "read_labels", "run_quality", "simulate_cluster", "start_stream",
+    "table_names", "table_schema", "write_report",
+]
+
+if TYPE_CHECKING:
+    from kraftlake.codec.logfiles import iter_path
+    from kraftlake.codec.records import Record
+    from kraftlake.config import Config, load_config
+    from kraftlake.jobs.batch import ingest, ingest_dir
+    from kraftlake.jobs.stream import start_stream
+    from kraftlake.kraft.events import EVENT_TYPES
+    from kraftlake.lake.delta import Lake
+    from kraftlake.lake.maintain import maintain
+    from kraftlake.lake.schema import table_names, table_schema
+    from kraftlake.quality.runner import run_quality
+    from kraftlake.report import write_report
+    from kraftlake.report.console import print_incidents
+    from kraftlake.report.data import Window, lake_current, lake_events
+    from kraftlake.simulate.run import simulate_cluster
+    from kraftlake.simulate.scenarios import SCENARIOS
+    from kraftlake.simulate.score import (
+        Score,
+        compare,
+        event_keys,
+        label_keys,
+        read_labels,
+    )
+    from kraftlake.sources.files import read_cluster_id
+    from kraftlake.spark import get_spark
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the face, imported from its module on first use (PEP 562)."""
+    module = _FACE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FACE})

@@ -1,5 +1,5 @@
-"""Configuration: the packaged defaults (`resources/kraftlake.yaml`), then a user's file
-(`--conf` or $KRAFTLAKE_CONF), then the environment and CLI options.
+"""Configuration: the packaged defaults (`conf/kraftlake.yaml`, package `kraftlake.conf`),
+then a user's file (`--conf` or $KRAFTLAKE_CONF), then the environment and CLI options.
 
 One file holds every default so the same jobs run on a laptop (`local[*]`) and under
 `spark-submit` on a cluster (a different master URL and lake path, nothing else).
@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from .resources import DEFAULT_CONF
+from .packaged import DEFAULT_CONF
 
-# Every default, in one file shipped with the package (`kraftlake.resources`).
+# Every default, in one file shipped with the package (`kraftlake.conf`).
 _BUILTIN: dict[str, Any] = yaml.safe_load(DEFAULT_CONF.read_text())
 
 

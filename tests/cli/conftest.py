@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.cli.demo import ingest_dir, read_labels, simulate_cluster
+from kraftlake import ingest_dir, read_labels, simulate_cluster
 
 
 @pytest.fixture(scope="package")

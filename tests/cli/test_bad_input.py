@@ -135,7 +135,7 @@ def test_demo_force_never_deletes_what_is_not_a_kraftlake_lake(tmp_path: Path) -
 
 
 def test_demo_force_may_replace_a_kraftlake_lake(tmp_path: Path) -> None:
-    from kraftlake.cli.demo import is_kraftlake_lake
+    from kraftlake.lake.schema import is_kraftlake_lake
 
     lake = tmp_path / "lake"
     for t in ("records", "partition_events"):

@@ -11,9 +11,10 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kraftlake.codec.batch import Batch, Problem, encode_batch, read_batch, scan_batches
+from kraftlake.codec.batch import Batch, Problem, encode_batch, scan_batches
 from kraftlake.codec.errors import CorruptBatchError, KraftCodecError, TruncatedError
 from kraftlake.codec.logfiles import records_of_batch
+from tests.codec.helpers import read_batch
 from tests.conftest import real
 
 SEGMENT = real("vasifvortex__azercell_docker_project2/data/kafka1/__cluster_metadata-0"

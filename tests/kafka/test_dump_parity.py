@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from kraftlake.cli.decode import iter_path
+from kraftlake.codec.logfiles import iter_path
 from kraftlake.codec.records import Record
 from kraftlake.codec.schema import registry
 from tests.conftest import ROOTS, real_files, rel

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.cli.demo import (
+from kraftlake import (
     EVENT_TYPES,
     compare,
     event_keys,

@@ -13,7 +13,7 @@ import uuid
 from itertools import pairwise
 from pathlib import Path
 
-from kraftlake.cli.demo import simulate_cluster
+from kraftlake import simulate_cluster
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.codec.logfiles import records_of_batch
 from kraftlake.jobs.batch import ingest
@@ -162,7 +162,7 @@ def test_a_transaction_open_at_the_end_of_a_run_is_settled_by_the_next(
     transaction is the simulator's aborted topic creation (a controller failover), so none
     of its records may reach silver or gold, exactly as in a one-shot ingest."""
     sim = tmp_path / "sim"
-    simulate_cluster(sim, "mixed", seed=1, hours=0.5)
+    simulate_cluster(sim, "mixed", seed=1, hours=0.5, elr=False)
     seg = sim / "__cluster_metadata-0" / "00000000000000000000.log"
     batches = [b for b in scan_batches(seg.read_bytes()) if isinstance(b, Batch)]
     markers = [(i, r.offset, r.type) for i, b in enumerate(batches)

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from kraftlake.lake.schema import table_schema
+from kraftlake.packaged import EXPECTATIONS
 from kraftlake.quality.record_checks import check_records, record_level_checks
 from kraftlake.quality.suites import SUITES, checks, gx_suite
-from kraftlake.resources import EXPECTATIONS
 from tests.quality import crafted as C
 
 

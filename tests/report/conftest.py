@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.cli.demo import ingest_dir, simulate_cluster
+from kraftlake import ingest_dir, simulate_cluster
 from tests.conftest import real
 from tests.pipeline.conftest import cfg_factory  # noqa: F401 (fixture)
 
@@ -25,7 +25,7 @@ def scenario_lakes(spark, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     out = {}
     for name, (scenario, hours) in SCENARIOS.items():
         base = tmp_path_factory.mktemp(name)
-        simulate_cluster(base / "cluster", scenario, seed=1, hours=hours)
+        simulate_cluster(base / "cluster", scenario, seed=1, hours=hours, elr=False)
         ingest_dir(spark, base / "cluster", base / "lake")
         out[name] = (base / "cluster" / "__cluster_metadata-0", base / "lake")
     base = tmp_path_factory.mktemp("real")

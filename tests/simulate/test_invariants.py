@@ -15,15 +15,15 @@ from kraftlake.codec.records import (
     encode_metadata_value,
 )
 from kraftlake.kraft.partition import MIGRATING_DIR, PartitionRegistration
-from kraftlake.reference.invariants import (
+from kraftlake.reference.replay import CHANGED, CREATED, Context, Replay, Step
+from kraftlake.simulate.writer import LogWriter
+from tests.simulate.invariants import (
     check_log_dir,
     check_problems,
     check_segments,
     check_step,
     errors,
 )
-from kraftlake.reference.replay import CHANGED, CREATED, Context, Replay, Step
-from kraftlake.simulate.writer import LogWriter
 
 TID = "AAAAAAAAAAAAAAAAAAAAZA"
 

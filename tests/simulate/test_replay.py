@@ -6,7 +6,6 @@ import pytest
 
 from kraftlake.codec.logfiles import iter_file, list_log_dir
 from kraftlake.codec.records import Record, decode_metadata_value, encode_metadata_value
-from kraftlake.reference.invariants import check_log_dir, errors
 from kraftlake.reference.replay import (
     CHANGED,
     CREATED,
@@ -18,6 +17,7 @@ from kraftlake.reference.replay import (
     replay_dir,
 )
 from tests.conftest import real_log_dirs
+from tests.simulate.invariants import check_log_dir, errors
 
 TID = "AAAAAAAAAAAAAAAAAAAAZA"
 TID2 = "AAAAAAAAAAAAAAAAAAAAZQ"
@@ -180,13 +180,6 @@ def test_snapshot_is_a_full_reset(scenario_dir):
     assert {s.kind for s in steps if s.topic_id != TID} == {SNAPSHOT}
     assert all(s.offset == snap.offset - 1 for s in steps)
     assert rp.metadata_version == 27 and rp.brokers
-
-
-def test_rows_have_the_fold_columns(scenario_dir):
-    _, steps = replay_dir(scenario_dir("quiet") / "__cluster_metadata-0")
-    row = steps[0].as_row()
-    assert {"offset", "timestamp", "topic_id", "partition_id", "change", "deleted", "leader",
-            "isr", "eligible_leader_replicas", "last_known_elr", "directories"} <= set(row)
 
 
 @pytest.mark.parametrize("log_dir", real_log_dirs(), ids=lambda p: str(p).split("kraft-real/")[-1])

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftlake.codec.logfiles import FileReport, classify, iter_file, list_log_dir
-from kraftlake.reference.invariants import check_log_dir, errors
 from kraftlake.reference.replay import plan_log_dir, replay_dir
 from tests.replay_events import event_lines
+from tests.simulate.invariants import check_log_dir, errors
 
 from .conftest import generate
 

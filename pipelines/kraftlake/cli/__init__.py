@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -27,6 +29,15 @@ class _Main(click.Group):
 @click.version_option(package_name="kraftlake")
 def main() -> None:
     """kraftlake: history, incidents and data quality from Kafka's KRaft metadata log."""
+
+
+def spark_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every command that starts Spark takes: the master URL and the YAML
+    settings file (`kraftlake.config`), passed on as `master` and `conf_file`."""
+    f = click.option("--master", default=None, help="Spark master URL (default: configured)")(f)
+    f = click.option("--conf", "conf_file", default=None, type=click.Path(dir_okay=False),
+                     help="YAML settings merged over the defaults (else $KRAFTLAKE_CONF)")(f)
+    return f
 
 
 # Each module registers its commands on `main` when imported.

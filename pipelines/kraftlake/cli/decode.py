@@ -13,40 +13,15 @@ from typing import Any
 import click
 
 from kraftlake.cli import main
-from kraftlake.codec.batch import Problem, plausible_batch_start
-from kraftlake.codec.errors import KraftCodecError, NotAKafkaLogError
-from kraftlake.codec.logfiles import FileReport, files_of, iter_file
+from kraftlake.codec.batch import Problem
+from kraftlake.codec.errors import KraftCodecError
+from kraftlake.codec.logfiles import iter_path
 from kraftlake.codec.records import Record, to_json
+from kraftlake.kraft.records import NO_OP_RECORD
 
 
-def to_json_line(record: Record) -> str:
+def _json_line(record: Record) -> str:
     return to_json(record.as_json())
-
-
-def iter_path(path: Path, problems: list[Problem | str]) -> Iterator[Record]:
-    """Records of a CLI path (segment, snapshot, log directory or dump-log text)."""
-    if path.is_file():
-        from kraftlake.codec import dumplog
-
-        if dumplog.looks_like_dump_log(path):
-            with path.open(encoding="utf-8", errors="replace") as lines:
-                for item in dumplog.parse_dump_log(lines, str(path)):
-                    if isinstance(item, Record):
-                        yield item
-                    else:
-                        problems.append(str(item))
-            return
-    for lf in files_of(path):
-        report = FileReport(str(lf.path), lf.kind)
-        for _batch, records in iter_file(lf, report):
-            yield from records
-        if report.batches == 0 and report.problems:
-            with lf.path.open("rb") as f:
-                head = f.read(64)
-            if not plausible_batch_start(head):
-                raise NotAKafkaLogError(f"{lf.path}: not a Kafka metadata log "
-                                        "(no record batch at its start)")
-        problems.extend(report.problems)
 
 
 @lru_cache(maxsize=1024)  # the records of a batch share the batch's append time
@@ -84,7 +59,7 @@ def _print_table(records: Iterator[Record]) -> Counter[str]:
         if not counts:
             write(f"{'offset':>10}  {'timestamp (UTC)':<23}  {'epoch':>5}  record\n")
         counts[r.type] += 1
-        if r.type == "NoOpRecord":
+        if r.type == NO_OP_RECORD:
             run.append(r)
             continue
         flush()
@@ -117,7 +92,7 @@ def decode(paths: tuple[Path, ...], mode: str | None) -> None:
                 out = sys.stdout
                 for r in records:
                     counts[r.type] += 1
-                    out.write(to_json_line(r) + "\n")
+                    out.write(_json_line(r) + "\n")
             elif mode == "count":
                 for r in records:
                     counts[r.type] += 1

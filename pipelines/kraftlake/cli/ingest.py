@@ -9,14 +9,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import main
-
-
-def spark_options(f):
-    f = click.option("--master", default=None, help="Spark master URL (default: configured)")(f)
-    f = click.option("--conf", "conf_file", default=None, type=click.Path(dir_okay=False),
-                     help="YAML settings merged over the defaults (else $KRAFTLAKE_CONF)")(f)
-    return f
+from . import main, spark_options
 
 
 @main.command()

@@ -1,8 +1,8 @@
 """`kraftlake maintain --lake DIR`: compact, vacuum and checkpoint the lake's Delta tables.
 
-Meant for a scheduler (cron, Airflow): delta-rs only, no Spark, so it is quick to start. Exit
-status 1 when a table could not be maintained (a concurrent writer won a commit conflict), so
-the scheduler can retry it later.
+Meant for a scheduler (cron, Airflow): one short Spark session running delta-spark's
+compaction, vacuum and checkpoint (`lake.maintain`). Exit status 1 when a table could not be
+maintained (a concurrent writer won a commit conflict), so the scheduler can retry it later.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from . import main
-from .ingest import spark_options
+from . import main, spark_options
 
 if TYPE_CHECKING:
     from ..lake.maintain import TableMaintenance

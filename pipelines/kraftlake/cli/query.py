@@ -11,8 +11,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from . import main
-from .ingest import spark_options
+from ..kraft.partition import RECOVERING
+from . import main, spark_options
 
 
 def _plain(v):
@@ -145,7 +145,7 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
                   str(s.leader), f"{s.leader_epoch}/{s.partition_epoch}", fmt(s.isr),
                   fmt(s.eligible_leader_replicas), fmt(s.last_known_elr),
                   fmt(s.replicas) + reass,
-                  "RECOVERING" if s.leader_recovery_state == 1 else "",
+                  "RECOVERING" if s.leader_recovery_state == RECOVERING else "",
                   ", ".join(by.get((s.cluster_id, s.topic_id, s.valid_from_offset, s.seq), [])))
     _console().print(t)
     dels = [e for e in evs if e.event_type == "partition_deleted"]

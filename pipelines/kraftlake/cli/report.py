@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-from . import main
-from .ingest import spark_options
+from . import main, spark_options
 
 TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 

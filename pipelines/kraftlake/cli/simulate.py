@@ -11,12 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kraftlake.cli import main
-from kraftlake.kraft.versions import MV_LATEST, parse_metadata_version
-from kraftlake.simulate.cluster import SimConfig
-from kraftlake.simulate.scenarios import DEFAULTS, SCENARIOS, Params
-from kraftlake.simulate.scenarios import simulate as run
-
-ELR_BY_DEFAULT_FROM = 27  # 4.1-IV1: from here `kafka-storage format` turns ELR on by default
+from kraftlake.kraft.versions import MV_4_0_IV1, MV_4_1_IV0, MV_LATEST, parse_metadata_version
+from kraftlake.simulate.run import simulate_cluster
+from kraftlake.simulate.scenarios import SCENARIOS
 
 
 @main.command()
@@ -32,10 +29,11 @@ ELR_BY_DEFAULT_FROM = 27  # 4.1-IV1: from here `kafka-storage format` turns ELR 
 @click.option("--replication-factor", type=int, default=None)
 @click.option("--hours", type=float, default=None, help="Simulated duration.")
 @click.option("--elr/--no-elr", default=None,
-              help="Eligible leader replicas (needs MV >= 23; default on from MV 27, 4.1, "
-                   "as Kafka does).")
+              help=f"Eligible leader replicas (needs MV >= {MV_4_0_IV1}; default on from MV "
+                   f"{MV_4_1_IV0}, 4.1-IV0, as Kafka does).")
 @click.option("--metadata-version", "mv", default=None,
-              help=f"Feature level or release, e.g. 27 or 3.7-IV2 (default {MV_LATEST}).")
+              help=f"Feature level or release, e.g. {MV_LATEST} or 3.7-IV2 "
+                   f"(default {MV_LATEST}).")
 @click.option("--min-isr", type=int, default=2, show_default=True,
               help="Cluster default min.insync.replicas.")
 @click.option("--segment-bytes", type=int, default=None)
@@ -52,33 +50,19 @@ def simulate(out: Path, scenario: str, seed: int, brokers: int | None, topics: i
         if not force:
             raise click.UsageError(f"{out} exists and is not empty (use --force)")
         shutil.rmtree(out)
-    d = dict(DEFAULTS.get(scenario, {}))
-    params = Params(
-        brokers=brokers or d.get("brokers", 6), topics=topics or d.get("topics", 20),
-        partitions=partitions or d.get("partitions", 12),
-        replication_factor=replication_factor or d.get("replication_factor", 3),
-        hours=hours if hours is not None else d.get("hours", 24.0))
-    level = parse_metadata_version(mv) if mv is not None else MV_LATEST
-    # Kafka enables ELR (eligible.leader.replicas.version 1) by default on clusters formatted
-    # at 4.1 or later (a real 4.3.1 cluster of tests/kafka bootstraps with it), so does this
-    use_elr = elr if elr is not None else (
-        level >= ELR_BY_DEFAULT_FROM or (bool(d.get("elr", False)) and level >= 23))
-    if params.replication_factor > params.brokers:
-        raise click.UsageError("--replication-factor is larger than --brokers")
     try:
-        cfg = SimConfig(out=out, seed=seed, brokers=params.brokers, metadata_version=level,
-                        elr=use_elr, min_isr=min_isr,
-                        segment_bytes=segment_bytes or d.get("segment_bytes", 8 << 20),
-                        retention=retention, txn_threshold=d.get("txn_threshold", 10_000),
-                        **{k: d[k] for k in ("snapshot_interval_ms", "snapshot_bytes") if k in d})
+        level = parse_metadata_version(mv) if mv is not None else MV_LATEST
         t0 = time.perf_counter()
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                       TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
                       console=console, transient=True) as prog:
             task = prog.add_task(f"simulating {scenario}", total=1000)
-            summary = run(scenario, cfg, params,
-                          progress=lambda done, total: prog.update(
-                              task, completed=1000 * done // max(1, total)))
+            summary = simulate_cluster(
+                out, scenario, seed, hours, elr, level, brokers=brokers, topics=topics,
+                partitions=partitions, replication_factor=replication_factor,
+                min_isr=min_isr, segment_bytes=segment_bytes, retention=retention,
+                progress=lambda done, total: prog.update(
+                    task, completed=1000 * done // max(1, total)))
         secs = time.perf_counter() - t0
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

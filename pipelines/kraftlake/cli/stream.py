@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from . import main
-from .ingest import spark_options
+from . import main, spark_options
 
 
 @main.command()

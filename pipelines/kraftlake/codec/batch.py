@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from crc32c import crc32c
 
 from . import compression
-from .errors import CorruptBatchError, TruncatedError
+from .errors import CorruptBatchError
 from .wire import read_varint, write_varint
 
 HEADER = struct.Struct(">qiibIhiqqqhii")  # 61 bytes, DefaultRecordBatch v2
@@ -114,7 +114,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
     return read_varint(data, pos)
 
 
-def parse_records(data: bytes, count: int) -> list[RawRecord]:
+def _parse_records(data: bytes, count: int) -> list[RawRecord]:
     """Parse `count` records from an (uncompressed) records section; it must fit exactly."""
     records: list[RawRecord] = []
     pos = 0
@@ -271,7 +271,7 @@ def next_item(buf: bytes, pos: int, source: str = "") -> tuple[Batch | Problem |
                     f"negative record count {count} or last offset delta {last_delta}")
             if codec:
                 data = compression.decompress(codec, data)
-            records = parse_records(data, count)
+            records = _parse_records(data, count)
         except CorruptBatchError as exc:
             return Problem(source, pos, "records", str(exc), base_offset,
                            bytes(buf[pos:end])), end
@@ -288,22 +288,10 @@ _SMALL_SECTION = 24
 _small_sections: dict[bytes, RawRecord] = {}
 
 
-def read_batch(buf: bytes, pos: int = 0) -> Batch:
-    """Strictly read the one batch at `pos`; raise the codec's error if it is not valid."""
-    for item in scan_batches(buf[pos:]):
-        if isinstance(item, Problem):
-            if item.kind == "truncated":
-                raise TruncatedError(str(item))
-            raise CorruptBatchError(str(item))
-        item.position += pos
-        return item
-    raise TruncatedError(f"no batch at byte {pos}")
-
-
 # ---------------------------------------------------------------- writing
 
 
-def encode_records(records: list[RawRecord]) -> bytes:
+def _encode_records(records: list[RawRecord]) -> bytes:
     if len(records) == 1:  # the controller's heartbeat batches: encode each distinct one once
         r = records[0]
         if (r.key is None and not r.headers and r.value is not None
@@ -353,7 +341,7 @@ def _encode_records(records: list[RawRecord]) -> bytes:
 
 def encode_batch(batch: Batch) -> bytes:
     """Serialise a batch with a freshly computed CRC (compressing if its attributes say so)."""
-    data = encode_records(batch.records)
+    data = _encode_records(batch.records)
     if batch.compression:
         data = compression.compress(batch.compression, data)
     body = struct.pack(">hiqqqhii", batch.attributes, batch.last_offset_delta,

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 from crc32c import crc32c
 
+from ..kraft.records import NO_OP_RECORD
 from .batch import CRC_START, Batch, Problem, next_item
 from .logfiles import records_of_batch
 from .records import to_json
@@ -82,7 +83,7 @@ class Columns:
         self._flush()
         k = len(run)
         base = pa.array(run["base"].astype(np.int64))
-        const = {"control": False, "record_type": "NoOpRecord", "api_key": 20, "version": 0,
+        const = {"control": False, "record_type": NO_OP_RECORD, "api_key": 20, "version": 0,
                  "data": "{}", "value": _NOOP_VALUE, "error": None}
         arrays = {
             "offset": base, "batch_base_offset": base,

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .batch import Batch, Problem, scan_batches
+from . import dumplog
+from .batch import Batch, Problem, plausible_batch_start, scan_batches
 from .errors import NotAKafkaLogError, RecordDecodeError
 from .records import (
     Decoded,
@@ -153,7 +154,7 @@ def iter_file(lf: LogFile, report: FileReport | None = None, *,
         yield item, recs
 
 
-def resolve_log_dir(path: Path) -> Path | None:
+def _resolve_log_dir(path: Path) -> Path | None:
     """The metadata-log directory a path names: itself, or its `__cluster_metadata-0` child."""
     if path.is_dir():
         child = path / METADATA_LOG_DIR
@@ -164,7 +165,7 @@ def resolve_log_dir(path: Path) -> Path | None:
     return None
 
 
-def files_of(path: Path) -> list[LogFile]:
+def _files_of(path: Path) -> list[LogFile]:
     """The binary files a CLI path stands for, in log order.
 
     A directory means its segments in base-offset order (the log itself; snapshots are read
@@ -174,10 +175,35 @@ def files_of(path: Path) -> list[LogFile]:
     if not path.exists():
         raise NotAKafkaLogError(f"{path}: no such file or directory")
     if path.is_dir():
-        log_dir = resolve_log_dir(path)
+        log_dir = _resolve_log_dir(path)
         if log_dir is None:
             raise NotAKafkaLogError(f"{path}: not a KRaft metadata-log directory (no *.log, "
                                     "*.checkpoint or __cluster_metadata-0 inside)")
         segments, _ = list_log_dir(log_dir)
         return segments
     return [classify(path) or LogFile(path, "segment", 0)]
+
+
+def iter_path(path: Path, problems: list[Problem | str]) -> Iterator[Record]:
+    """Records of a path `kraftlake decode` accepts: a segment, a snapshot, a log directory
+    or a kafka-dump-log text. What cannot be read is appended to `problems`; a file that
+    holds no record batch at all raises NotAKafkaLogError."""
+    if path.is_file() and dumplog.looks_like_dump_log(path):
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for item in dumplog.parse_dump_log(lines, str(path)):
+                if isinstance(item, Record):
+                    yield item
+                else:
+                    problems.append(str(item))
+        return
+    for lf in _files_of(path):
+        report = FileReport(str(lf.path), lf.kind)
+        for _batch, records in iter_file(lf, report):
+            yield from records
+        if report.batches == 0 and report.problems:
+            with lf.path.open("rb") as f:
+                head = f.read(64)
+            if not plausible_batch_start(head):
+                raise NotAKafkaLogError(f"{lf.path}: not a Kafka metadata log "
+                                        "(no record batch at its start)")
+        problems.extend(report.problems)

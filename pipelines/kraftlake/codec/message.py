@@ -453,7 +453,7 @@ def decoder_for(schema: RecordSchema, version: int) -> Decoder:
 
 
 @cache
-def encoder_for(schema: RecordSchema, version: int) -> Encoder:
+def _encoder_for(schema: RecordSchema, version: int) -> Encoder:
     return _struct_encoder(schema.fields, version, schema.is_flexible(version))
 
 
@@ -472,5 +472,5 @@ def decode_body(schema: RecordSchema, version: int, buf: bytes, pos: int = 0) ->
 
 def encode_body(schema: RecordSchema, version: int, data: dict[str, Any]) -> bytes:
     out = bytearray()
-    encoder_for(schema, version)(out, data)
+    _encoder_for(schema, version)(out, data)
     return bytes(out)

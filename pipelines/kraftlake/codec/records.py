@@ -161,16 +161,3 @@ def control_key(type_name: str, key_version: int = 0) -> bytes:
 def encode_control_value(type_name: str, data: dict[str, Any]) -> bytes:
     return encode_body(schema_named(type_name), 0, data)
 
-
-def encode_record_value(record: Record) -> bytes:
-    """The value bytes of a decoded record: the exact inverse of decoding it.
-
-    Undecodable records have no data to encode from; their raw value is returned as kept.
-    """
-    if record.data is None:
-        if record.value is None:
-            raise ValueError(f"record at offset {record.offset} has neither data nor value")
-        return record.value
-    if record.control:
-        return encode_control_value(record.type, record.data)
-    return encode_metadata_value(record.type, record.version, record.data)

@@ -12,7 +12,8 @@ import re
 from functools import cache
 from typing import Any
 
-from ..resources import SCHEMAS
+from ..kraft.records import CONFIG_RECORD
+from ..packaged import SCHEMAS
 from .schema import Field, registry
 
 
@@ -59,7 +60,7 @@ def _scrub(fields: tuple[Field, ...], data: dict[str, Any], mark: str) -> bool:
 @cache
 def secret_types() -> frozenset[str]:
     """Record types that can carry a secret: ConfigRecord and those with redact fields."""
-    return frozenset({"ConfigRecord"} | {n for n in registry().by_name if _has_secret_fields(n)})
+    return frozenset({CONFIG_RECORD} | {n for n in registry().by_name if _has_secret_fields(n)})
 
 
 def redact_in_place(type_name: str, data: dict[str, Any]) -> bool:
@@ -69,7 +70,7 @@ def redact_in_place(type_name: str, data: dict[str, Any]) -> bool:
     """
     mark = placeholder()
     changed = False
-    if (type_name == "ConfigRecord" and is_sensitive_config(data.get("name"))
+    if (type_name == CONFIG_RECORD and is_sensitive_config(data.get("name"))
             and data.get("value") is not None):
         data["value"] = mark
         changed = True

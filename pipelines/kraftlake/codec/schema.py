@@ -2,7 +2,7 @@
 
 The wire layout of every metadata and control record lives in data files, not in Python:
 a new Kafka release that adds a field or a record type is a new JSON file, and the codec,
-the lake writers and the docs all read the same facts. See resources/schemas/records/README.md.
+the lake writers and the docs all read the same facts. See schemas/records/README.md.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..resources import SCHEMAS
+from ..packaged import SCHEMAS
 from .errors import SchemaError
 
 VersionRange = tuple[int, int | None]
@@ -123,7 +123,7 @@ def _field(raw: dict[str, Any], where: str) -> Field:
     )
 
 
-def parse_schema(raw: dict[str, Any], where: str = "schema") -> RecordSchema:
+def _parse_schema(raw: dict[str, Any], where: str = "schema") -> RecordSchema:
     kind = raw.get("kind")
     if kind not in ("metadata", "control"):
         raise SchemaError(f"{where}: kind must be metadata or control, got {kind!r}")
@@ -163,7 +163,7 @@ def registry(directory: str | None = None) -> SchemaRegistry:
     by_ctl: dict[int, RecordSchema] = {}
     for path in files:
         try:
-            schema = parse_schema(json.loads(path.read_text()), path.name)
+            schema = _parse_schema(json.loads(path.read_text()), path.name)
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise SchemaError(f"{path}: {exc}") from None
         if schema.name in by_name:

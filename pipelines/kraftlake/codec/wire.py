@@ -61,14 +61,6 @@ def write_varint(out: bytearray, n: int) -> None:
     write_uvarint(out, (n << 1) ^ (n >> 63))
 
 
-def uvarint_size(n: int) -> int:
-    size = 1
-    while n >= 0x80:
-        n >>= 7
-        size += 1
-    return size
-
-
 _uuid_text: dict[bytes, str] = {}
 
 

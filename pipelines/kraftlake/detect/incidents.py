@@ -42,6 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..fold.silver import KEY
+from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
 
 TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, UNDER_REPLICATED)
@@ -74,11 +75,11 @@ def broker_outages(brokers: DataFrame) -> DataFrame:
     the broker back in service (null while it is out).
     """
     t = F.col("record_type")
-    register = t == "RegisterBrokerRecord"
+    register = t == REGISTER_BROKER_RECORD
     w = Window.partitionBy("cluster_id", "broker_id").orderBy("offset", "seq")
     b = (brokers
          .withColumn("_reg", _last(F.when(register, True)
-                                   .when(t == "UnregisterBrokerRecord", False), w))
+                                   .when(t == UNREGISTER_BROKER_RECORD, False), w))
          .withColumn("_fenced", _last(F.when(register, F.coalesce("fenced", F.lit(True)))
                                       .otherwise(F.col("fenced")), w))
          .withColumn("_ics", _last(F.when(register, F.coalesce("in_controlled_shutdown",
@@ -96,7 +97,7 @@ def broker_outages(brokers: DataFrame) -> DataFrame:
                                                            F.lit(False)))
     b = b.withColumn("_run", F.sum(F.col("_begins").cast("int")).over(
         w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-    cause = (F.when(t == "UnregisterBrokerRecord", "broker_unregistered")
+    cause = (F.when(t == UNREGISTER_BROKER_RECORD, "broker_unregistered")
              .when(register & (F.col("seq") == 0), "broker_restarted")
              .when(F.col("_ics"), "broker_controlled_shutdown")
              .otherwise("broker_fenced"))

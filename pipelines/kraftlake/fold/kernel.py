@@ -144,7 +144,7 @@ def _ms(start_us: int | None, end_us: int | None) -> int | None:
     return int((end_us - start_us) / 1000)
 
 
-def fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator[dict[str, Any]]:
+def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator[dict[str, Any]]:
     """Every output row of one partition; `rows` in (role, offset, seq) order."""
     first = rows[0]
     name = ctx.topic_names.get(first["topic_id"])
@@ -311,7 +311,7 @@ def _batches(rows: list[dict[str, Any]], schema: pa.Schema) -> Iterator[pa.Recor
 
 def fold_rows(rows: Iterable[dict[str, Any]], contexts: dict[str, ClusterContext]
               ) -> Iterator[dict[str, Any]]:
-    """`fold_partition` over rows sorted by partition key (then role, offset, seq). A cluster
+    """`_fold_partition` over rows sorted by partition key (then role, offset, seq). A cluster
     without a context (no topic, no config known) gets an empty one."""
     empty = ClusterContext({}, {}, History(), History(), 1)
     group: list[dict[str, Any]] = []
@@ -319,12 +319,12 @@ def fold_rows(rows: Iterable[dict[str, Any]], contexts: dict[str, ClusterContext
     for row in rows:
         k = (row["cluster_id"], row["topic_id"], row["partition_id"])
         if k != key and group:
-            yield from fold_partition(group, contexts.get(group[0]["cluster_id"], empty))
+            yield from _fold_partition(group, contexts.get(group[0]["cluster_id"], empty))
             group = []
         key = k
         group.append(row)
     if group:
-        yield from fold_partition(group, contexts.get(group[0]["cluster_id"], empty))
+        yield from _fold_partition(group, contexts.get(group[0]["cluster_id"], empty))
 
 
 def _fold_batches(bc, schema: pa.Schema, batches: Iterator[pa.RecordBatch],

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..kraft.partition import LRS_VALUES, MIGRATING_DIR, NO_LEADER, RECOVERED
+from ..kraft.records import PARTITION_RECORD
 from .silver import KEY, PARTITION_JSON
 
 SETS = ["isr", "eligible_leader_replicas", "last_known_elr", "adding_replicas",
@@ -29,7 +30,7 @@ def snapshot_states(src: DataFrame) -> DataFrame:
     """
     p = F.from_json("data", PARTITION_JSON)
     rows = src.filter((F.col("row_kind") == "record") & (F.col("snapshot_role") == "check")
-                      & (F.col("record_type") == "PartitionRecord")).select(
+                      & (F.col("record_type") == PARTITION_RECORD)).select(
         "cluster_id", "snapshot_end_offset", p.alias("p"))
     empty = F.array().cast("array<int>")
     lrs = F.col("p.leader_recovery_state")

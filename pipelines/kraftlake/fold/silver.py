@@ -29,12 +29,22 @@ from ..kraft.partition import (
 from ..kraft.records import (
     BEGIN_TRANSACTION,
     BROKER_TYPES,
+    CLEAR_ELR_RECORD,
     CONFIG_RECORD,
     END_TRANSACTION,
     FEATURE_LEVEL_RECORD,
+    FENCE,
+    FENCE_BROKER_RECORD,
+    IN_CONTROLLED_SHUTDOWN,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
     PARTITION_TYPES,
+    REGISTER_BROKER_RECORD,
+    REMOVE_TOPIC_RECORD,
     TOPIC_RECORD,
     TRANSACTION_MARKERS,
+    UNFENCE,
+    UNFENCE_BROKER_RECORD,
 )
 
 KEY = ["cluster_id", "topic_id", "partition_id"]
@@ -108,14 +118,14 @@ def committed(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 def topics_of(rec: DataFrame) -> DataFrame:
     """(cluster_id, topic_id, topic_name, created_*, deleted_*) events of this increment."""
-    created = (rec.filter(F.col("record_type") == "TopicRecord")
+    created = (rec.filter(F.col("record_type") == TOPIC_RECORD)
                .select("cluster_id", _j("topic_id").alias("topic_id"),
                        _j("name").alias("topic_name"), F.col("offset").alias("created_offset"),
                        F.col("timestamp").alias("created_ts")))
     created = created.groupBy("cluster_id", "topic_id").agg(
         F.first("topic_name").alias("topic_name"), F.min("created_offset").alias("created_offset"),
         F.min("created_ts").alias("created_ts"))
-    deleted = (rec.filter(F.col("record_type") == "RemoveTopicRecord")
+    deleted = (rec.filter(F.col("record_type") == REMOVE_TOPIC_RECORD)
                .select("cluster_id", _j("topic_id").alias("topic_id"),
                        F.col("offset").alias("deleted_offset"),
                        F.col("timestamp").alias("deleted_ts"))
@@ -127,13 +137,14 @@ def topics_of(rec: DataFrame) -> DataFrame:
 def brokers_of(rec: DataFrame) -> DataFrame:
     t = F.col("record_type")
     fenced_raw = _j("fenced")
-    fenced = (F.when(t == "FenceBrokerRecord", F.lit(True))
-              .when(t == "UnfenceBrokerRecord", F.lit(False))
-              .when(t == "RegisterBrokerRecord", fenced_raw == "true")
-              .when(fenced_raw == "1", F.lit(True)).when(fenced_raw == "-1", F.lit(False)))
+    fenced = (F.when(t == FENCE_BROKER_RECORD, F.lit(True))
+              .when(t == UNFENCE_BROKER_RECORD, F.lit(False))
+              .when(t == REGISTER_BROKER_RECORD, fenced_raw == "true")
+              .when(fenced_raw == str(FENCE), F.lit(True))
+              .when(fenced_raw == str(UNFENCE), F.lit(False)))
     ics_raw = _j("in_controlled_shutdown")
-    ics = (F.when(t == "RegisterBrokerRecord", ics_raw == "true")
-           .when(ics_raw == "1", F.lit(True)))
+    ics = (F.when(t == REGISTER_BROKER_RECORD, ics_raw == "true")
+           .when(ics_raw == str(IN_CONTROLLED_SHUTDOWN), F.lit(True)))
     return (rec.filter(t.isin(*BROKER_TYPES))
             .select("cluster_id", "offset", "seq", "timestamp", "record_type",
                     F.coalesce(_j("broker_id"), _j("id")).cast("int").alias("broker_id"),
@@ -146,9 +157,9 @@ def brokers_of(rec: DataFrame) -> DataFrame:
 
 def configs_of(rec: DataFrame) -> DataFrame:
     t = F.col("record_type")
-    return (rec.filter(t.isin("ConfigRecord", "FeatureLevelRecord"))
+    return (rec.filter(t.isin(CONFIG_RECORD, FEATURE_LEVEL_RECORD))
             .select("cluster_id", "offset", "seq", "timestamp",
-                    F.when(t == "ConfigRecord", "config").otherwise("feature").alias("kind"),
+                    F.when(t == CONFIG_RECORD, "config").otherwise("feature").alias("kind"),
                     _j("resource_type").cast("int").alias("resource_type"),
                     _j("resource_name").alias("resource_name"), _j("name").alias("name"),
                     _j("value").alias("value"),
@@ -167,9 +178,9 @@ def _live_topics_only(rows: DataFrame, rec: DataFrame, topic_names: DataFrame) -
     reference replay. Topics known from earlier increments count as created at offset -1.
     """
     t = F.col("record_type")
-    events = (rec.filter(t.isin("TopicRecord", "RemoveTopicRecord"))
+    events = (rec.filter(t.isin(TOPIC_RECORD, REMOVE_TOPIC_RECORD))
               .select("cluster_id", _j("topic_id").alias("topic_id"), "offset", "seq", "position",
-                      (t == "TopicRecord").alias("_ev")))
+                      (t == TOPIC_RECORD).alias("_ev")))
     if "deleted_offset" in topic_names.columns:
         known = topic_names.filter(F.col("deleted_offset").isNull())
     else:
@@ -200,8 +211,8 @@ def partition_changes(rec: DataFrame, known: DataFrame, topic_names: DataFrame,
     """
     rec = rec.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
     t = F.col("record_type")
-    typed = _typed(rec.filter(t.isin("PartitionRecord", "PartitionChangeRecord")))
-    is_pr = t == "PartitionRecord"
+    typed = _typed(rec.filter(t.isin(PARTITION_RECORD, PARTITION_CHANGE_RECORD)))
+    is_pr = t == PARTITION_RECORD
     lrs = F.col("p.leader_recovery_state")
     accepted = lrs.isNull() | F.when(is_pr, lrs.isin(*LRS_VALUES)).otherwise(
         lrs.isin(*LRS_CHANGE_VALUES))
@@ -239,13 +250,13 @@ def partition_changes(rec: DataFrame, known: DataFrame, topic_names: DataFrame,
                   .join(topic_names.select("cluster_id", "topic_id", "topic_name"),
                         ["cluster_id", "topic_id"], "left"))
 
-    removes = (rec.filter(t == "RemoveTopicRecord")
+    removes = (rec.filter(t == REMOVE_TOPIC_RECORD)
                .select("cluster_id", _j("topic_id").alias("topic_id"), "offset", "seq",
                        "position", "timestamp", "record_type", "source")
                .join(candidates, ["cluster_id", "topic_id"])
                .select(*KEY, "offset", "seq", "position", "timestamp", "record_type", "source",
                        F.lit(False).alias("is_reset"), F.lit(True).alias("is_delete")))
-    clears = (rec.filter(t == "ClearElrRecord")
+    clears = (rec.filter(t == CLEAR_ELR_RECORD)
               .select("cluster_id", F.coalesce(_j("topic_name"), F.lit("")).alias("_name"),
                       "offset", "seq", "position", "timestamp", "record_type", "source")
               .join(candidates, ["cluster_id"])
@@ -267,7 +278,7 @@ def snapshot_removals(rec: DataFrame, seed_keys: DataFrame) -> DataFrame:
     resets = rec.filter(F.col("snapshot_role") == "reset")
     snaps = resets.select("cluster_id", "offset", "timestamp").groupBy("cluster_id").agg(
         F.max("offset").alias("offset"), F.max("timestamp").alias("timestamp"))
-    present = _typed(resets.filter(F.col("record_type") == "PartitionRecord")).select(
+    present = _typed(resets.filter(F.col("record_type") == PARTITION_RECORD)).select(
         "cluster_id", F.col("p.topic_id").alias("topic_id"),
         F.col("p.partition_id").alias("partition_id"))
     gone = seed_keys.select(*KEY).join(present, KEY, "left_anti").join(snaps, ["cluster_id"])

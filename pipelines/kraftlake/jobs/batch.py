@@ -8,7 +8,7 @@ touched; a run that was killed resumes exactly that plan, so its Delta transacti
 always name the same rows.
 
 Before reading on from where the lake stopped, the records the lake already holds for the
-last ingested batch are compared with what the input has at those offsets (`check_tail`).
+last ingested batch are compared with what the input has at those offsets (`_check_tail`).
 Two clusters can share a cluster id (the apache/kafka image's default one): without that
 comparison the second would be read on from the first one's end offset and appended under
 the same cluster as if it were its continuation. A mismatch refuses that input: nothing of
@@ -32,8 +32,9 @@ from ..codec.batch import Batch, scan_batches
 from ..codec.dumplog import looks_like_dump_log
 from ..codec.errors import KraftCodecError
 from ..codec.logfiles import records_of_batch
-from ..config import Config
+from ..config import Config, load_config
 from ..lake.delta import Lake, sql_eq
+from ..lake.schema import KRAFTLAKE_DIR
 from ..sources.decode import source_arrow_schema, source_spark_schema
 from ..sources.dumptext import read_dump_text
 from ..sources.files import (
@@ -84,9 +85,6 @@ def _refuse(lake: Lake, d: Divergence) -> NoReturn:
     raise DivergedLogError(d)
 
 
-JOB_KINDS = ("ingest", "stream")  # each has its own Delta app id per cluster
-
-
 def app_id_for(cluster_id: str, kind: str = "ingest") -> str:
     """The Delta transaction app id of one job kind for one cluster.
 
@@ -102,7 +100,7 @@ def app_id_for(cluster_id: str, kind: str = "ingest") -> str:
 def _log_records(lake: Lake, cluster_id: str, lo: int, hi: int) -> pa.Table:
     """Log rows of `records` with lo <= offset < hi (file statistics prune the read).
 
-    `timestamp` comes back as integer microseconds, the unit `check_tail` computes from the
+    `timestamp` comes back as integer microseconds, the unit `_check_tail` computes from the
     input's bytes (the column itself is a UTC timestamp, which would read as datetimes).
     """
     where = (f"{sql_eq('cluster_id', cluster_id)} AND offset >= {int(lo)} AND offset < {int(hi)} "
@@ -138,7 +136,7 @@ def _mismatch(lake_rows: list[dict], now: dict[int, tuple]) -> int | None:
     return None
 
 
-def check_tail(lake: Lake, cluster_id: str, log_dir: str, end_offset: int,
+def _check_tail(lake: Lake, cluster_id: str, log_dir: str, end_offset: int,
                index: LogDirIndex | None = None) -> Divergence | None:
     """Why `log_dir` cannot continue the lake's cluster at `end_offset` (None if it can).
 
@@ -184,14 +182,14 @@ def refuse_if_diverged(lake: Lake, log_dir: str, prev: dict,
     """Refuse `log_dir` (`DivergedLogError`, the divergence kept in `quarantine`) unless it
     continues what the lake holds after increment `prev` of its cluster."""
     if prev.get("end_offset"):
-        d = check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]), index)
+        d = _check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]), index)
         if d is not None:
             _refuse(lake, d)
 
 
 def _plan_file(lake: Lake, app_id: str, version: int) -> str:
     safe = app_id.replace(":", "_").replace("/", "_")
-    return join(lake.root, "_kraftlake", "plans", safe, f"{version:012d}.json")
+    return join(lake.root, KRAFTLAKE_DIR, "plans", safe, f"{version:012d}.json")
 
 
 def write_plan(lake: Lake, app_id: str, version: int, start: dict, end: dict) -> None:
@@ -201,12 +199,12 @@ def write_plan(lake: Lake, app_id: str, version: int, start: dict, end: dict) ->
                        json.dumps({"start": start, "end": end}))
 
 
-def read_plan(lake: Lake, app_id: str, version: int) -> dict | None:
+def _read_plan(lake: Lake, app_id: str, version: int) -> dict | None:
     text = lake.fs.read_text(_plan_file(lake, app_id, version))
     return None if text is None else json.loads(text)
 
 
-def open_increment(lake: Lake, cluster_id: str, kind: str,
+def _open_increment(lake: Lake, cluster_id: str, kind: str,
                    rows: list[dict]) -> tuple[str, int, dict] | None:
     """The increment a killed job of `kind` planned and did not finish: (app id, version,
     plan), or None. It must be finished before anything else is ingested for the cluster,
@@ -214,16 +212,16 @@ def open_increment(lake: Lake, cluster_id: str, kind: str,
     app_id = app_id_for(cluster_id, kind)
     prev = last_of(rows, app_id)
     version = (prev["version"] + 1) if prev else 0
-    plan = read_plan(lake, app_id, version)
+    plan = _read_plan(lake, app_id, version)
     return None if plan is None else (app_id, version, plan)
 
 
-def finish_open(spark: SparkSession, lake: Lake, cfg: Config, log_dir: str, cid: str,
+def _finish_open(spark: SparkSession, lake: Lake, cfg: Config, log_dir: str, cid: str,
                 kind: str, rows: list[dict], say: Callable[[str], None] = lambda _m: None
                 ) -> list[dict]:
     """Finish the increment a stopped job of `kind` left half-written for this cluster;
     the cluster's progress rows afterwards (`rows` when there was nothing to finish)."""
-    found = open_increment(lake, cid, kind, rows)
+    found = _open_increment(lake, cid, kind, rows)
     if found is None:
         return rows
     app_id, version, plan = found
@@ -237,10 +235,10 @@ def finish_open_ingest(spark: SparkSession, lake: Lake, cfg: Config, log_dir: st
                        cid: str) -> list[dict]:
     """What a stream does before it starts: finish a killed ingest's increment; the
     cluster's progress rows afterwards."""
-    return finish_open(spark, lake, cfg, log_dir, cid, "ingest", progress_rows(lake, cid))
+    return _finish_open(spark, lake, cfg, log_dir, cid, "ingest", progress_rows(lake, cid))
 
 
-def next_range(lake: Lake, app_id: str, log_dir: str,
+def _next_range(lake: Lake, app_id: str, log_dir: str,
                rows: list[dict]) -> tuple[int, dict, dict] | None:
     """(version, start, end) of the next increment of `app_id`, or None if nothing is new.
 
@@ -250,7 +248,7 @@ def next_range(lake: Lake, app_id: str, log_dir: str,
     """
     prev = last_of(rows, app_id)
     version = (prev["version"] + 1) if prev else 0
-    plan = read_plan(lake, app_id, version)
+    plan = _read_plan(lake, app_id, version)
     if plan is not None:  # a killed run: do exactly what it planned
         return version, plan["start"], plan["end"]
     at = furthest(rows)
@@ -364,11 +362,19 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[str | Path],
     return results
 
 
+def ingest_dir(spark: SparkSession, directory: str | Path, lake: str | Path,
+               log: Callable[[str], None] | None = None,
+               conf_file: str | None = None) -> list[IncrementResult]:
+    """`kraftlake ingest DIRECTORY --lake LAKE [--conf CONF_FILE]` in-process: the same
+    library call as the command, with the configuration it would load."""
+    return ingest(spark, load_config(conf_file, lake=lake), [directory], log=log)
+
+
 def _ingest_dir(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str,
                 say: Callable[[str], None]) -> IncrementResult:
     app_id = app_id_for(cid)
-    rows = finish_open(spark, lake, cfg, d, cid, "stream", progress_rows(lake, cid), say)
-    nxt = next_range(lake, app_id, d, rows)
+    rows = _finish_open(spark, lake, cfg, d, cid, "stream", progress_rows(lake, cid), say)
+    nxt = _next_range(lake, app_id, d, rows)
     if nxt is None:
         say(f"{d}: nothing new for cluster {cid}")
         return IncrementResult(cid, app_id, -1)
@@ -395,7 +401,7 @@ def _run(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str, app_id:
 
 
 def _text_tail_check(lake: Lake, cid: str, text: pa.Table, prev: dict, path: Path) -> None:
-    """`check_tail` for a dump text: compare epoch/timestamp/type (the text has no bytes)."""
+    """`_check_tail` for a dump text: compare epoch/timestamp/type (the text has no bytes)."""
     end = int(prev["end_offset"] or 0)
     rows = _lake_tail(lake, cid, end) if end > 0 else []
     if not rows:

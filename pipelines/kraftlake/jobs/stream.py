@@ -27,6 +27,7 @@ from pyspark.sql.streaming import StreamingQuery
 from ..config import Config
 from ..lake.delta import Lake
 from ..lake.maintain import maintain
+from ..lake.schema import KRAFTLAKE_DIR
 from ..sources.files import find_log_dirs, read_cluster_id, require_metadata_log
 from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
@@ -125,7 +126,7 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
     lake = Lake(cfg.lake, spark)
     rows = finish_open_ingest(spark, lake, cfg, log_dir, cid)
     app_id = app_id_for(cid, "stream")
-    ck = to_uri(cfg.checkpoint) if cfg.checkpoint else join(lake.root, "_kraftlake",
+    ck = to_uri(cfg.checkpoint) if cfg.checkpoint else join(lake.root, KRAFTLAKE_DIR,
                                                            "checkpoints", cid)
     st = _state(lake, app_id, ck, log_dir, rows)
     reader = (spark.readStream.format("kraft-metadata").option("cluster_id", cid)

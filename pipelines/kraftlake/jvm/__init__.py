@@ -28,12 +28,12 @@ class JarResolutionError(RuntimeError):
     """A pinned jar set could not be resolved; the message is one line naming the remedy."""
 
 
-def cache_dir() -> Path:
+def _cache_dir() -> Path:
     base = os.environ.get("KRAFTLAKE_JVM_CACHE") or Path.home() / ".cache" / "kraftlake" / "jvm"
     return Path(base)
 
 
-def pom_path(name: str) -> Path:
+def _pom_path(name: str) -> Path:
     return POMS / f"{name}.pom.xml"
 
 
@@ -51,9 +51,9 @@ def _artifacts(pom: Path) -> str:
 
 def resolve(pom: str | Path) -> list[str]:
     """Absolute paths of the jars of `pom` (a set name like "delta", or a pom file)."""
-    pom = Path(pom) if str(pom).endswith(".xml") else pom_path(str(pom))
+    pom = Path(pom) if str(pom).endswith(".xml") else _pom_path(str(pom))
     digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
-    listing = cache_dir() / f"{pom.name.removesuffix('.xml')}-{digest}.classpath"
+    listing = _cache_dir() / f"{pom.name.removesuffix('.xml')}-{digest}.classpath"
     if listing.is_file():
         jars = listing.read_text().split(os.pathsep)
         if all(Path(j).is_file() for j in jars):

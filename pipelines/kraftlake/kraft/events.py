@@ -46,6 +46,7 @@ from .partition import (
     cancels_reassignment,
     completes_reassignment,
 )
+from .records import CLEAR_ELR_RECORD
 from .versions import leader_recovery_supported
 
 EVENT_TYPES = (
@@ -107,7 +108,7 @@ def step_events(kind: str, before: PartitionRegistration | None, after: Partitio
         return []
     b, a = before, after
     if kind == ELR_CLEARED:
-        return [("elr_change", "ClearElrRecord")] if elr_changed(b, a) else []
+        return [("elr_change", CLEAR_ELR_RECORD)] if elr_changed(b, a) else []
     if kind == RESET:
         leader_field, lrs_field = a.leader, LRS_NO_CHANGE
     found: dict[str, str | None] = {}

@@ -79,7 +79,7 @@ class PartitionRegistration:
             leader_recovery_state=lrs,
             eligible_leader_replicas=_tuple(data.get("eligible_leader_replicas")),
             last_known_elr=_tuple(data.get("last_known_elr")),
-            directories=default_to_migrating(tuple(data.get("directories") or ()),
+            directories=_default_to_migrating(tuple(data.get("directories") or ()),
                                              len(replicas)),
         )
 
@@ -103,7 +103,7 @@ class PartitionRegistration:
         leader = data.get("leader", NO_LEADER_CHANGE)
         new_replicas = tuple(replicas) if replicas is not None else self.replicas
         if dirs is not None:
-            new_dirs = default_to_migrating(tuple(dirs), len(new_replicas))
+            new_dirs = _default_to_migrating(tuple(dirs), len(new_replicas))
         elif len(new_replicas) != len(self.directories):
             if all(d == MIGRATING_DIR for d in self.directories):
                 new_dirs = (MIGRATING_DIR,) * len(new_replicas)
@@ -166,7 +166,7 @@ class PartitionRegistration:
         return out
 
 
-def default_to_migrating(dirs: tuple[str, ...], n: int) -> tuple[str, ...]:
+def _default_to_migrating(dirs: tuple[str, ...], n: int) -> tuple[str, ...]:
     """`PartitionRegistration.defaultToMigrating`: empty or all-MIGRATING -> MIGRATING x n."""
     if not dirs or all(d == MIGRATING_DIR for d in dirs):
         return (MIGRATING_DIR,) * n

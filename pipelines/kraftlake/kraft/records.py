@@ -27,7 +27,20 @@ BROKER_REGISTRATION_CHANGE_RECORD = "BrokerRegistrationChangeRecord"
 FENCE_BROKER_RECORD = "FenceBrokerRecord"
 UNFENCE_BROKER_RECORD = "UnfenceBrokerRecord"
 UNREGISTER_BROKER_RECORD = "UnregisterBrokerRecord"
+REGISTER_CONTROLLER_RECORD = "RegisterControllerRecord"
+ZK_MIGRATION_STATE_RECORD = "ZkMigrationStateRecord"
+ZK_MIGRATION = 1  # its ZkMigrationState.MIGRATION: a ZooKeeper migration is under way
+NO_OP_RECORD = "NoOpRecord"  # the active controller's heartbeat (MV >= 3.3-IV1)
+
+# control records (the Raft layer's, not the metadata image's)
 LEADER_CHANGE = "LeaderChangeMessage"  # the control record opening every Raft epoch
+SNAPSHOT_HEADER = "SnapshotHeaderRecord"  # first record of every snapshot
+SNAPSHOT_FOOTER = "SnapshotFooterRecord"  # last record of every snapshot
+
+# BrokerRegistrationChangeRecord's Fenced and InControlledShutdown values
+# (metadata/.../BrokerRegistrationFencingChange and ...InControlledShutdownChange)
+FENCING_NO_CHANGE, FENCE, UNFENCE = 0, 1, -1
+SHUTDOWN_NO_CHANGE, IN_CONTROLLED_SHUTDOWN = 0, 1
 
 BEGIN_TRANSACTION = "BeginTransactionRecord"
 END_TRANSACTION = "EndTransactionRecord"

@@ -24,9 +24,10 @@ MV_3_7_IV0 = 15  # RegisterControllerRecord
 MV_3_7_IV2 = 17  # Directories: Partition(Change)Record v1, RegisterBrokerRecord v3
 MV_FIRST_ELR = 20  # 3.7's unstable ELR level (3.8-IV0); renumbered later
 MV_4_0_IV1 = 23  # ELR capable: Partition(Change)Record v2
-MV_4_1_IV0 = 26  # KAFKA-19522: the last known leader must be acceptable
+MV_4_1_IV0 = 26  # KAFKA-19522: the last known leader must be acceptable; ELR on by default
+MV_4_1_IV1 = 27
 MV_4_3_IV0 = 30  # cordoned log dirs: RegisterBrokerRecord v4, BrokerRegistrationChange v3
-MV_LATEST = 27  # 4.1-IV1
+MV_LATEST = MV_4_1_IV1  # what the simulator writes unless told: the 4.1 release's level
 
 MV_NAMES: dict[str, int] = {
     "3.0-IV1": 1, "3.1-IV0": 2, "3.2-IV0": 3, "3.3-IV0": 4, "3.3-IV1": 5, "3.3-IV2": 6,
@@ -34,6 +35,7 @@ MV_NAMES: dict[str, int] = {
     "3.6-IV1": 13, "3.6-IV2": 14, "3.7-IV0": 15, "3.7-IV1": 16, "3.7-IV2": 17,
     "3.7-IV3": 18, "3.7-IV4": 19, "3.8-IV0": 20, "3.9-IV0": 21, "4.0-IV0": 22,
     "4.0-IV1": 23, "4.0-IV2": 24, "4.0-IV3": 25, "4.1-IV0": 26, "4.1-IV1": 27,
+    "4.2-IV0": 28, "4.2-IV1": 29, "4.3-IV0": 30,
 }
 
 
@@ -65,3 +67,10 @@ def partition_record_version(mv: int) -> int:
     if mv >= MV_3_7_IV2:
         return 1
     return 0
+
+
+def elr_on_by_default(mv: int) -> bool:
+    """Whether `kafka-storage format` at this metadata.version turns ELR on without being
+    asked: `EligibleLeaderReplicasVersion.ELRV_1` names 4.1-IV0 as its bootstrap level, so a
+    cluster formatted at 4.1-IV0 or later starts with eligible.leader.replicas.version 1."""
+    return mv >= MV_4_1_IV0

@@ -115,7 +115,7 @@ def _check_txns(lake: Lake, name: str, before: dict[str, int | None],
                                    f"is {w} after maintenance")
 
 
-def maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compact: bool = True,
+def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compact: bool = True,
                    vacuum: bool = True, retention_hours: int = DEFAULT_RETENTION_HOURS,
                    enforce_retention: bool = True, checkpoint: bool = True) -> TableMaintenance:
     """Compact, vacuum and checkpoint table `name` (see the module doc for why)."""
@@ -175,7 +175,7 @@ def maintain(lake: Lake, tables: Iterable[str] | None = None, *, compact: bool =
     """
     names = list(tables) if tables is not None else [n for n in table_names() if lake.exists(n)]
     app_ids = lake_app_ids(lake)
-    return [maintain_table(lake, n, app_ids, compact=compact, vacuum=vacuum,
+    return [_maintain_table(lake, n, app_ids, compact=compact, vacuum=vacuum,
                            retention_hours=retention_hours,
                            enforce_retention=enforce_retention, checkpoint=checkpoint)
             for n in names]

@@ -17,9 +17,12 @@ from pathlib import Path
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from ..resources import SCHEMAS
+from ..packaged import SCHEMAS
 
 TABLES_DIR = SCHEMAS / "tables"
+# kraftlake's own directory beside the tables of a lake: work frames (`lake.work`), ingest
+# plans (`jobs.batch`) and stream checkpoints (`jobs.stream`)
+KRAFTLAKE_DIR = "_kraftlake"
 
 _ARROW = {
     "string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_(),
@@ -72,3 +75,15 @@ def table_schema(name: str) -> TableSchema:
 
 def table_names() -> list[str]:
     return sorted(p.stem for p in Path(TABLES_DIR).glob("*.json"))
+
+
+def is_kraftlake_lake(path: Path) -> bool:
+    """Whether every entry of `path` is a kraftlake table directory (a Delta log inside) or
+    kraftlake's own `KRAFTLAKE_DIR` (`_kraftlake/`): what `demo --force` may delete. A home
+    directory, a source tree or any other data never looks like that."""
+    tables = set(table_names())
+    entries = list(path.iterdir())
+    return bool(entries) and all(
+        e.is_dir() and not e.is_symlink()
+        and (e.name == KRAFTLAKE_DIR or (e.name in tables and (e / "_delta_log").is_dir()))
+        for e in entries)

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..uris import join
 from .hadoopfs import HadoopFS
+from .schema import KRAFTLAKE_DIR
 
 
 class Work:
@@ -30,7 +31,7 @@ class Work:
     def __init__(self, spark: SparkSession, lake_root: str, app_id: str, version: int) -> None:
         safe = app_id.replace(":", "_").replace("/", "_")
         self.spark = spark
-        self.app_dir = join(lake_root, "_kraftlake", "work", safe)
+        self.app_dir = join(lake_root, KRAFTLAKE_DIR, "work", safe)
         self.dir = join(self.app_dir, f"{version:012d}")
 
     def frame(self, name: str, df: DataFrame) -> DataFrame:

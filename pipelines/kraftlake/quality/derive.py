@@ -20,18 +20,22 @@ from datetime import UTC, datetime
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..kraft.partition import LRS_CHANGE_VALUES, LRS_VALUES, RECOVERING
-from ..kraft.records import LEADER_CHANGE
+from ..kraft.partition import LRS_CHANGE_VALUES, LRS_VALUES, NO_LEADER, RECOVERING
+from ..kraft.records import (
+    CLEAR_ELR_RECORD,
+    LEADER_CHANGE,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+)
 from ..lake.delta import Lake
 from ..lake.schema import table_schema
 
 PKEY = ["cluster_id", "topic_id", "partition_id"]
-PARTITION_RECORDS = ["PartitionRecord", "PartitionChangeRecord"]
 # Full partition state columns that must be present in every timeline / current row.
 STATE_REQUIRED = ["leader", "leader_epoch", "partition_epoch", "isr", "replicas",
                   "eligible_leader_replicas", "last_known_elr", "adding_replicas",
                   "removing_replicas", "leader_recovery_state"]
-CHANGE_RECORDS = ["PartitionChangeRecord", "ClearElrRecord"]
+CHANGE_RECORDS = [PARTITION_CHANGE_RECORD, CLEAR_ELR_RECORD]
 
 # Tables each suite's frame is built from: a suite must be re-validated when one changes.
 INPUTS: dict[str, list[str]] = {
@@ -76,8 +80,8 @@ def record_columns(df: DataFrame) -> DataFrame:
     """
     t = F.col("record_type")
     lrs = F.get_json_object("data", "$.leader_recovery_state").cast("int")
-    bad_lrs = (F.when((t == "PartitionRecord") & ~lrs.isin(*LRS_VALUES), lrs)
-               .when((t == "PartitionChangeRecord") & ~lrs.isin(*LRS_CHANGE_VALUES), lrs))
+    bad_lrs = (F.when((t == PARTITION_RECORD) & ~lrs.isin(*LRS_VALUES), lrs)
+               .when((t == PARTITION_CHANGE_RECORD) & ~lrs.isin(*LRS_CHANGE_VALUES), lrs))
     snap = F.col("source") == "snapshot"
     nulls = _unexpected_nulls(
         [*_schema_required("records"), "batch_base_offset", "epoch", "timestamp", "control",
@@ -89,7 +93,7 @@ def record_columns(df: DataFrame) -> DataFrame:
                                                              bad_lrs.cast("string")))))
 
 
-def records_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _records_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`records` with row-local checks, log-order checks (1, 2), freshness and volume.
 
     Log-order columns are computed over the log rows of each cluster ordered by offset
@@ -132,7 +136,7 @@ def records_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
 # ------------------------------------------------------------------------------ silver
 
 
-def partition_changes_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _partition_changes_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_changes` with topic resolution (5) and changes to partitions that exist.
 
     * `dq_topic_name`: the name `topics` gives the row's topic id (null = unknown topic).
@@ -166,7 +170,7 @@ def _not_member(arr: str, value: str) -> Column:
     return ~F.coalesce(F.array_contains(F.col(arr), F.col(value)), F.lit(False))
 
 
-def state_columns(df: DataFrame) -> DataFrame:
+def _state_columns(df: DataFrame) -> DataFrame:
     """Single-state invariants (10, 11, 13, 19) of full partition states, as columns.
 
     * `dq_leader_violation` (10): leader neither -1 nor a member of the ISR.
@@ -175,7 +179,7 @@ def state_columns(df: DataFrame) -> DataFrame:
     * `dq_recovering_isr_size` (19): |ISR| of a RECOVERING state (null otherwise).
     """
     isr, reps = F.col("isr"), F.col("replicas")
-    leader_bad = (F.col("leader") != -1) & _not_member("isr", "leader")
+    leader_bad = (F.col("leader") != NO_LEADER) & _not_member("isr", "leader")
     dup = F.size(F.array_distinct(isr)) != F.size(isr)
     neg = F.exists(isr, lambda b: b < 0)
     outside = F.array_except(isr, F.coalesce(reps, F.array().cast("array<int>")))
@@ -198,7 +202,7 @@ def state_columns(df: DataFrame) -> DataFrame:
                 F.col("leader_recovery_state") == RECOVERING, F.size(isr))))
 
 
-def partition_timeline_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _partition_timeline_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_timeline` with single-state invariants and per-partition sequences.
 
     Per (cluster, topic id, partition) ordered by (valid_from_offset, seq):
@@ -207,7 +211,7 @@ def partition_timeline_frame(spark: SparkSession, lake: Lake, now: datetime) -> 
     `dq_validity_length` = valid_to_offset - valid_from_offset (must be positive: a state
     is valid from its change up to, not including, the next one).
     """
-    df = state_columns(lake.read(spark, "partition_timeline"))
+    df = _state_columns(lake.read(spark, "partition_timeline"))
     w = Window.partitionBy(*PKEY).orderBy("valid_from_offset", "seq")
     change = F.col("record_type").isin(CHANGE_RECORDS)
     df = (df.withColumn("dq_leader_epoch_step",
@@ -230,7 +234,7 @@ MATCHED = ["valid_from_offset", "seq", "leader", "leader_epoch", "partition_epoc
            "removing_replicas", "leader_recovery_state"]
 
 
-def partition_current_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _partition_current_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_current` checked against the open (valid_to null) timeline rows.
 
     `dq_timeline_mismatch` names the columns in which the current state differs from the
@@ -267,7 +271,7 @@ def suite_parameters(spark: SparkSession, lake: Lake, suite: str) -> dict[str, i
     """
     if suite == "partition_changes":
         rec = lake.read(spark, "records").filter(
-            (F.col("record_type") == "PartitionRecord") & F.col("error").isNull()
+            (F.col("record_type") == PARTITION_RECORD) & F.col("error").isNull()
             & ((F.col("source") == "log") | (F.col("snapshot_role") == "reset")))
         return {"min_partition_changes": _any(rec)}
     if suite == "partition_timeline":
@@ -275,14 +279,14 @@ def suite_parameters(spark: SparkSession, lake: Lake, suite: str) -> dict[str, i
         return {"min_timeline_rows": _any(ch)}
     if suite == "partition_events":
         tl = lake.read(spark, "partition_timeline").filter(
-            F.col("record_type") == "PartitionRecord")
+            F.col("record_type") == PARTITION_RECORD)
         return {"min_events": _any(tl)}
     if suite == "partition_current":
         return {"open_timeline_rows": _open_timeline(spark, lake).count()}
     return {}
 
 
-def partition_events_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _partition_events_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_events` with the timeline row each event belongs to.
 
     `dq_in_timeline`: an event is detected on a change, so the timeline has a state that
@@ -309,7 +313,7 @@ def partition_events_frame(spark: SparkSession, lake: Lake, now: datetime) -> Da
         {"recovery_started_offset": rec, "recovery_duration_ms": rec}))
 
 
-def partition_intervals_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _partition_intervals_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`partition_intervals` with its sequence invariants.
 
     Per (partition, kind) ordered by start: `dq_overlap` says how an interval overlaps the
@@ -339,7 +343,7 @@ def partition_intervals_frame(spark: SparkSession, lake: Lake, now: datetime) ->
         {"end_ts": closed, "duration_ms": closed}))
 
 
-def incidents_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
+def _incidents_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame:
     """`incidents` with its invariants: `dq_incident_length` = end - start offsets (never
     negative), `dq_overlap` (per cluster by start: the previous incident is open or ends
     after this one starts), `dq_counts_mismatch` (parallel arrays of different length, a
@@ -366,13 +370,13 @@ def incidents_frame(spark: SparkSession, lake: Lake, now: datetime) -> DataFrame
 
 
 FRAMES: dict[str, Callable[[SparkSession, Lake, datetime], DataFrame]] = {
-    "records": records_frame,
-    "partition_changes": partition_changes_frame,
-    "partition_timeline": partition_timeline_frame,
-    "partition_events": partition_events_frame,
-    "partition_current": partition_current_frame,
-    "partition_intervals": partition_intervals_frame,
-    "incidents": incidents_frame,
+    "records": _records_frame,
+    "partition_changes": _partition_changes_frame,
+    "partition_timeline": _partition_timeline_frame,
+    "partition_events": _partition_events_frame,
+    "partition_current": _partition_current_frame,
+    "partition_intervals": _partition_intervals_frame,
+    "incidents": _incidents_frame,
 }
 
 

@@ -33,8 +33,6 @@ from .derive import record_columns
 from .suites import Check, checks
 
 KIND = "invariant"
-QUARANTINE_COLUMNS = ["cluster_id", "source_file", "byte_position", "offset", "end_offset",
-                      "kind", "reason", "raw"]
 
 
 def record_level_checks(severity: str = "error") -> list[Check]:

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 
-def site_name(report_dir: Path) -> str:
+def _site_name(report_dir: Path) -> str:
     """A stable site name for a report directory (GX keys sites by name)."""
     digest = hashlib.sha1(str(Path(report_dir).resolve()).encode()).hexdigest()[:10]
     return f"kraftlake_{digest}"
 
 
-def site_config(report_dir: Path) -> dict[str, Any]:
+def _site_config(report_dir: Path) -> dict[str, Any]:
     """Filesystem site config (GX 1.x: only `base_directory` is meant to be changed)."""
     return {
         "class_name": "SiteBuilder",
@@ -31,22 +31,17 @@ def site_config(report_dir: Path) -> dict[str, Any]:
 
 def ensure_site(context: Any, report_dir: Path) -> str:
     """Register the report directory as a Data Docs site of `context` (once); its name."""
-    name = site_name(report_dir)
+    name = _site_name(report_dir)
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     if name not in context.get_site_names():
-        context.add_data_docs_site(name, site_config(report_dir))
+        context.add_data_docs_site(name, _site_config(report_dir))
     return name
-
-
-def index_path(report_dir: Path) -> Path:
-    """The page to open: the site index, listing every suite's validation results."""
-    return Path(report_dir).resolve() / "index.html"
 
 
 SUMMARY_PAGE = "kraftlake.html"
 
 
-def validation_pages(report_dir: Path, suite: str, run_id: str) -> list[Path]:
+def _validation_pages(report_dir: Path, suite: str, run_id: str) -> list[Path]:
     """GX's validation-result pages of one suite in one run (server-rendered HTML)."""
     base = Path(report_dir).resolve() / "validations" / suite / run_id
     return sorted(base.rglob("*.html")) if base.is_dir() else []
@@ -71,7 +66,7 @@ def write_summary(run: Any) -> Path:
         failed = [o for o in outs if not o.success]
         err = [o for o in failed if o.severity == "error"]
         status = "FAILED" if err else ("WARNING" if failed else "PASSED")
-        pages = validation_pages(rdir, suite, run.run_id)
+        pages = _validation_pages(rdir, suite, run.run_id)
         link = (f'<a href="{escape(str(pages[0].relative_to(rdir)))}">{escape(suite)}</a>'
                 if pages else escape(suite))
         detail = "".join(

@@ -18,7 +18,7 @@ from .runner import QualityRun
 TABLE = "quality_results"
 
 
-def to_arrow(run: QualityRun) -> pa.Table:
+def _to_arrow(run: QualityRun) -> pa.Table:
     """The run's outcomes as rows of `quality_results`."""
     rows = [{
         "run_id": run.run_id, "run_time": run.run_time, "suite": o.suite,
@@ -35,4 +35,4 @@ def to_arrow(run: QualityRun) -> pa.Table:
 
 def append_results(lake: Lake, run: QualityRun) -> None:
     """Append once per run id (a retried write of the same run adds nothing)."""
-    lake.append(TABLE, to_arrow(run), app_id=f"kraftlake-quality:{run.run_id}", version=0)
+    lake.append(TABLE, _to_arrow(run), app_id=f"kraftlake-quality:{run.run_id}", version=0)

@@ -122,7 +122,7 @@ class QualityContext:
 _DEFAULT: QualityContext | None = None
 
 
-def default_context() -> QualityContext:
+def _default_context() -> QualityContext:
     """The process-wide context (created on first use)."""
     global _DEFAULT
     if _DEFAULT is None:
@@ -195,7 +195,7 @@ def run_quality(spark: SparkSession, lake: Lake, *, suites: list[str] | None = N
     """
     from great_expectations.core.run_identifier import RunIdentifier
 
-    qctx = qctx or default_context()
+    qctx = qctx or _default_context()
     run_time = datetime.now(UTC).replace(microsecond=0)
     now = now or run_time
     rid = run_id or f"{run_time:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"

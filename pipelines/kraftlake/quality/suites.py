@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ..resources import EXPECTATIONS
+from ..packaged import EXPECTATIONS
 
 SUITES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "partition_intervals", "incidents"]
@@ -54,7 +54,7 @@ def _raw(suite: str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def load_raw(suite: str) -> dict[str, Any]:
+def _load_raw(suite: str) -> dict[str, Any]:
     """The suite's JSON document (a copy: GX mutates what it is given)."""
     return copy.deepcopy(_raw(suite))
 
@@ -87,7 +87,7 @@ def gx_suite(suite: str):
     """A `great_expectations.ExpectationSuite` built from the JSON, every entry accounted for."""
     import great_expectations as gx
 
-    raw = load_raw(suite)
+    raw = _load_raw(suite)
     checks(suite)  # validates the kraftlake metadata
     built = gx.ExpectationSuite(name=raw["name"], expectations=raw["expectations"],
                                 suite_parameters=raw.get("suite_parameters") or {},

@@ -19,10 +19,10 @@ with it) and the test oracle the Spark fold is compared with. It applies the rul
 Besides the final state, every record that changes a partition yields a `Step` (offset,
 timestamp, topic, partition, kind of change, state before and after, and the cluster
 context in force), which is what the Spark fold is compared with row by row and what
-`kraftlake.reference.invariants` checks. Replay never raises on odd input: anything Kafka
-itself would refuse (unknown topic, wrong broker epoch, nested transaction, ...) is
-recorded in `Replay.problems` and skipped, and the invariant checker turns those into
-violations.
+the tests' invariant checker (`tests/simulate/invariants.py`) checks. Replay never raises
+on odd input: anything Kafka itself would refuse (unknown topic, wrong broker epoch, nested
+transaction, ...) is recorded in `Replay.problems` and skipped, and the invariant checker
+turns those into violations.
 """
 
 from __future__ import annotations
@@ -56,8 +56,28 @@ from kraftlake.kraft.events import (  # step kinds
 from kraftlake.kraft.partition import InvalidRecord, PartitionRegistration
 from kraftlake.kraft.records import (
     BEGIN_TRANSACTION,
+    BROKER_REGISTRATION_CHANGE_RECORD,
+    CLEAR_ELR_RECORD,
+    CONFIG_RECORD,
     END_TRANSACTION,
+    FEATURE_LEVEL_RECORD,
+    FENCE,
+    FENCE_BROKER_RECORD,
+    FENCING_NO_CHANGE,
+    IN_CONTROLLED_SHUTDOWN,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+    REGISTER_BROKER_RECORD,
+    REMOVE_TOPIC_RECORD,
+    SHUTDOWN_NO_CHANGE,
+    SNAPSHOT_HEADER,
+    TOPIC_RECORD,
     TRANSACTION_MARKERS,
+    UNFENCE,
+    UNFENCE_BROKER_RECORD,
+    UNREGISTER_BROKER_RECORD,
+    ZK_MIGRATION,
+    ZK_MIGRATION_STATE_RECORD,
     marker_refusal,
 )
 from kraftlake.kraft.versions import ELR_FEATURE, MV_FEATURE
@@ -70,7 +90,6 @@ class BrokerState:
     incarnation_id: str | None
     fenced: bool
     in_controlled_shutdown: bool
-    registered_at: int  # offset of the RegisterBrokerRecord (-1 from a snapshot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,16 +123,6 @@ class Step:
     def deleted(self) -> bool:
         return self.kind == DELETED
 
-    def as_row(self) -> dict[str, Any]:
-        """Flat row, the column set a Spark fold produces (snake_case, lists never null)."""
-        row: dict[str, Any] = {
-            "offset": self.offset, "timestamp": self.timestamp, "topic_id": self.topic_id,
-            "topic_name": self.topic_name, "partition_id": self.partition_id,
-            "change": self.kind, "deleted": self.deleted,
-        }
-        row.update(self.after.as_dict(directories=True))
-        return row
-
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -140,7 +149,6 @@ class Replay:
     problems: list[Problem] = field(default_factory=list)
     default_min_isr: int = KAFKA_DEFAULT_MIN_ISR  # the controllers' static config
     last_offset: int = -1
-    last_timestamp: int = -1
     _txn: list[Record] | None = None
     _txn_begin: int = -1
     _overlap: bool = False
@@ -184,7 +192,7 @@ class Replay:
             ctx = self._contexts[topic_name] = Context(
                 self.metadata_version, self.features.get(ELR_FEATURE),
                 self.min_isr(topic_name), self.unclean_enabled(topic_name),
-                self.zk_migration_state == 1)
+                self.zk_migration_state == ZK_MIGRATION)
         return ctx
 
     def is_active(self, broker_id: int) -> bool:
@@ -217,7 +225,6 @@ class Replay:
             return []
         self._overlap = False
         self.last_offset = rec.offset
-        self.last_timestamp = rec.timestamp
         if rec.control or rec.data is None:
             return []
         t = rec.type
@@ -411,8 +418,7 @@ class Replay:
                               f"beyond its RegisterBrokerRecord's offset {rec.offset}")
         self.brokers[bid] = BrokerState(bid, epoch, d.get("incarnation_id"),
                                         bool(d.get("fenced", True)),
-                                        bool(d.get("in_controlled_shutdown", False)),
-                                        -1 if snapshot else rec.offset)
+                                        bool(d.get("in_controlled_shutdown", False)))
         return []
 
     def _broker_of(self, rec: Record, bid: int, epoch: int) -> BrokerState | None:
@@ -439,17 +445,17 @@ class Replay:
         b = self._broker_of(rec, d["broker_id"], d["broker_epoch"])
         if b is None:
             return []
-        fenced = d.get("fenced", 0)
-        if fenced == 1:
+        fenced = d.get("fenced", FENCING_NO_CHANGE)
+        if fenced == FENCE:
             b.fenced = True
-        elif fenced == -1:
+        elif fenced == UNFENCE:
             b.fenced = False
-        elif fenced != 0:
+        elif fenced != FENCING_NO_CHANGE:
             self._problem(rec.offset, "broker", f"BrokerRegistrationChange Fenced={fenced}")
-        ics = d.get("in_controlled_shutdown", 0)
-        if ics == 1:
+        ics = d.get("in_controlled_shutdown", SHUTDOWN_NO_CHANGE)
+        if ics == IN_CONTROLLED_SHUTDOWN:
             b.in_controlled_shutdown = True
-        elif ics != 0:
+        elif ics != SHUTDOWN_NO_CHANGE:
             self._problem(rec.offset, "broker",
                           f"BrokerRegistrationChange InControlledShutdown={ics}")
         return []
@@ -459,7 +465,7 @@ class Replay:
         assert d is not None
         b = self._broker_of(rec, d["id"], d["epoch"])
         if b is not None:
-            b.fenced = rec.type == "FenceBrokerRecord"
+            b.fenced = rec.type == FENCE_BROKER_RECORD
         return []
 
     # ------------------------------------------------------------ snapshots
@@ -479,7 +485,7 @@ class Replay:
         ts = timestamp
         for rec in records:
             if rec.control:
-                if rec.type == "SnapshotHeaderRecord" and rec.data and ts is None:
+                if rec.type == SNAPSHOT_HEADER and rec.data and ts is None:
                     ts = rec.data.get("last_contained_log_timestamp")
                 continue
             if rec.data is not None:
@@ -503,19 +509,19 @@ class Replay:
 
 
 _HANDLERS = {
-    "PartitionRecord": Replay._partition_record,
-    "PartitionChangeRecord": Replay._partition_change,
-    "TopicRecord": Replay._topic,
-    "RemoveTopicRecord": Replay._remove_topic,
-    "ClearElrRecord": Replay._clear_elr,
-    "ConfigRecord": Replay._config,
-    "FeatureLevelRecord": Replay._feature,
-    "ZkMigrationStateRecord": Replay._zk_migration,
-    "RegisterBrokerRecord": Replay._register_broker,
-    "UnregisterBrokerRecord": Replay._unregister_broker,
-    "BrokerRegistrationChangeRecord": Replay._broker_change,
-    "FenceBrokerRecord": Replay._fence,
-    "UnfenceBrokerRecord": Replay._fence,
+    PARTITION_RECORD: Replay._partition_record,
+    PARTITION_CHANGE_RECORD: Replay._partition_change,
+    TOPIC_RECORD: Replay._topic,
+    REMOVE_TOPIC_RECORD: Replay._remove_topic,
+    CLEAR_ELR_RECORD: Replay._clear_elr,
+    CONFIG_RECORD: Replay._config,
+    FEATURE_LEVEL_RECORD: Replay._feature,
+    ZK_MIGRATION_STATE_RECORD: Replay._zk_migration,
+    REGISTER_BROKER_RECORD: Replay._register_broker,
+    UNREGISTER_BROKER_RECORD: Replay._unregister_broker,
+    BROKER_REGISTRATION_CHANGE_RECORD: Replay._broker_change,
+    FENCE_BROKER_RECORD: Replay._fence,
+    UNFENCE_BROKER_RECORD: Replay._fence,
 }
 
 
@@ -565,14 +571,14 @@ def iter_log_records(plan: LogDirPlan, after: int = -1) -> Iterator[Record]:
                     yield r
 
 
-def replay_steps(records: Iterable[Record], replay: Replay | None = None) -> Iterator[Step]:
+def _replay_steps(records: Iterable[Record], replay: Replay | None = None) -> Iterator[Step]:
     """Apply records in order, yielding every partition step."""
     rp = replay if replay is not None else Replay()
     for rec in records:
         yield from rp.apply(rec)
 
 
-def iter_dir_steps(directory: Path, replay: Replay | None = None) -> Iterator[Step]:
+def _iter_dir_steps(directory: Path, replay: Replay | None = None) -> Iterator[Step]:
     """Every partition step of a metadata-log directory (snapshot start per `plan_log_dir`)."""
     rp = replay if replay is not None else Replay()
     plan = plan_log_dir(Path(directory))
@@ -580,18 +586,12 @@ def iter_dir_steps(directory: Path, replay: Replay | None = None) -> Iterator[St
     if plan.start_snapshot is not None:
         yield from rp.load_snapshot(read_records(plan.start_snapshot), plan.start_snapshot.offset)
         after = plan.start_snapshot.offset - 1
-    yield from replay_steps(iter_log_records(plan, after), rp)
+    yield from _replay_steps(iter_log_records(plan, after), rp)
 
 
 def replay_dir(directory: Path) -> tuple[Replay, list[Step]]:
     """Replay a whole directory: (final image, every step)."""
     rp = Replay()
-    steps = list(iter_dir_steps(Path(directory), rp))
+    steps = list(_iter_dir_steps(Path(directory), rp))
     return rp, steps
 
-
-def final_state_of_dir(directory: Path) -> dict[str, dict[str, Any]]:
-    rp = Replay()
-    for _ in iter_dir_steps(Path(directory), rp):
-        pass
-    return rp.final_state()

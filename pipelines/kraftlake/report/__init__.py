@@ -1,5 +1,7 @@
-"""The HTML incident report: `data` reads the lake, `charts` draws the plotly figures,
-`page` writes one self-contained HTML file."""
+"""Reports of what a lake holds. The HTML incident report: `data` reads the lake, `charts`
+draws the plotly figures, `page` writes one self-contained HTML file. On the console:
+`console` prints the incidents as tables (the demo's output) and `kafka_view` holds them
+against what Kafka itself reported about the same log."""
 
 from __future__ import annotations
 

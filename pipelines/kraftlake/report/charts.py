@@ -13,6 +13,9 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..kraft.partition import RECOVERING
+from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
+from ..kraft.troubles import OFFLINE, RECOVERING_KIND, UNDER_MIN_ISR
 from .data import ReportData
 
 BROKER_COLOURS = {"unfenced": "#2ca02c", "fenced": "#d62728",
@@ -54,10 +57,10 @@ def _broker_state(r: dict[str, Any], prev: dict[str, Any]) -> dict[str, Any]:
     """Registration state after a broker record (same rule as `broker_outages`)."""
     t = r["record_type"]
     s = dict(prev)
-    if t == "RegisterBrokerRecord":
+    if t == REGISTER_BROKER_RECORD:
         s = {"registered": True, "fenced": True if r["fenced"] is None else r["fenced"],
              "ics": bool(r["in_controlled_shutdown"]), "epoch": r["broker_epoch"]}
-    elif t == "UnregisterBrokerRecord":
+    elif t == UNREGISTER_BROKER_RECORD:
         s["registered"] = False
     else:
         if r["fenced"] is not None:
@@ -75,7 +78,7 @@ def _label(s: dict[str, Any]) -> str:
     return "fenced" if s.get("fenced", True) else "unfenced"
 
 
-def broker_bars(data: ReportData, end: dt.datetime) -> dict[str, list[tuple]]:
+def _broker_bars(data: ReportData, end: dt.datetime) -> dict[str, list[tuple]]:
     by: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in data.brokers:
         by[r["broker_id"]].append(r)
@@ -120,9 +123,9 @@ def cluster_figure(data: ReportData) -> go.Figure:
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.45, 0.55],
                         vertical_spacing=0.06,
                         subplot_titles=("brokers", "partitions offline / under min ISR"))
-    _lanes(fig, broker_bars(data, end), BROKER_COLOURS, row=1)
-    for kind, colour in (("offline", "#d62728"), ("under_min_isr", "#ff7f0e"),
-                         ("recovering", "#9467bd")):
+    _lanes(fig, _broker_bars(data, end), BROKER_COLOURS, row=1)
+    for kind, colour in ((OFFLINE, "#d62728"), (UNDER_MIN_ISR, "#ff7f0e"),
+                         (RECOVERING_KIND, "#9467bd")):
         xs, ys = _count_steps(data.intervals, kind, end)
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line_shape="hv", name=kind,
                                  line_color=colour), row=2, col=1)
@@ -170,7 +173,7 @@ def partition_figure(data: ReportData, part: tuple[str, int]) -> go.Figure:
                          | set(s["last_known_elr"] or []))
         for b in brokers:
             role = _role(b, s)
-            rec = " RECOVERING" if s["leader_recovery_state"] == 1 else ""
+            rec = " RECOVERING" if s["leader_recovery_state"] == RECOVERING else ""
             bars[role].append((f"broker {b}", s["valid_from_ts"], stop,
                                f"broker {b}: {role}{rec}<br>leader {s['leader']}, leader epoch "
                                f"{s['leader_epoch']}, partition epoch {s['partition_epoch']}"

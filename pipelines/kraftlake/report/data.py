@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..kraft.troubles import OFFLINE, RECOVERING_KIND, UNDER_MIN_ISR
 from ..lake.delta import Lake
 
 TOP_PARTITIONS = 10
@@ -51,6 +53,19 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
+def lake_events(spark: SparkSession, lake: Path | str, cluster_id: str) -> list[dict[str, Any]]:
+    """Every `partition_events` row of one cluster, as dicts."""
+    df = Lake(lake).read(spark, "partition_events").filter(F.col("cluster_id") == cluster_id)
+    return _rows(df)
+
+
+def lake_current(spark: SparkSession, lake: Path | str, cluster_id: str
+                 ) -> dict[tuple[str, int], dict[str, Any]]:
+    """`partition_current` of one cluster, by (topic name, partition)."""
+    df = Lake(lake).read(spark, "partition_current").filter(F.col("cluster_id") == cluster_id)
+    return {(r["topic_name"], r["partition_id"]): r.asDict() for r in df.collect()}
+
+
 def clusters(spark: SparkSession, lake: Lake) -> list[str]:
     return sorted(r.cluster_id for r in lake.read(spark, "partition_timeline")
                   .select("cluster_id").distinct().collect())
@@ -67,7 +82,7 @@ def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
     iv, inc = read("partition_intervals"), read("incidents")
     incidents = [i for i in _rows(inc.orderBy("start_offset"))
                  if window.overlaps(i["start_ts"], i["end_ts"])]
-    intervals = _rows(iv.filter(F.col("kind").isin("offline", "under_min_isr", "recovering"))
+    intervals = _rows(iv.filter(F.col("kind").isin(OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND))
                       .orderBy("start_offset"))
     brokers = _rows(read("brokers").orderBy("offset", "seq"))
     ts = events.agg(F.min("timestamp"), F.max("timestamp")).first()

@@ -11,6 +11,8 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from ..kraft.partition import RECOVERING
+from ..kraft.troubles import REASSIGNING, RECOVERING_KIND
 from .charts import cluster_figure, partition_figure
 from .data import ELR_EVENTS, ReportData
 
@@ -51,8 +53,8 @@ def _figure(fig: go.Figure, div_id: str) -> str:
 def _cause(i: dict[str, Any]) -> str:
     if i["cause_broker"] is not None:
         return f"broker {i['cause_broker']}: {i['cause'].removeprefix('broker_')}"
-    return {"recovering": "unclean election (no broker outage: admin or automatic)",
-            "reassigning": "partition reassignment"}.get(i["cause"], i["cause"])
+    return {RECOVERING_KIND: "unclean election (no broker outage: admin or automatic)",
+            REASSIGNING: "partition reassignment"}.get(i["cause"], i["cause"])
 
 
 def _incident_section(data: ReportData, i: dict[str, Any]) -> str:
@@ -129,7 +131,8 @@ def render(data: ReportData, generated: dt.datetime) -> str:
         rows = [[_t(s["valid_from_ts"]), str(s["valid_from_offset"]), str(s["leader"]),
                  f"{s['leader_epoch']}/{s['partition_epoch']}", str(s["isr"]),
                  str(s["eligible_leader_replicas"]), str(s["last_known_elr"]),
-                 str(s["replicas"]), "RECOVERING" if s["leader_recovery_state"] == 1 else ""]
+                 str(s["replicas"]),
+                 "RECOVERING" if s["leader_recovery_state"] == RECOVERING else ""]
                 for s in states]
         body += [f"<h3 id='p-{escape(name)}'>{escape(name)}</h3>",
                  _figure(partition_figure(data, part), f"p-{len(body)}"),

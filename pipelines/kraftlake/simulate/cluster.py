@@ -24,6 +24,14 @@ from typing import Any
 from kraftlake.codec.records import Record, encode_metadata_value
 from kraftlake.codec.wire import uuid_to_str
 from kraftlake.kraft.configs import MIN_ISR
+from kraftlake.kraft.records import (
+    CONFIG_RECORD,
+    FEATURE_LEVEL_RECORD,
+    PARTITION_RECORD,
+    REGISTER_BROKER_RECORD,
+    REGISTER_CONTROLLER_RECORD,
+    TOPIC_RECORD,
+)
 from kraftlake.kraft.versions import MV_3_3_IV0, MV_3_3_IV1, MV_3_7_IV0, MV_FEATURE, MV_LATEST
 from kraftlake.reference.replay import Step
 
@@ -106,9 +114,9 @@ class Simulation:
 
     def append(self, records: list[Rec], *, atomic: bool = True) -> list[Record]:
         for t, v, d in records:
-            if t == "RegisterBrokerRecord":
+            if t == REGISTER_BROKER_RECORD:
                 self.registrations[d["broker_id"]] = (v, d)
-            elif t == "RegisterControllerRecord":
+            elif t == REGISTER_CONTROLLER_RECORD:
                 self.controller_regs[d["controller_id"]] = d
         out = self.writer.append(records, self.now, atomic=atomic)
         self.last_write = self.now
@@ -209,11 +217,11 @@ class Simulation:
         recs: list[Rec | bytes] = []
         cache = self._snap_cache
         if MV_FEATURE in img.features:
-            recs.append(("FeatureLevelRecord", 0, {"name": MV_FEATURE,
+            recs.append((FEATURE_LEVEL_RECORD, 0, {"name": MV_FEATURE,
                                                    "feature_level": img.features[MV_FEATURE]}))
         for name in sorted(img.features):
             if name != MV_FEATURE:
-                recs.append(("FeatureLevelRecord", 0, {"name": name,
+                recs.append((FEATURE_LEVEL_RECORD, 0, {"name": name,
                                                        "feature_level": img.features[name]}))
         for b in sorted(img.brokers):
             ver, data = self.registrations[b]
@@ -224,21 +232,21 @@ class Simulation:
                 d["in_controlled_shutdown"] = st.in_controlled_shutdown
             if ver >= 4:  # `BrokerRegistration.toRecord`: null until the broker reported them
                 d["cordoned_log_dirs"] = c.cordoned_dirs.get(b)
-            recs.append(("RegisterBrokerRecord", ver, d))
+            recs.append((REGISTER_BROKER_RECORD, ver, d))
         for cid in sorted(self.controller_regs):
-            recs.append(("RegisterControllerRecord", 0, self.controller_regs[cid]))
+            recs.append((REGISTER_CONTROLLER_RECORD, 0, self.controller_regs[cid]))
         for tid in c._sorted_topics():
-            recs.append(("TopicRecord", 0, {"name": img.topics[tid], "topic_id": tid}))
+            recs.append((TOPIC_RECORD, 0, {"name": img.topics[tid], "topic_id": tid}))
             for pid, st in sorted(img.partitions[tid].items()):
                 hit = cache.get((tid, pid))
                 if hit is None or hit[0] is not st:
-                    raw = encode_metadata_value("PartitionRecord", c.pr_version,
+                    raw = encode_metadata_value(PARTITION_RECORD, c.pr_version,
                                                 c.partition_record(tid, pid, st))
                     hit = cache[(tid, pid)] = (st, raw)
                 recs.append(hit[1])
         for (rtype, rname) in sorted(img.configs):
             for k, v in sorted(img.configs[(rtype, rname)].items()):
-                recs.append(("ConfigRecord", 0, {"resource_type": rtype, "resource_name": rname,
+                recs.append((CONFIG_RECORD, 0, {"resource_type": rtype, "resource_name": rname,
                                                  "name": k, "value": v}))
         return recs
 
@@ -253,7 +261,7 @@ class Simulation:
         final = self.controller.image.final_state()
         (out / "final_state.json").write_text(json.dumps(final, indent=1, sort_keys=True) + "\n")
         boot = [r for r in self.controller.bootstrap_records()
-                if r[0] == "FeatureLevelRecord"] if self.cfg.metadata_version >= MV_3_3_IV0 \
+                if r[0] == FEATURE_LEVEL_RECORD] if self.cfg.metadata_version >= MV_3_3_IV0 \
             else []
         stamp = dt.datetime.fromtimestamp(self.cfg.start_time / 1000, dt.UTC)
         self.writer.write_companions(

@@ -42,8 +42,29 @@ from kraftlake.kraft.partition import (
     UNASSIGNED_DIR,
     PartitionRegistration,
 )
+from kraftlake.kraft.records import (
+    ABORT_TRANSACTION,
+    BEGIN_TRANSACTION,
+    BROKER_REGISTRATION_CHANGE_RECORD,
+    CLEAR_ELR_RECORD,
+    CONFIG_RECORD,
+    END_TRANSACTION,
+    FEATURE_LEVEL_RECORD,
+    FENCE,
+    FENCE_BROKER_RECORD,
+    IN_CONTROLLED_SHUTDOWN,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+    REGISTER_BROKER_RECORD,
+    REGISTER_CONTROLLER_RECORD,
+    REMOVE_TOPIC_RECORD,
+    TOPIC_RECORD,
+    UNFENCE,
+    UNFENCE_BROKER_RECORD,
+)
 from kraftlake.kraft.versions import (
     ELR_FEATURE,
+    MV_3_0_IV1,
     MV_3_3_IV0,
     MV_3_3_IV2,
     MV_3_3_IV3,
@@ -55,6 +76,7 @@ from kraftlake.kraft.versions import (
     MV_4_1_IV0,
     MV_4_3_IV0,
     MV_FEATURE,
+    MV_LATEST,
     partition_record_version,
 )
 from kraftlake.reference.replay import Replay, Step
@@ -112,7 +134,7 @@ class Controller:
                  rng: random.Random | None = None,
                  on_steps: Callable[[list[Step]], None] | None = None) -> None:
         if config.elr_enabled and config.metadata_version < MV_4_0_IV1:
-            raise ValueError("ELR needs metadata.version 4.0-IV1 (level 23) or later")
+            raise ValueError(f"ELR needs metadata.version 4.0-IV1 (level {MV_4_0_IV1}) or later")
         self.config = config
         self.mv = config.metadata_version
         self.sink = sink
@@ -261,7 +283,7 @@ class Controller:
         assert d.data is not None
         self._decide(d.data, decided_change(self.partition(tp), d, started=started,
                                             cancelled=cancelled))
-        return ("PartitionChangeRecord", self.pr_version, d.data)
+        return (PARTITION_CHANGE_RECORD, self.pr_version, d.data)
 
     def _decide(self, data: dict[str, Any], events: tuple[str, ...]) -> None:
         if events:
@@ -276,19 +298,19 @@ class Controller:
         """What the first active controller writes (`ActivationRecordsGenerator`)."""
         recs: list[Rec] = []
         if self.mv >= MV_3_3_IV0:
-            recs.append(("FeatureLevelRecord", 0, {"name": MV_FEATURE,
+            recs.append((FEATURE_LEVEL_RECORD, 0, {"name": MV_FEATURE,
                                                    "feature_level": self.mv}))
             if self.config.elr_enabled:
-                recs.append(("FeatureLevelRecord", 0, {"name": ELR_FEATURE, "feature_level": 1}))
+                recs.append((FEATURE_LEVEL_RECORD, 0, {"name": ELR_FEATURE, "feature_level": 1}))
             for name, level in sorted(self.config.features.items()):
-                recs.append(("FeatureLevelRecord", 0, {"name": name, "feature_level": level}))
+                recs.append((FEATURE_LEVEL_RECORD, 0, {"name": name, "feature_level": level}))
             if self.config.elr_enabled:  # 4.x: a cluster-level min.insync.replicas exists
-                recs.append(("ConfigRecord", 0, {
+                recs.append((CONFIG_RECORD, 0, {
                     "resource_type": RESOURCE_BROKER, "resource_name": "", "name": MIN_ISR,
                     "value": str(self.config.default_min_isr)}))
         if self.mv >= MV_3_6_IV1 and recs:
-            recs = [("BeginTransactionRecord", 0, {"name": "Bootstrap records"}), *recs,
-                    ("EndTransactionRecord", 0, {})]
+            recs = [(BEGIN_TRANSACTION, 0, {"name": "Bootstrap records"}), *recs,
+                    (END_TRANSACTION, 0, {})]
         return recs
 
     def bootstrap(self) -> None:
@@ -297,7 +319,7 @@ class Controller:
     def register_controller(self, controller_id: int, host: str) -> None:
         if self.mv < MV_3_7_IV0:
             return
-        self.write([("RegisterControllerRecord", 0, {
+        self.write([(REGISTER_CONTROLLER_RECORD, 0, {
             "controller_id": controller_id, "incarnation_id": self._uuid(),
             "zk_migration_ready": False,
             "end_points": [{"name": "CONTROLLER", "host": host, "port": 9093,
@@ -305,8 +327,8 @@ class Controller:
             "features": self._supported_features()})])
 
     def _supported_features(self) -> list[dict[str, Any]]:
-        feats = [{"name": MV_FEATURE, "min_supported_version": 1,
-                  "max_supported_version": max(self.mv, 27)}]
+        feats = [{"name": MV_FEATURE, "min_supported_version": MV_3_0_IV1,
+                  "max_supported_version": max(self.mv, MV_LATEST)}]
         if self.config.elr_enabled:
             feats.append({"name": ELR_FEATURE, "min_supported_version": 0,
                           "max_supported_version": 1})
@@ -364,7 +386,7 @@ class Controller:
             data["is_migrating_zk_broker"] = False
         if ver >= 1:
             data["in_controlled_shutdown"] = False
-        recs.append(("RegisterBrokerRecord", ver, data))
+        recs.append((REGISTER_BROKER_RECORD, ver, data))
         self.cordoned_dirs[b] = None
         self._count("registrations")
         self.write(recs)
@@ -420,16 +442,16 @@ class Controller:
         if known is not None and set(known) == set(dirs):
             return None
         self.cordoned_dirs[b] = list(dirs)
-        return ("BrokerRegistrationChangeRecord", 3, {
+        return (BROKER_REGISTRATION_CHANGE_RECORD, 3, {
             "broker_id": b, "broker_epoch": self._broker_epoch(b), "cordoned_log_dirs": dirs})
 
     def _fence_record(self, b: int, *, fence: bool) -> Rec:
         epoch = self._broker_epoch(b)
         if self.mv < MV_3_3_IV2:
-            return ("FenceBrokerRecord" if fence else "UnfenceBrokerRecord", 0,
+            return (FENCE_BROKER_RECORD if fence else UNFENCE_BROKER_RECORD, 0,
                     {"id": b, "epoch": epoch})
-        return ("BrokerRegistrationChangeRecord", 0,
-                {"broker_id": b, "broker_epoch": epoch, "fenced": 1 if fence else -1})
+        return (BROKER_REGISTRATION_CHANGE_RECORD, 0,
+                {"broker_id": b, "broker_epoch": epoch, "fenced": FENCE if fence else UNFENCE})
 
     def _remove_from_isrs(self, b: int) -> list[Rec]:
         recs: list[Rec] = []
@@ -452,9 +474,9 @@ class Controller:
         """`handleBrokerInControlledShutdown`: mark, then move leaderships / leave ISRs."""
         recs: list[Rec] = []
         if self.mv >= MV_3_3_IV3 and not self.image.brokers[b].in_controlled_shutdown:
-            recs.append(("BrokerRegistrationChangeRecord", 1, {
+            recs.append((BROKER_REGISTRATION_CHANGE_RECORD, 1, {
                 "broker_id": b, "broker_epoch": self._broker_epoch(b),
-                "in_controlled_shutdown": 1}))
+                "in_controlled_shutdown": IN_CONTROLLED_SHUTDOWN}))
         recs += self._remove_from_isrs(b)
         return self.write(recs, atomic=False)
 
@@ -620,23 +642,23 @@ class Controller:
             states.append(st)
         tid = self._uuid()
         config_recs: list[Rec] = [
-            ("ConfigRecord", 0, {"resource_type": RESOURCE_TOPIC, "resource_name": name,
+            (CONFIG_RECORD, 0, {"resource_type": RESOURCE_TOPIC, "resource_name": name,
                                  "name": k, "value": v})
             for k, v in sorted((configs or {}).items())]
         config_recs += self._clear_elr_records(config_recs)
-        topic_rec: Rec = ("TopicRecord", 0, {"name": name, "topic_id": tid})
+        topic_rec: Rec = (TOPIC_RECORD, 0, {"name": name, "topic_id": tid})
         recs: list[Rec] = [topic_rec, *config_recs] if self.mv >= MV_3_4_IV0 \
             else [*config_recs, topic_rec]
         for pid, st in enumerate(states):
             data = self.partition_record(tid, pid, st)
             self._decide(data, CREATED_LABEL)
-            recs.append(("PartitionRecord", self.pr_version, data))
+            recs.append((PARTITION_RECORD, self.pr_version, data))
         self.topic_order.setdefault(tid, self._next_topic_seq())
         atomic = len(recs) <= self.config.txn_threshold
         if not atomic and self.mv >= MV_3_6_IV1:
-            recs = [("BeginTransactionRecord", 0, {"name": f"CreateTopics {name}"}), *recs]
+            recs = [(BEGIN_TRANSACTION, 0, {"name": f"CreateTopics {name}"}), *recs]
             if commit:
-                recs.append(("EndTransactionRecord", 0, {}))
+                recs.append((END_TRANSACTION, 0, {}))
         self.write(recs, atomic=atomic)
         self._count("topics_created")
         return tid
@@ -666,7 +688,7 @@ class Controller:
 
     def abort_transaction(self, reason: str = "Controller failover") -> None:
         if self.image.in_transaction:
-            self.write([("AbortTransactionRecord", 0, {"reason": reason})])
+            self.write([(ABORT_TRANSACTION, 0, {"reason": reason})])
 
     def delete_topic(self, name: str) -> list[Step]:
         tid = self.image.topic_ids.get(name)
@@ -675,13 +697,13 @@ class Controller:
         self._count("topics_deleted")
         data = {"topic_id": tid}
         self._decide(data, DELETED_LABEL)
-        return self.write([("RemoveTopicRecord", 0, data)])
+        return self.write([(REMOVE_TOPIC_RECORD, 0, data)])
 
     def set_config(self, key: str, value: str | None, topic: str | None = None) -> list[Step]:
         """ConfigRecord (topic, or cluster default when topic is None); with ELR enabled a
         `min.insync.replicas` change is followed by a ClearElrRecord (4.x)."""
         rtype, rname = (RESOURCE_TOPIC, topic) if topic is not None else (RESOURCE_BROKER, "")
-        recs: list[Rec] = [("ConfigRecord", 0, {"resource_type": rtype, "resource_name": rname,
+        recs: list[Rec] = [(CONFIG_RECORD, 0, {"resource_type": rtype, "resource_name": rname,
                                                 "name": key, "value": value})]
         return self.write(recs + self._clear_elr_records(recs))
 
@@ -691,7 +713,7 @@ class Controller:
         config and all topics ("") otherwise; topic creation goes through it too."""
         if not self.config.elr_enabled:
             return []
-        return [("ClearElrRecord", 0,
+        return [(CLEAR_ELR_RECORD, 0,
                  {"topic_name": d["resource_name"] if d["resource_type"] == RESOURCE_TOPIC
                   else ""})
                 for _t, _v, d in config_recs if d["name"] == MIN_ISR]

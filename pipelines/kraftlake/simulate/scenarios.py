@@ -286,19 +286,11 @@ class Ops:
             return []
         return [(tid, p) for p in sorted(self.c.image.partitions[tid])]
 
-    def led_by(self, b: int, names: list[str]) -> list[TP]:
-        out = []
-        for n in names:
-            for tp in self.topic_tps(n):
-                if self.c.partition(tp).leader == b:
-                    out.append(tp)
-        return out
-
 
 # ---------------------------------------------------------------- incidents as scripts
 
 
-def unclean_incident(ops: Ops, t: int, topic: str, *, admin: bool) -> int:
+def _unclean_incident(ops: Ops, t: int, topic: str, *, admin: bool) -> int:
     """A partition whose ISR shrank to its leader loses the leader.
 
     With the topic's `unclean.leader.election.enable=true` the fence itself elects a
@@ -323,7 +315,7 @@ def unclean_incident(ops: Ops, t: int, topic: str, *, admin: bool) -> int:
     return t + 10 * MIN
 
 
-def elr_incident(ops: Ops, t: int, topic: str, *, last_leader_comes_back_unclean: bool) -> int:
+def _elr_incident(ops: Ops, t: int, topic: str, *, last_leader_comes_back_unclean: bool) -> int:
     """Replicas of a min-ISR-2 partition fail one after the other (ELR grows, the ISR empties,
     LastKnownElr keeps the last leader), one ELR member comes back after an unclean
     shutdown (stripped from ELR), then the last leader comes back: clean -> ELR election;
@@ -370,37 +362,37 @@ def _pick(ops: Ops, names: list[str], config: str | None = None) -> str:
     return pool[ops.rng.randrange(len(pool))]
 
 
-def run_quiet(sim: Simulation, ops: Ops, names: list[str]) -> None:
+def _run_quiet(sim: Simulation, ops: Ops, names: list[str]) -> None:
     sim.run_until(ops.end)
 
 
-def run_rolling_restart(sim: Simulation, ops: Ops, names: list[str]) -> None:
+def _run_rolling_restart(sim: Simulation, ops: Ops, names: list[str]) -> None:
     ops.rolling_restart(sim.now + 10 * MIN)
     sim.run_until(ops.end)
 
 
-def run_broker_crash(sim: Simulation, ops: Ops, names: list[str]) -> None:
+def _run_broker_crash(sim: Simulation, ops: Ops, names: list[str]) -> None:
     for t in _spread(ops, sim.now + 5 * MIN, ops.end - 20 * MIN, 3):
         b = ops.rng.randint(1, ops.p.brokers)
         ops.restart(b, t, ops.rng.randint(30 * SEC, 10 * MIN), clean=False)
     sim.run_until(ops.end)
 
 
-def run_unclean(sim: Simulation, ops: Ops, names: list[str]) -> None:
+def _run_unclean(sim: Simulation, ops: Ops, names: list[str]) -> None:
     times = _spread(ops, sim.now + 5 * MIN, ops.end - 20 * MIN, 4)
     for k, t in enumerate(times):
         if k % 2 == 0:
-            unclean_incident(ops, t, _pick(ops, names, UNCLEAN), admin=False)
+            _unclean_incident(ops, t, _pick(ops, names, UNCLEAN), admin=False)
         else:
             topic = [n for n in names if ops.c.image.topic_config(n, UNCLEAN) != "true"]
-            unclean_incident(ops, t, _pick(ops, topic or names), admin=True)
+            _unclean_incident(ops, t, _pick(ops, topic or names), admin=True)
     sim.run_until(ops.end)
 
 
-def run_elr(sim: Simulation, ops: Ops, names: list[str]) -> None:
+def _run_elr(sim: Simulation, ops: Ops, names: list[str]) -> None:
     times = _spread(ops, sim.now + 5 * MIN, ops.end - 30 * MIN, 4)
     for k, t in enumerate(times):
-        elr_incident(ops, t, _pick(ops, names), last_leader_comes_back_unclean=k % 2 == 1)
+        _elr_incident(ops, t, _pick(ops, names), last_leader_comes_back_unclean=k % 2 == 1)
     for t in _spread(ops, sim.now + 10 * MIN, ops.end - 10 * MIN, 2):
         b = ops.rng.randint(1, ops.p.brokers)
         ops.slow_broker(b, t, ops.rng.randint(1 * MIN, 10 * MIN))
@@ -410,7 +402,7 @@ def run_elr(sim: Simulation, ops: Ops, names: list[str]) -> None:
     sim.run_until(ops.end)
 
 
-def run_reassignment(sim: Simulation, ops: Ops, names: list[str]) -> None:
+def _run_reassignment(sim: Simulation, ops: Ops, names: list[str]) -> None:
     for k, t in enumerate(_spread(ops, sim.now + 5 * MIN, ops.end - 20 * MIN, 5)):
         tps = ops.topic_tps(_pick(ops, names))
         chosen = ops.rng.sample(tps, min(len(tps), ops.rng.randint(1, 4)))
@@ -418,14 +410,14 @@ def run_reassignment(sim: Simulation, ops: Ops, names: list[str]) -> None:
     sim.run_until(ops.end)
 
 
-def run_topic_churn(sim: Simulation, ops: Ops, names: list[str]) -> None:
+def _run_topic_churn(sim: Simulation, ops: Ops, names: list[str]) -> None:
     ops.topic_churn(sim.now + 5 * MIN, 6)
     for t in _spread(ops, sim.now + 20 * MIN, ops.end - 10 * MIN, 2):
         ops.sim.at(t, lambda: ops.c.delete_topic(_pick(ops, names)))
     sim.run_until(ops.end)
 
 
-def run_mixed(sim: Simulation, ops: Ops, names: list[str]) -> None:
+def _run_mixed(sim: Simulation, ops: Ops, names: list[str]) -> None:
     end = ops.end
     span = end - sim.now
     t0 = sim.now
@@ -438,12 +430,12 @@ def run_mixed(sim: Simulation, ops: Ops, names: list[str]) -> None:
     for k, t in enumerate(_spread(ops, t0 + span // 5, end - 40 * MIN, 3)):
         if k == 1:
             topic = [n for n in names if ops.c.image.topic_config(n, UNCLEAN) != "true"]
-            unclean_incident(ops, t, _pick(ops, topic or names), admin=True)
+            _unclean_incident(ops, t, _pick(ops, topic or names), admin=True)
         else:
-            unclean_incident(ops, t, _pick(ops, names, UNCLEAN), admin=False)
+            _unclean_incident(ops, t, _pick(ops, names, UNCLEAN), admin=False)
     if sim.cfg.elr:
         for k, t in enumerate(_spread(ops, t0 + span // 4, end - 40 * MIN, 3)):
-            elr_incident(ops, t, _pick(ops, names), last_leader_comes_back_unclean=k % 2 == 1)
+            _elr_incident(ops, t, _pick(ops, names), last_leader_comes_back_unclean=k % 2 == 1)
     for k, t in enumerate(_spread(ops, t0 + 15 * MIN, end - 20 * MIN, 4)):
         tps = ops.topic_tps(_pick(ops, names))
         ops.reassign(t, ops.rng.sample(tps, min(len(tps), 3)), cancel=k == 2)
@@ -459,7 +451,7 @@ def run_mixed(sim: Simulation, ops: Ops, names: list[str]) -> None:
     sim.run_until(end)
 
 
-def run_large(sim: Simulation, ops: Ops, names: list[str]) -> None:
+def _run_large(sim: Simulation, ops: Ops, names: list[str]) -> None:
     """A big cluster over days: a rolling restart every 12 hours, plus crashes, slow
     brokers, reassignments and an unclean incident in each half day."""
     end = ops.end
@@ -475,22 +467,22 @@ def run_large(sim: Simulation, ops: Ops, names: list[str]) -> None:
         for ts in _spread(ops, t, stop - HOUR, 2):
             tps = ops.topic_tps(_pick(ops, names))
             ops.reassign(ts, ops.rng.sample(tps, min(len(tps), 20)))
-        unclean_incident(ops, min(rr_end + 30 * MIN, stop - 20 * MIN),
+        _unclean_incident(ops, min(rr_end + 30 * MIN, stop - 20 * MIN),
                          _pick(ops, names, UNCLEAN), admin=False)
         t = max(stop, rr_end)
     sim.run_until(end)
 
 
 SCENARIOS: dict[str, Callable[[Simulation, Ops, list[str]], None]] = {
-    "quiet": run_quiet,
-    "rolling-restart": run_rolling_restart,
-    "broker-crash": run_broker_crash,
-    "unclean-election": run_unclean,
-    "elr": run_elr,
-    "reassignment": run_reassignment,
-    "topic-churn": run_topic_churn,
-    "mixed": run_mixed,
-    "large": run_large,
+    "quiet": _run_quiet,
+    "rolling-restart": _run_rolling_restart,
+    "broker-crash": _run_broker_crash,
+    "unclean-election": _run_unclean,
+    "elr": _run_elr,
+    "reassignment": _run_reassignment,
+    "topic-churn": _run_topic_churn,
+    "mixed": _run_mixed,
+    "large": _run_large,
 }
 
 # Defaults per scenario (CLI options override them)

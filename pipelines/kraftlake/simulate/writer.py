@@ -26,9 +26,10 @@ from kraftlake.codec.records import (
     encode_metadata_value,
     schema_named,
 )
+from kraftlake.kraft.records import LEADER_CHANGE, NO_OP_RECORD, SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 
 MAX_BATCH_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_BATCH_SIZE_BYTES
-_NOOP_VALUE = encode_metadata_value("NoOpRecord", 0, {})
+_NOOP_VALUE = encode_metadata_value(NO_OP_RECORD, 0, {})
 
 
 class LogWriter:
@@ -133,7 +134,7 @@ class LogWriter:
         granting = voters[: len(voters) // 2 + 1]
         if leader_id not in granting:
             granting = [leader_id, *granting[:-1]]
-        self.append_control("LeaderChangeMessage", {
+        self.append_control(LEADER_CHANGE, {
             "version": 0, "leader_id": leader_id,
             "voters": [{"voter_id": v} for v in voters],
             "granting_voters": [{"voter_id": v} for v in sorted(granting)]}, ts)
@@ -146,9 +147,9 @@ class LogWriter:
         """`RecordsSnapshotWriter` layout: header, data batches (offsets from 1), footer."""
         out = bytearray()
         out += encode_batch(build_batch(0, epoch, ts, [encode_control_value(
-            "SnapshotHeaderRecord", {"version": 0, "last_contained_log_timestamp":
+            SNAPSHOT_HEADER, {"version": 0, "last_contained_log_timestamp":
                                      last_contained_ts})],
-            control_keys=[control_key("SnapshotHeaderRecord")]))
+            control_keys=[control_key(SNAPSHOT_HEADER)]))
         off = 1
         values = [r if isinstance(r, bytes) else encode_metadata_value(*r) for r in records]
         i = 0
@@ -161,8 +162,8 @@ class LogWriter:
             off += j - i
             i = j
         out += encode_batch(build_batch(off, epoch, ts, [encode_control_value(
-            "SnapshotFooterRecord", {"version": 0})],
-            control_keys=[control_key("SnapshotFooterRecord")]))
+            SNAPSHOT_FOOTER, {"version": 0})],
+            control_keys=[control_key(SNAPSHOT_FOOTER)]))
         path = self.dir / f"{end_offset:020d}-{epoch:010d}.checkpoint"
         path.write_bytes(bytes(out))
         return path
@@ -204,14 +205,14 @@ class LogWriter:
             f"node.id={node_id}\nversion=1\n")
         out = bytearray()
         out += encode_batch(build_batch(0, 0, ts, [encode_control_value(
-            "SnapshotHeaderRecord", {"version": 0, "last_contained_log_timestamp": 0})],
-            control_keys=[control_key("SnapshotHeaderRecord")]))
+            SNAPSHOT_HEADER, {"version": 0, "last_contained_log_timestamp": 0})],
+            control_keys=[control_key(SNAPSHOT_HEADER)]))
         values = [encode_metadata_value(t, v, d) for t, v, d in bootstrap]
         if values:
             out += encode_batch(build_batch(1, 0, ts, values))
         out += encode_batch(build_batch(1 + len(values), 0, ts, [encode_control_value(
-            "SnapshotFooterRecord", {"version": 0})],
-            control_keys=[control_key("SnapshotFooterRecord")]))
+            SNAPSHOT_FOOTER, {"version": 0})],
+            control_keys=[control_key(SNAPSHOT_FOOTER)]))
         (self.root / "bootstrap.checkpoint").write_bytes(bytes(out))
         lines = ["0", str(len(self.epoch_starts))]
         lines += [f"{e} {o}" for e, o in self.epoch_starts]

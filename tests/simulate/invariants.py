@@ -44,8 +44,7 @@ from kraftlake.kraft.versions import (
     MV_FEATURE,
     MV_FIRST_ELR,
 )
-
-from .replay import (
+from kraftlake.reference.replay import (
     CHANGED,
     CREATED,
     ELR_CLEARED,

@@ -1,0 +1,88 @@
+"""Scoring what the pipeline found against the simulator's ground truth (`labels.jsonl`).
+
+The demo, `benchmarks/bench_events.py` and the label tests all use these, so they measure
+the same thing in the same way: an event is identified by (topic id, partition, offset,
+event type), and a pipeline event counts as found only when a label has that exact key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kraftlake.kraft.events import EVENT_TYPES
+
+# (topic_id, partition_id, offset, event_type): the identity of an event in labels.jsonl
+EventKey = tuple[str, int, int, str]
+
+
+def read_labels(sim_dir: Path) -> list[dict[str, Any]]:
+    """The lines of `labels.jsonl` (one per change record and partition that is an event)."""
+    with open(sim_dir / "labels.jsonl") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def label_keys(labels: Iterable[dict[str, Any]]) -> set[EventKey]:
+    """Keys of every labelled event (a label line may name several)."""
+    return {(x["topic_id"], x["partition_id"], x["offset"], e)
+            for x in labels for e in x["events"]}
+
+
+def event_keys(rows: Iterable[Any]) -> set[EventKey]:
+    """Keys of `partition_events` rows (Spark Rows or dicts). All rows count, snapshot rows
+    (seq 1) included: labels have none, so any such event is a false positive."""
+    return {(r["topic_id"], r["partition_id"], r["offset"], r["event_type"]) for r in rows}
+
+
+@dataclass
+class Score:
+    """Per event type: true positives, false positives (pipeline only), false negatives."""
+
+    tp: Counter = field(default_factory=Counter)
+    fp: Counter = field(default_factory=Counter)
+    fn: Counter = field(default_factory=Counter)
+    fp_examples: dict[str, list[EventKey]] = field(default_factory=dict)
+    fn_examples: dict[str, list[EventKey]] = field(default_factory=dict)
+
+    def types(self) -> list[str]:
+        seen = set(self.tp) | set(self.fp) | set(self.fn)
+        return [t for t in EVENT_TYPES if t in seen] + sorted(seen - set(EVENT_TYPES))
+
+    def precision(self, t: str) -> float:
+        d = self.tp[t] + self.fp[t]
+        return self.tp[t] / d if d else 1.0
+
+    def recall(self, t: str) -> float:
+        d = self.tp[t] + self.fn[t]
+        return self.tp[t] / d if d else 1.0
+
+    @property
+    def exact(self) -> bool:
+        return not (+self.fp) and not (+self.fn)
+
+    def add(self, other: Score) -> None:
+        self.tp.update(other.tp)
+        self.fp.update(other.fp)
+        self.fn.update(other.fn)
+
+
+def compare(events: set[EventKey], labels: set[EventKey], examples: int = 5) -> Score:
+    """Precision/recall bookkeeping of pipeline events against labels, by exact key."""
+    s = Score()
+    for k in events & labels:
+        s.tp[k[3]] += 1
+    for k in sorted(events - labels, key=lambda k: (k[2], k[0], k[1])):
+        s.fp[k[3]] += 1
+        s.fp_examples.setdefault(k[3], [])
+        if len(s.fp_examples[k[3]]) < examples:
+            s.fp_examples[k[3]].append(k)
+    for k in sorted(labels - events, key=lambda k: (k[2], k[0], k[1])):
+        s.fn[k[3]] += 1
+        s.fn_examples.setdefault(k[3], [])
+        if len(s.fn_examples[k[3]]) < examples:
+            s.fn_examples[k[3]].append(k)
+    return s
