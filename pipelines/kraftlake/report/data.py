@@ -39,7 +39,7 @@ class ReportData:
     first_ts: dt.datetime | None
     last_ts: dt.datetime | None
     incidents: list[dict[str, Any]]
-    intervals: list[dict[str, Any]]  # offline / under_min_isr / recovering only
+    intervals: list[dict[str, Any]]  # kind, start_ts, end_ts of every interval
     brokers: list[dict[str, Any]]  # broker records, oldest first
     unclean: list[dict[str, Any]]  # unclean_election events
     incident_events: dict[str, list[dict[str, Any]]]  # incident id -> its notable events
@@ -67,8 +67,8 @@ def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
     iv, inc = read("partition_intervals"), read("incidents")
     incidents = [i for i in _rows(inc.orderBy("start_offset"))
                  if window.overlaps(i["start_ts"], i["end_ts"])]
-    intervals = _rows(iv.filter(F.col("kind").isin("offline", "under_min_isr", "recovering"))
-                      .orderBy("start_offset"))
+    # every kind: the chart draws each (three columns: under-replicated ones are many)
+    intervals = _rows(iv.orderBy("start_offset").select("kind", "start_ts", "end_ts"))
     brokers = _rows(read("brokers").orderBy("offset", "seq"))
     ts = events.agg(F.min("timestamp"), F.max("timestamp")).first()
     b_ts = read("brokers").agg(F.min("timestamp"), F.max("timestamp")).first()
