@@ -93,6 +93,19 @@ def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
                       incident_events, partitions, states)
 
 
+def recovery_of(unclean: dict[str, Any], events: list[dict[str, Any]]
+                ) -> dict[str, Any] | None:
+    """The recovery_completed row that closes an unclean election (None while it lasts, or
+    where the log has no LeaderRecoveryState): same partition, same `recovery_started_offset`
+    (the README's example query joins on the same columns)."""
+    if unclean["recovery_started_offset"] is None:
+        return None
+    key = (unclean["topic_name"], unclean["partition_id"], unclean["recovery_started_offset"])
+    return next((e for e in events if e["event_type"] == "recovery_completed"
+                 and (e["topic_name"], e["partition_id"], e["recovery_started_offset"]) == key),
+                None)
+
+
 def _incident_events(events: DataFrame, incidents: list[dict[str, Any]]
                      ) -> dict[str, list[dict[str, Any]]]:
     """Per incident: its unclean elections, recoveries and ELR events (the rest is counted)."""
@@ -103,7 +116,8 @@ def _incident_events(events: DataFrame, incidents: list[dict[str, Any]]
         "unclean_election", "recovery_completed", *ELR_EVENTS)).select(
         "offset", "timestamp", "topic_name", "partition_id", "event_type", "detection",
         "new_leader", "prev_isr", "new_isr", "elr_added", "elr_removed",
-        "new_eligible_leader_replicas", "new_last_known_elr", "recovery_duration_ms")
+        "new_eligible_leader_replicas", "new_last_known_elr", "recovery_started_offset",
+        "recovery_duration_ms")
     rows = _rows(notable.orderBy("offset"))
     for i in incidents:
         end = i["end_offset"]
