@@ -1,12 +1,15 @@
 """Test-side stand-in for `kafka-dump-log.sh --cluster-metadata-decoder`: real segment and
 snapshot files printed the way a given Kafka release prints them.
 
-No JVM is available in CI, so the round-trip tests need the text Kafka would print for the
-real fixture files. This renders it from the binary codec's decode, following
-`DumpLogSegments` (`printBatchLevel`, the record loop / `printRecordMetadata`,
-`ClusterMetadataLogMessageParser`) and the generated `*JsonConverter.write` (schema field
-order, camelCase names, fields of other versions left out, tagged fields only when not at
-their default, uuid strings, bytes as standard base64, null for null). It is written from
+Kafka's own text is used wherever the harness can run the release that prints it (3.9.1 and
+4.3.1: tests/kafka/test_dump_parity.py). This stand-in remains for what Kafka cannot be
+made to print there: the formats of releases the harness does not run (3.0-3.8) and
+damaged or partial text (a real dump broken by hand). It renders the text from the binary
+codec's decode, following `DumpLogSegments` (`printBatchLevel`, the record loop /
+`printRecordMetadata`, `ClusterMetadataLogMessageParser`) and the generated
+`*JsonConverter.write` (schema field order, camelCase names, fields of other versions left
+out, tagged fields only when not at their default, uuid strings, bytes as standard base64,
+null for null). It is written from
 those facts independently of the parser in `kraftlake.codec.dumplog`, which goes the other
 way (JSON -> data) and must agree with the binary decode.
 

@@ -1,11 +1,16 @@
 """kafka-dump-log text -> Records: must agree with the binary reader on real files.
 
 Three kinds of evidence:
-1. real segment/snapshot files printed the way each Kafka release prints them
-   (`dumplog_render`), parsed back, compared record by record with the binary decode;
+1. real segment/snapshot files printed the way Kafka releases the test harness does not run
+   print them (3.0 and 3.3: `dumplog_render`), parsed back, compared record by record with
+   the binary decode. The 3.9 and 4.x text comes from Kafka itself: tests/kafka/
+   test_dump_parity.py runs 3.9.1's and 4.3.1's DumpLogSegments on these files and holds
+   kraftlake's parse of that text equal to the bytes;
 2. hand-written excerpts in Kafka's exact format with values checked by hand
    (`tests/data/dumplog/`);
 3. damaged text: each bad line becomes a problem with its line number, the rest survives.
+   Kafka cannot be made to print damaged or partial text, so these cases start from
+   kraftlake's renderer (or the excerpts) and are broken by hand.
 """
 
 from __future__ import annotations
@@ -75,16 +80,23 @@ def _split(items: list[Record | DumpProblem]) -> tuple[list[Record], list[DumpPr
     return recs, probs
 
 
+# ---------------------------------------------------------------- 1. real files round trip
+
+
 def _ver(d: str) -> tuple[int, ...]:
     return tuple(int(x) for x in d.split("."))
 
 
-# ---------------------------------------------------------------- 1. real files round trip
+# Dialects no Kafka of the harness prints (it runs 3.9.1 and 4.3.1, tests/kafka/cluster.py)
+RENDERED_ONLY = tuple(d for d in DIALECTS if _ver(d) < (3, 9))
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dialect", RENDERED_ONLY)
 @pytest.mark.parametrize("name", sorted(SEGMENTS))
 def test_real_file_dump_matches_binary_decode(name: str, dialect: str) -> None:
+    """kraftlake's rendering of a real file in an old release's format, parsed back, equals
+    the binary decode: only for releases whose tool the harness does not run (Kafka's own
+    3.9.1 and 4.3.1 text is held against the bytes in tests/kafka/test_dump_parity.py)."""
     path = _real(name)
     if path.suffix == ".checkpoint" and _ver(dialect) < (3, 3):
         pytest.skip("kafka-dump-log reads snapshots only from 3.3 (KAFKA-13845)")

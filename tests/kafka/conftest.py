@@ -39,7 +39,8 @@ def incidents(kafka: KafkaCluster,
     work = tmp_path_factory.mktemp("incidents")
     stream = LiveStream(kafka, work)
     try:
-        steps = scenario.run(kafka, work)
+        views: list[scenario.StepView] = []
+        steps = scenario.run(kafka, work, views)
         scenario.wait_for("retention deleting the controller's first segment",
                           lambda: log_start(kafka.controller.metadata_log) > 0,
                           timeout=300)
@@ -50,6 +51,7 @@ def incidents(kafka: KafkaCluster,
     finally:
         stream.stop()
     seen.stream_lake = stream.lake
+    seen.views = views
     return seen
 
 

@@ -17,6 +17,8 @@ from typing import Any
 from .cluster import VERSIONS, run_tool
 
 DUMP = "org.apache.kafka.tools.DumpLogSegments"
+# the tool's class in each release the harness runs (3.x: the Scala tool in core)
+DUMP_CLASSES = {VERSIONS[0]: DUMP, "3.9.1": "kafka.tools.DumpLogSegments"}
 RECORD = re.compile(r"^\| offset: (\d+) .*? (payload|LeaderChange|SnapshotHeader|SnapshotFooter"
                     r"|KRaftVersion|KRaftVoters):? (\{.*)$")
 # Kafka's names of control records -> the record type kraftlake names them by
@@ -45,8 +47,8 @@ def dump(files: list[Path], out: Path, version: str = VERSIONS[0]
          ) -> dict[Path, list[KafkaRecord]]:
     """Kafka's reading of `files`, per file; Kafka's text is kept in `out` (for the dump-text
     ingest test and for a human reading a failure)."""
-    proc = run_tool(version, DUMP, "--cluster-metadata-decoder", "--files",
-                        ",".join(str(f) for f in files), timeout=900)
+    proc = run_tool(version, DUMP_CLASSES[version], "--cluster-metadata-decoder",
+                    "--files", ",".join(str(f) for f in files), timeout=900)
     out.write_text(proc.stdout)
     return parse(proc.stdout)
 

@@ -16,7 +16,7 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,11 @@ ELECT = "org.apache.kafka.tools.LeaderElectionCommand"
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 CONFIG = "kafka.admin.ConfigCommand"
 SHELL = "org.apache.kafka.shell.MetadataShell"
+QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
+# `kafka-topics --describe` filters: what each lists (TopicCommand.PartitionDescription)
+FILTERS = {"under_replicated": "--under-replicated-partitions",  # |isr| < |replicas|
+           "under_min_isr": "--under-min-isr-partitions",  # no leader, or |isr| < min ISR
+           "unavailable": "--unavailable-partitions"}  # no leader, or a leader not live
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = 90) -> None:
@@ -66,6 +71,42 @@ def part(c: KafkaCluster, topic: str, p: int = 0) -> dict[str, object]:
 
 
 @dataclass
+class StepView:
+    """Kafka's view right after one scenario step, between two committed metadata offsets."""
+
+    step: str
+    high_watermark: int  # the quorum's before Kafka was asked: every record below committed
+    high_watermark_after: int  # and after (it moves all the time: the controller's NoOps)
+    describe: dict[tuple[str, int], dict[str, object]]  # kafka-topics --describe
+    listed: dict[str, set[tuple[str, int]]]  # FILTERS key -> the partitions Kafka lists
+
+
+def high_watermark(c: KafkaCluster) -> int:
+    """The metadata quorum's high watermark (`kafka-metadata-quorum describe --status`)."""
+    out = c.tool(QUORUM, "--bootstrap-controller", f"127.0.0.1:{c.controller.port}",
+                 "describe", "--status").stdout
+    m = re.search(r"HighWatermark:\s+(\d+)", out)
+    if m is None:
+        raise RuntimeError(f"kafka-metadata-quorum printed no HighWatermark:\n{out}")
+    return int(m.group(1))
+
+
+def listed(c: KafkaCluster, flag: str) -> set[tuple[str, int]]:
+    """The partitions `kafka-topics --describe FLAG` lists."""
+    out = c.topics("--describe", flag)
+    return {(t, int(p)) for t, p in re.findall(r"Topic: (\S+)\s+Partition: (\d+)", out)}
+
+
+def view(c: KafkaCluster, step: str) -> StepView:
+    """Kafka's view after `step`, bracketed by two reads of the high watermark: where the log
+    holds no partition change between the two, the view is the state at either."""
+    hw = high_watermark(c)
+    describe = c.describe()
+    seen = {kind: listed(c, flag) for kind, flag in FILTERS.items()}
+    return StepView(step, hw, high_watermark(c), describe, seen)
+
+
+@dataclass
 class Incidents:
     """The cluster after the scenario, and copies of what it wrote."""
 
@@ -77,6 +118,7 @@ class Incidents:
     counters: dict[str, int]  # the controller's election counters (JMX)
     shell: dict[tuple[str, int], dict[str, object]]  # metadata shell, per partition
     stream_lake: Path | None = None  # `kraftlake stream` tailed the live controller log here
+    views: list[StepView] = field(default_factory=list)  # Kafka's view after each step
 
 
 COUNTERS = ("UncleanLeaderElectionsPerSec", "ElectionFromEligibleLeaderReplicasPerSec")
@@ -149,12 +191,15 @@ def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, i
     return parts
 
 
-def run(c: KafkaCluster, work: Path) -> list[str]:
-    """Drive every incident; returns the steps done, in order (for failure messages)."""
+def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> list[str]:
+    """Drive every incident; returns the steps done, in order (for failure messages).
+    `views`: Kafka's view after each step is appended to it."""
     steps: list[str] = []
 
     def step(name: str) -> None:
         steps.append(f"{time.strftime('%H:%M:%S')} {name}")
+        if views is not None:
+            views.append(view(c, name))
 
     # topic churn
     create(c, "churn", "2:3:4,3:4:2")
@@ -229,4 +274,5 @@ def run(c: KafkaCluster, work: Path) -> list[str]:
     wait_for("orders-1 led by its preferred replica 2",
              lambda: part(c, "orders", 1)["Leader"] == 2)
     step("reassignment of orders-1 and preferred election")
+
     return steps

@@ -25,7 +25,8 @@ import pytest
 from kraftlake.codec.logfiles import iter_path
 from kraftlake.codec.records import Record
 from kraftlake.codec.schema import registry
-from tests.conftest import ROOTS, real_files, rel
+from tests.codec.test_dumplog import SEGMENTS
+from tests.conftest import ROOTS, real, real_files, rel
 
 from .dumplog import KafkaRecord, dump, split_dump
 from .scenario import Incidents
@@ -184,3 +185,35 @@ def test_dump_text_ingest_of_kafkas_own_output(which: str, request: pytest.Fixtu
             problems.append(f"{name}: {len(from_text)} records from text, "
                             f"{len(from_bytes)} from bytes; first difference {first}")
     assert not problems, "\n".join(problems[:20])
+
+
+@pytest.fixture(scope="session")
+def real_dump_39(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, str]:
+    """Kafka 3.9.1's own dump text of the real files tests/codec/test_dumplog.py picked
+    (segments of 3.0- to 4.1-era clusters, a snapshot, a bootstrap file), per file."""
+    files = [real(p) for p in SEGMENTS.values()]
+    out = tmp_path_factory.mktemp("dump39") / "real.txt"
+    dump(files, out, "3.9.1")
+    return split_dump(out.read_text())
+
+
+def test_dump_text_of_kafka_39_parses_to_the_bytes(real_dump_39, tmp_path: Path) -> None:
+    """The 3.9 line's text (Scala DumpLogSegments: no LeaderChange contents before 4.1,
+    SnapshotHeader/Footer and KRaftVersion/Voters printed) as kraftlake parses it == the
+    same file's bytes; a LeaderChange keeps its offset and type, without contents. (The 4.x
+    text is held against the bytes by test_dump_text_ingest_of_kafkas_own_output.)"""
+    assert len(real_dump_39) == len(SEGMENTS)
+    leader_changes = 0
+    for i, (name, part) in enumerate(real_dump_39.items()):
+        text = tmp_path / f"{i}.txt"
+        text.write_text(part)
+        from_text, from_bytes = kraftlake_records(text), kraftlake_records(name)
+        assert [(r.offset, r.type, r.control) for r in from_text] == \
+            [(r.offset, r.type, r.control) for r in from_bytes], name
+        for t, b in zip(from_text, from_bytes, strict=True):
+            if t.type == "LeaderChangeMessage":
+                assert t.data is None and t.error, (name, t.offset)
+                leader_changes += 1
+                continue
+            assert (t.version, t.data) == (b.version, b.data), (name, t.offset)
+    assert leader_changes > 0

@@ -175,3 +175,63 @@ def test_election_events_equal_controller_counters(incidents: Incidents) -> None
     ), f"kraftlake {ours}, Kafka's controller {kafka}"
     # every unclean election here recovered (LeaderRecoveryState 1 -> 0)
     assert ours.get("recovery_completed", 0) == kafka["UncleanLeaderElectionsPerSec"], ours
+
+
+def _as_of(rows: list[dict[str, Any]], at: int, start: str, end: str) -> list[dict[str, Any]]:
+    """The rows in force after the record at offset `at`: start <= at < end (null: open)."""
+    return [r for r in rows if r[start] <= at and (r[end] is None or r[end] > at)]
+
+
+def test_lake_at_each_step_equals_kafkas_view(incidents: Incidents) -> None:
+    """After every scenario step Kafka's view was taken between two reads of the quorum's
+    high watermark (scenario.view); where the log holds no partition change between them,
+    the view is the state at that offset. The stream's lake (the whole history) as of that
+    offset: its timeline states are `--describe`'s
+    leader, ISR and replicas; its open intervals are what Kafka's filters list:
+    under_replicated = `--under-replicated-partitions`, offline = `--unavailable-partitions`
+    (every leader of a settled step is live), under_min_isr or offline =
+    `--under-min-isr-partitions` (TopicCommand counts a leaderless partition under min ISR;
+    no topic here has fewer replicas than its min.insync.replicas, so the broker's cap that
+    kraftlake applies changes nothing)."""
+    lake = incidents.stream_lake
+    tl = table(lake, "partition_timeline", ["topic_name", "partition_id", "valid_from_offset",
+                                            "seq", "valid_to_offset", "leader", "isr",
+                                            "replicas"])
+    iv = table(lake, "partition_intervals", ["topic_name", "partition_id", "kind",
+                                             "start_offset", "end_offset"])
+    views = incidents.views
+    assert len(views) == len(incidents.steps)
+    changes = sorted({r["valid_from_offset"] for r in tl}
+                     | {r["valid_to_offset"] for r in tl if r["valid_to_offset"] is not None})
+    problems, compared, moved = [], 0, []
+    for v in views:
+        at = v.high_watermark - 1
+        if any(at < o < v.high_watermark_after for o in changes):
+            moved.append(v.step)  # a partition changed while Kafka was asked
+            continue
+        states: dict[tuple[str, int], dict[str, Any]] = {}
+        for r in sorted(_as_of(tl, at, "valid_from_offset", "valid_to_offset"),
+                        key=lambda r: (r["valid_from_offset"], r["seq"])):
+            states[(r["topic_name"], r["partition_id"])] = r
+        ours = {k: (r["leader"], r["isr"], r["replicas"]) for k, r in states.items()}
+        kafka = {k: (d["Leader"], d["Isr"], d["Replicas"]) for k, d in v.describe.items()}
+        if ours != kafka:
+            problems.append(f"{v.step} @ {at}: states differ: "
+                            f"{sorted(set(ours.items()) ^ set(kafka.items()))}")
+        open_: dict[str, set[tuple[str, int]]] = {}
+        for r in _as_of(iv, at, "start_offset", "end_offset"):
+            open_.setdefault(r["kind"], set()).add((r["topic_name"], r["partition_id"]))
+        offline = open_.get("offline", set())
+        for kind, want in (("under_replicated", open_.get("under_replicated", set())),
+                           ("unavailable", offline),
+                           ("under_min_isr", open_.get("under_min_isr", set()) | offline)):
+            if want != v.listed[kind]:
+                problems.append(f"{v.step} @ {at}: {kind}: kafka {sorted(v.listed[kind])}, "
+                                f"kraftlake {sorted(want)}")
+        compared += 1
+    assert not problems, "\n".join(problems)
+    # a step during whose view a partition changed is not compared
+    assert compared >= len(views) - 2, moved
+    print(f"\n{compared} of {len(views)} steps compared; Kafka listed under-replicated: "
+          f"{[sorted(v.listed['under_replicated']) for v in views]}")
+

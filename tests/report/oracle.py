@@ -25,6 +25,10 @@ from kraftlake.reference.replay import (
 from tests.replay_events import events_of
 
 SAME_WRITE_MS = 1000
+# replica.lag.time.max.ms and broker.session.timeout.ms: Kafka 4.1's defaults
+# (ReplicationConfigs, KRaftConfigs) and the ConfigRecords that may set them
+TIMING_DEFAULTS = {"replica.lag.time.max.ms": 30000, "broker.session.timeout.ms": 9000}
+# the worst first: the README's order among troubles that start at one offset
 TROUBLES = ("offline", "under_min_isr", "recovering", "reassigning", "under_replicated")
 
 
@@ -51,8 +55,10 @@ def kinds_of(state, min_isr: int | None) -> set[str]:
 class Expected:
     # (topic_id, partition_id, kind, start_offset) -> end_offset (None = open)
     intervals: dict[tuple, int | None] = field(default_factory=dict)
-    # broker outages: [broker, cause, start, start_ts, end]
+    # broker outages: [broker, cause, start, start_ts, end, attribution window ms]
     outages: list[list] = field(default_factory=list)
+    # offset -> timestamp of every partition step (an interval's start time)
+    ts: dict[int, int | None] = field(default_factory=dict)
     # (offset, ts, topic_id, topic_name, partition_id, event types, dropped brokers)
     events: list[tuple] = field(default_factory=list)
     incidents: list[dict] = field(default_factory=list)
@@ -60,6 +66,21 @@ class Expected:
 
 def _in_service(b) -> bool:
     return b is not None and not b.fenced and not b.in_controlled_shutdown
+
+
+def _window_ms(rp: Replay) -> int:
+    """The README's bound: the largest replica.lag.time.max.ms plus the largest
+    broker.session.timeout.ms in force at any BROKER level, Kafka's default standing for
+    brokers without their own when no cluster default is set."""
+    total = 0
+    for key, default in TIMING_DEFAULTS.items():
+        levels = {name: v for (rtype, name), cfg in rp.configs.items() if rtype == 4
+                  for k, v in cfg.items() if k == key and v is not None}
+        nums = [int(v) for v in levels.values() if v.lstrip("+").isdigit()]
+        if "" not in levels or not levels[""].lstrip("+").isdigit():
+            nums.append(default)
+        total += max(nums)
+    return total
 
 
 def expected(log_dir: Path) -> Expected:
@@ -71,6 +92,7 @@ def expected(log_dir: Path) -> Expected:
 
     def step_(st) -> None:
         key = (st.topic_id, st.partition_id)
+        ex.ts.setdefault(st.offset, st.timestamp)
         if st.kind == DELETED:
             for kind, start in open_iv.pop(key, {}).items():
                 ex.intervals[(*key, kind, start)] = st.offset
@@ -105,7 +127,7 @@ def expected(log_dir: Path) -> Expected:
                          "broker_restarted" if restarted else
                          "broker_controlled_shutdown" if now.in_controlled_shutdown else
                          "broker_fenced")
-                out[bid] = [bid, cause, rec.offset, rec.timestamp, None]
+                out[bid] = [bid, cause, rec.offset, rec.timestamp, None, _window_ms(rp)]
                 ex.outages.append(out[bid])
 
     plan = plan_log_dir(log_dir)
@@ -137,7 +159,7 @@ def _copy(b):
 def _pull_back(ex: Expected) -> None:
     """Start each outage at the first event dropping its broker within SAME_WRITE_MS before."""
     for o in ex.outages:
-        bid, _, start, ts, _ = o
+        bid, _, start, ts, _, _ = o
         hits = [(e[0], e[1]) for e in ex.events
                 if e[0] < start and e[1] >= ts - SAME_WRITE_MS and bid in e[6]]
         if hits:
@@ -146,9 +168,12 @@ def _pull_back(ex: Expected) -> None:
 
 def _group(ex: Expected) -> list[dict]:
     inf = float("inf")
-    troubles = [(s, 1, e if e is not None else inf, None, kind)
+    # (start, prio, end, broker, cause, start ts, window ms)
+    troubles = [(s, 1 + TROUBLES.index(kind), e if e is not None else inf, None, kind,
+                 ex.ts.get(s), None)
                 for (_, _, kind, s), e in ex.intervals.items() if kind in TROUBLES]
-    troubles += [(o[2], 0, o[4] if o[4] is not None else inf, o[0], o[1]) for o in ex.outages]
+    troubles += [(o[2], 0, o[4] if o[4] is not None else inf, o[0], o[1], o[3], o[5])
+                 for o in ex.outages]
     troubles.sort(key=lambda t: (t[0], t[1]))
     groups: list[list] = []
     reach = None
@@ -163,7 +188,9 @@ def _group(ex: Expected) -> list[dict]:
     for g in groups:
         start, end = g[0][0], max(t[2] for t in g)
         brk = [t for t in g if t[3] is not None]
-        cause = brk[0] if brk else g[0]
+        t0 = g[0][5]
+        soon = [t for t in brk if t0 is None or t[5] is None or t[5] - t[6] <= t0]
+        cause = soon[0] if soon else g[0]
         evs = [e for e in ex.events if start <= e[0] <= end]
         per_type: dict[str, set] = defaultdict(set)
         for e in evs:

@@ -100,7 +100,7 @@ def test_report_in_chromium_names_incidents_and_partitions(report, tmp_path) -> 
     assert unclean and all(p in text for p in unclean)
     assert "broker 2: controlled_shutdown" in text  # the rolling restart's first broker
     # the plotly charts rendered: their SVG text is in the DOM
-    assert "partitions offline / under min ISR" in text
+    assert "partitions in trouble, by kind" in text
 
 
 @needs_chromium

@@ -62,3 +62,17 @@ def test_scenarios_have_what_they_simulate(computed) -> None:
     assert unclean and unclean <= {p for i in inc for p in i["data_loss_partitions"]}
     assert all(end is not None for (_, _, kind, _), end in ivs.items() if kind == "recovering")
     assert {"broker_controlled_shutdown", "broker_fenced"} <= {i["cause"] for i in inc}
+
+
+def test_real_incident_not_blamed_on_a_later_outage(spark, scenario_lakes) -> None:
+    """On the real log, incident-13704 starts at 11:58:07 with ISR shrinks to [3] and no
+    broker out of service; broker 1's controlled shutdown comes 1 h 43 min later, far beyond
+    replica.lag.time.max.ms + broker.session.timeout.ms (30 s + 9 s: the log sets neither).
+    The cause is the incident's first partition trouble, not that shutdown."""
+    _, lake = scenario_lakes["real"]
+    inc = {r.incident_id: r for r in Lake(lake).read(spark, "incidents").collect()}
+    i = inc["incident-13704"]
+    assert (i.cause, i.cause_broker) == ("under_replicated", None)
+    assert 1 in i.brokers  # the shutdown still belongs to the incident, as a trouble
+    # and where an outage does come within the window, it stays the cause
+    assert any(r.cause.startswith("broker_") for r in inc.values())

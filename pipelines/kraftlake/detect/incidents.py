@@ -16,9 +16,12 @@
    starts while another one is still open (or at the offset where it ends) belongs to the
    same incident. It starts with its first trouble and ends when the last one ends (null
    while any is open): that end is the time to full recovery. Its cause is its first broker
-   outage if it has one (leaders drop a silent follower from their ISRs after
-   replica.lag.time.max.ms, before the controller fences it at the session timeout, so the
-   shrinks a crash causes come first), else its first trouble.
+   outage if it has one that started soon enough after the incident's first trouble
+   (leaders drop a silent follower from their ISRs after replica.lag.time.max.ms, and the
+   controller fences it at the session timeout, so the shrinks a crash causes can come
+   first, but by at most `kraft.timing`'s window, taken from the log's configs in force at
+   the outage, `with_attribution_window`), else its first trouble: a trouble that began
+   earlier than that before every outage of its incident is its own cause.
 4. The incident's events are the partition events whose offset lies in [start, end]: found
    by bisection over the incidents' starts (they do not overlap), not by a join.
 
@@ -42,9 +45,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..fold.silver import KEY
+from ..kraft.configs import RESOURCE_BROKER
 from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
+from ..kraft.timing import TIMING_KEYS, window_history
 from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
 
+# the worst first: of troubles starting at one offset, the first named is the cause
 TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, UNDER_REPLICATED)
 INTERVAL_KEY = [*KEY, "kind", "start_offset", "start_seq"]  # partition_intervals' key
 SAME_WRITE_MS = 1000
@@ -140,17 +146,45 @@ def with_same_write_start(outages: DataFrame, events: DataFrame) -> DataFrame:
                     "end_offset", "end_ts")
 
 
+def with_attribution_window(outages: DataFrame, configs: DataFrame | None) -> DataFrame:
+    """Outages with `window_ms`: how long before its start a trouble it caused can start
+    (`kraft.timing`), from the cluster's ConfigRecords in force at that start.
+
+    `configs`: rows of the configs table (None: none, Kafka's defaults). The few records
+    of these two keys are collected and turned into one CASE over the start offset.
+    """
+    rows = [] if configs is None else configs.filter(
+        (F.col("kind") == "config") & F.col("name").isin(*TIMING_KEYS)
+        & (F.col("resource_type") == RESOURCE_BROKER)).select(
+        "cluster_id", "offset", "seq", "name", "resource_name", "value").distinct().collect()
+    window = F.lit(window_history([])[0][2])
+    for cid, group in groupby(sorted(rows, key=lambda r: r.cluster_id),
+                              key=lambda r: r.cluster_id):
+        for offset, _, ms in window_history(
+                [(r.offset, r.seq, r.name, r.resource_name, r.value) for r in group])[1:]:
+            window = F.when((F.col("cluster_id") == cid) & (F.col("start_offset") >= offset),
+                            ms).otherwise(window)
+    return outages.withColumn("window_ms", window.cast("long"))
+
+
 def _troubles(intervals: DataFrame, outages: DataFrame, open_incident: DataFrame | None,
               since_offset: int | None) -> DataFrame:
     cols = ["cluster_id", "start_offset", "start_ts", "end_offset", "end_ts", "cause",
-            "cause_broker", "brokers", "prio"]
+            "cause_broker", "brokers", "prio", "window_ms"]
     part = intervals.filter(F.col("kind").isin(*TROUBLE_KINDS)).select(
         "cluster_id", "start_offset", "start_ts", "end_offset", "end_ts",
         F.col("kind").alias("cause"), F.lit(None).cast("int").alias("cause_broker"),
-        F.array().cast(_INT_ARRAY).alias("brokers"), F.lit(1).alias("prio"))
+        F.array().cast(_INT_ARRAY).alias("brokers"),
+        # troubles starting at one offset: the worst first (TROUBLE_KINDS' order)
+        F.array_position(F.array(*map(F.lit, TROUBLE_KINDS)), F.col("kind")).cast("int")
+        .alias("prio"),
+        F.lit(None).cast("long").alias("window_ms"))
+    if "window_ms" not in outages.columns:
+        outages = with_attribution_window(outages, None)
     brk = outages.select("cluster_id", "start_offset", "start_ts", "end_offset", "end_ts",
                          "cause", F.col("broker_id").alias("cause_broker"),
-                         F.array("broker_id").alias("brokers"), F.lit(0).alias("prio"))
+                         F.array("broker_id").alias("brokers"), F.lit(0).alias("prio"),
+                         "window_ms")
     t = part.unionByName(brk)
     if open_incident is not None:
         if since_offset is None:
@@ -159,7 +193,7 @@ def _troubles(intervals: DataFrame, outages: DataFrame, open_incident: DataFrame
             "cluster_id", "start_offset", "start_ts",
             F.lit(since_offset).cast("long").alias("end_offset"),
             F.lit(None).cast("timestamp").alias("end_ts"), "cause", "cause_broker",
-            "brokers", F.lit(-1).alias("prio")))
+            "brokers", F.lit(-1).alias("prio"), F.lit(0).cast("long").alias("window_ms")))
     return t.select(*cols)
 
 
@@ -169,7 +203,8 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
     """incidents rows (COLUMNS), see the module docstring.
 
     `intervals`: partition_intervals rows; `outages`: `broker_outages` (its starts moved by
-    `with_same_write_start`); `events`: partition_events rows from the earliest start on;
+    `with_same_write_start`, its `window_ms` from `with_attribution_window`; without it,
+    Kafka's defaults); `events`: partition_events rows from the earliest start on;
     `open_incident`: the lake's incident with a null end, with `since_offset`.
     """
     t = _troubles(intervals, outages, open_incident, since_offset)
@@ -181,9 +216,15 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
              w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
          .withColumn("_end", end))
     first = F.struct("start_offset", "prio", "start_ts", "cause", "cause_broker")
+    # the incident's first trouble's time; an outage that started more than its window
+    # after it cannot have caused it
+    t = t.withColumn("_t0", F.min(first).over(Window.partitionBy("cluster_id", "_grp"))[
+        "start_ts"])
+    soon = F.coalesce(F.col("start_ts").cast("double") - F.col("window_ms") / 1000
+                      <= F.col("_t0").cast("double"), F.lit(True))
     g = (t.groupBy("cluster_id", "_grp")
          .agg(F.min(first).alias("_t"), F.max(F.struct("_end", "end_ts")).alias("_l"),
-              F.min(F.when(F.col("cause_broker").isNotNull(), first)).alias("_b"),
+              F.min(F.when(F.col("cause_broker").isNotNull() & soon, first)).alias("_b"),
               F.array_sort(F.array_distinct(F.flatten(F.collect_list("brokers")))).alias(
                   "brokers"))
          .select("cluster_id", F.col("_t.start_offset").alias("start_offset"),

@@ -117,6 +117,8 @@ def _event_row(base: dict[str, Any], row: dict[str, Any], event: str, detection:
     b_lk, a_lk = pb["last_known_elr"], pa_["last_known_elr"]
     replicas = pa_["replicas"]
     recovered = event == "recovery_completed" and since is not None
+    # an unclean election names the recovery it belongs to (`since`: see fold_partition)
+    linked = recovered or (event == "unclean_election" and since is not None)
     return {**base, "out": "event", "offset": row["offset"], "seq": row["seq"],
             "timestamp": row["timestamp"], "event_type": event, "detection": detection,
             "record_type": row["record_type"],
@@ -133,7 +135,7 @@ def _event_row(base: dict[str, Any], row: dict[str, Any], event: str, detection:
             "new_leader_recovery_state": pa_["leader_recovery_state"],
             "prev_replicas": pb["replicas"], "new_replicas": pa_["replicas"],
             "min_isr": None if replicas is None else partition_min_isr(min_isr, len(replicas)),
-            "recovery_started_offset": since[0] if recovered else None,
+            "recovery_started_offset": since[0] if linked else None,
             "recovery_duration_ms": _ms(since[1], row["timestamp"]) if recovered else None}
 
 
@@ -196,6 +198,11 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
             new = _state_of(row)
         min_isr = ctx.min_isr(name, off, seq)
         new_cols = _state_columns(new)
+        before_since = since
+        if new.leader_recovery_state != RECOVERING:
+            since = None
+        elif state is None or state.leader_recovery_state != RECOVERING:
+            since = (off, row["timestamp"])
         if seq == 0:
             leader_field = row["leader"] if kind == CHANGED and row["leader"] is not None \
                 else NO_LEADER_CHANGE
@@ -204,11 +211,12 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
             for event, detection in step_events(
                     kind, state, new, min_isr=min_isr, metadata_version=ctx.mv(off, seq),
                     leader_field=leader_field, lrs_field=lrs_field):
-                yield _event_row(base, row, event, detection, cols, new_cols, min_isr, since)
-        if new.leader_recovery_state != RECOVERING:
-            since = None
-        elif state is None or state.leader_recovery_state != RECOVERING:
-            since = (off, row["timestamp"])
+                # recovery_completed closes the recovery in force before the step; an unclean
+                # election belongs to the one in force after it (the one it starts, or for
+                # `already_recovering` the one going on), or to the one it ends
+                yield _event_row(base, row, event, detection, cols, new_cols, min_isr,
+                                 before_since if event == "recovery_completed" else
+                                 since or before_since)
         if states:
             _close(states[-1], row)
         states.append(_entry(row, new, new_cols, False, min_isr, since and since[0],

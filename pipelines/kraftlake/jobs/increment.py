@@ -26,7 +26,13 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..detect.incidents import INTERVAL_KEY, broker_outages, incidents, with_same_write_start
+from ..detect.incidents import (
+    INTERVAL_KEY,
+    broker_outages,
+    incidents,
+    with_attribution_window,
+    with_same_write_start,
+)
 from ..fold import kernel
 from ..fold.context import cluster_contexts
 from ..fold.reconcile import check_points, reconcile, snapshot_states
@@ -292,7 +298,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         _restore_gold_counts(res, lake.commit_metadata("partition_current", app_id, version))
     else:
         brokers = _cluster(seed.read(spark, "brokers"), cid).unionByName(new_brokers)
-        _gold(spark, seed, src, gold, brokers, res, write, say, work)
+        _gold(spark, seed, src, gold, brokers, configs, res, write, say, work)
     write("topics", changed_topics, "upsert")
 
     say("progress: ingest_progress")
@@ -379,7 +385,7 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
     return k
 
 
-def _gold(spark, seed, src, k: _Kernel, brokers, res, write, say, work):
+def _gold(spark, seed, src, k: _Kernel, brokers, configs, res, write, say, work):
     """The other gold tables, from the kernel's output: partition_changes, the timeline,
     reconciliation, intervals, incidents, and last the current states."""
     cid = res.cluster_id
@@ -412,7 +418,7 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write, say, work):
     write("partition_intervals", iv, "upsert", count=k.intervals,
           target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")
     _incidents(spark, seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
-               brokers, res, rerun, write, say, work)
+               brokers, configs, res, rerun, write, say, work)
     say("current: partition_current")
     write("partition_current", conform(k.part("timeline").filter("is_current"),
                                        "partition_current"), "upsert",
@@ -420,7 +426,8 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write, say, work):
           metadata=_gold_counts(res))
 
 
-def _incidents(spark, seed, iv, open_iv, ev, brokers, res, rerun, write, say, work):
+def _incidents(spark, seed, iv, open_iv, ev, brokers, configs, res, rerun, write, say,
+               work):
     """incidents of this increment, upserted on their key.
 
     Inputs grow with the increment, not the lake: the intervals this increment wrote and
@@ -445,9 +452,10 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, res, rerun, write, say, wo
     frm = since if first is None else min(first, since)
     events = _cluster(seed.read(spark, "partition_events"), cid).filter(
         (F.col("offset") >= frm) & (F.col("offset") < since)).unionByName(ev)
-    outages = with_same_write_start(broker_outages(brokers), events).filter(
-        (F.col("start_offset") >= since) | F.col("end_offset").isNull()
-        | (F.col("end_offset") >= since))
+    outages = with_attribution_window(with_same_write_start(broker_outages(brokers), events)
+                                      .filter((F.col("start_offset") >= since)
+                                              | F.col("end_offset").isNull()
+                                              | (F.col("end_offset") >= since)), configs)
     inc = work.frame("incidents", conform(incidents(
         troubles, outages, events, open_incident=open_inc if first is not None else None,
         since_offset=since), "incidents"))

@@ -16,6 +16,8 @@ place a change is applied; `PartitionChangeBuilder` is the only place one is dec
 * `events`: the event types kraftlake flags and the rules that name the events of one
   partition step (`step_events`), which the fold's kernel calls;
 * `troubles`: the kinds of trouble one partition state is in (`partition_intervals`).
+* `timing`: replica.lag.time.max.ms and broker.session.timeout.ms (Kafka's defaults, the
+  log's values): how long before an outage the troubles it caused can start (incidents).
 
 Nothing here imports the codec, Spark or any other kraftlake layer.
 """

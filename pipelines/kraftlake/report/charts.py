@@ -15,13 +15,23 @@ from plotly.subplots import make_subplots
 
 from ..kraft.partition import RECOVERING
 from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
-from ..kraft.troubles import OFFLINE, RECOVERING_KIND, UNDER_MIN_ISR
+from ..kraft.troubles import (
+    OFFLINE,
+    REASSIGNING,
+    RECOVERING_KIND,
+    SINGLE_ISR,
+    UNDER_MIN_ISR,
+    UNDER_REPLICATED,
+)
 from .data import ReportData
 
 BROKER_COLOURS = {"unfenced": "#2ca02c", "fenced": "#d62728",
                   "controlled shutdown": "#ff7f0e", "unregistered": "#7f7f7f"}
 ROLE_COLOURS = {"leader": "#1f77b4", "in ISR": "#2ca02c", "ELR": "#ff7f0e",
                 "LastKnownElr": "#9467bd", "out of sync": "#c7c7c7"}
+# one line per kind of partition_intervals (kraft.troubles.KINDS), the worst first
+KIND_COLOURS = {OFFLINE: "#d62728", UNDER_MIN_ISR: "#ff7f0e", RECOVERING_KIND: "#9467bd",
+                REASSIGNING: "#8c564b", SINGLE_ISR: "#e377c2", UNDER_REPLICATED: "#1f77b4"}
 INCIDENT_FILL = "rgba(214, 39, 40, 0.12)"
 LABELLED_INCIDENTS = 8  # more labels overlap; the incidents table names them all
 
@@ -117,15 +127,15 @@ def _count_steps(intervals: list[dict[str, Any]], kind: str, end: dt.datetime
 
 
 def cluster_figure(data: ReportData) -> go.Figure:
-    """Brokers' registration lanes; offline / under-min-ISR counts; incidents shaded;
-    unclean elections as markers."""
+    """Brokers' registration lanes; how many partitions are in each trouble kind (every kind
+    the intervals table holds, one line each); incidents shaded; unclean elections as
+    markers."""
     end = data.last_ts or now()
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.45, 0.55],
                         vertical_spacing=0.06,
-                        subplot_titles=("brokers", "partitions offline / under min ISR"))
+                        subplot_titles=("brokers", "partitions in trouble, by kind"))
     _lanes(fig, _broker_bars(data, end), BROKER_COLOURS, row=1)
-    for kind, colour in ((OFFLINE, "#d62728"), (UNDER_MIN_ISR, "#ff7f0e"),
-                         (RECOVERING_KIND, "#9467bd")):
+    for kind, colour in KIND_COLOURS.items():
         xs, ys = _count_steps(data.intervals, kind, end)
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line_shape="hv", name=kind,
                                  line_color=colour), row=2, col=1)

@@ -12,7 +12,6 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..kraft.troubles import OFFLINE, RECOVERING_KIND, UNDER_MIN_ISR
 from ..lake.delta import Lake
 
 TOP_PARTITIONS = 10
@@ -41,7 +40,7 @@ class ReportData:
     first_ts: dt.datetime | None
     last_ts: dt.datetime | None
     incidents: list[dict[str, Any]]
-    intervals: list[dict[str, Any]]  # offline / under_min_isr / recovering only
+    intervals: list[dict[str, Any]]  # kind, start_ts, end_ts of every interval
     brokers: list[dict[str, Any]]  # broker records, oldest first
     unclean: list[dict[str, Any]]  # unclean_election events
     incident_events: dict[str, list[dict[str, Any]]]  # incident id -> its notable events
@@ -82,8 +81,8 @@ def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
     iv, inc = read("partition_intervals"), read("incidents")
     incidents = [i for i in _rows(inc.orderBy("start_offset"))
                  if window.overlaps(i["start_ts"], i["end_ts"])]
-    intervals = _rows(iv.filter(F.col("kind").isin(OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND))
-                      .orderBy("start_offset"))
+    # every kind: the chart draws each (three columns: under-replicated ones are many)
+    intervals = _rows(iv.orderBy("start_offset").select("kind", "start_ts", "end_ts"))
     brokers = _rows(read("brokers").orderBy("offset", "seq"))
     ts = events.agg(F.min("timestamp"), F.max("timestamp")).first()
     b_ts = read("brokers").agg(F.min("timestamp"), F.max("timestamp")).first()
@@ -108,6 +107,19 @@ def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
                       incident_events, partitions, states)
 
 
+def recovery_of(unclean: dict[str, Any], events: list[dict[str, Any]]
+                ) -> dict[str, Any] | None:
+    """The recovery_completed row that closes an unclean election (None while it lasts, or
+    where the log has no LeaderRecoveryState): same partition, same `recovery_started_offset`
+    (the README's example query joins on the same columns)."""
+    if unclean["recovery_started_offset"] is None:
+        return None
+    key = (unclean["topic_name"], unclean["partition_id"], unclean["recovery_started_offset"])
+    return next((e for e in events if e["event_type"] == "recovery_completed"
+                 and (e["topic_name"], e["partition_id"], e["recovery_started_offset"]) == key),
+                None)
+
+
 def _incident_events(events: DataFrame, incidents: list[dict[str, Any]]
                      ) -> dict[str, list[dict[str, Any]]]:
     """Per incident: its unclean elections, recoveries and ELR events (the rest is counted)."""
@@ -118,7 +130,8 @@ def _incident_events(events: DataFrame, incidents: list[dict[str, Any]]
         "unclean_election", "recovery_completed", *ELR_EVENTS)).select(
         "offset", "timestamp", "topic_name", "partition_id", "event_type", "detection",
         "new_leader", "prev_isr", "new_isr", "elr_added", "elr_removed",
-        "new_eligible_leader_replicas", "new_last_known_elr", "recovery_duration_ms")
+        "new_eligible_leader_replicas", "new_last_known_elr", "recovery_started_offset",
+        "recovery_duration_ms")
     rows = _rows(notable.orderBy("offset"))
     for i in incidents:
         end = i["end_offset"]

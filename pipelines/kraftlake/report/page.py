@@ -14,7 +14,7 @@ from plotly.offline import get_plotlyjs
 from ..kraft.partition import RECOVERING
 from ..kraft.troubles import REASSIGNING, RECOVERING_KIND
 from .charts import cluster_figure, partition_figure
-from .data import ELR_EVENTS, ReportData
+from .data import ELR_EVENTS, ReportData, recovery_of
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;
@@ -72,15 +72,15 @@ def _incident_section(data: ReportData, i: dict[str, Any]) -> str:
                  ["partitions affected", str(i["partitions_affected"])],
                  ["partitions per event type", escape(counts)],
              ])]
-    recovered = {(e["topic_name"], e["partition_id"]): e for e in evs
-                 if e["event_type"] == "recovery_completed"}
     unclean = [e for e in evs if e["event_type"] == "unclean_election"]
     if unclean:
         rows = []
         for e in unclean:
-            r = recovered.get((e["topic_name"], e["partition_id"]))
+            r = recovery_of(e, evs)  # a recovery ends inside its incident (a trouble)
             rec = (f"recovered {_t(r['timestamp'])} after {_dur(r['recovery_duration_ms'])}"
-                   if r else "<b>not recovered in this incident</b>")
+                   if r else "<b>not recovered in this incident</b>"
+                   if e["recovery_started_offset"] is not None
+                   else "not tracked (no LeaderRecoveryState in this log)")
             rows.append([f"<span class='loss'>{escape(e['topic_name'])}:"
                          f"{e['partition_id']}</span>", _t(e["timestamp"]), str(e["offset"]),
                          f"{e['new_leader']} (ISR before {e['prev_isr']})",
