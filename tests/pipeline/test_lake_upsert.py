@@ -66,4 +66,4 @@ def test_a_table_of_another_layout_is_refused(spark, tmp_path) -> None:
     spark.createDataFrame([], schema).write.format("delta").save(
         str(tmp_path / "partition_timeline"))
     with pytest.raises(LakeLayoutError, match="written by an older version"):
-        Lake(tmp_path).ensure("partition_timeline")
+        Lake(tmp_path).append("partition_timeline", spark.createDataFrame([], schema))

@@ -93,9 +93,8 @@ def bronze(spark: SparkSession, log_dir: Path) -> pa.Table:
 def records_lake(root: Path, records: pa.Table, progress_records: int | None = None) -> Lake:
     """A lake holding `records` (and an ingest_progress row claiming `progress_records`)."""
     lake = Lake(root)
-    lake.ensure("records")
     lake.append("records", records)
-    lake.ensure("ingest_progress")
+    _mark_lake(lake)
     if progress_records is not None:
         lake.append("ingest_progress", pa.table({
             "cluster_id": [CLUSTER], "app_id": [f"kraftlake-ingest:{CLUSTER}"], "version": [0],
@@ -120,10 +119,14 @@ def copy_lake(base: Lake, root: Path,
     for name, table in [("records", rec), *[(n, base.read_arrow(n)) for n in GOLD]]:
         if name in edits:
             table = edits[name](table)
-        lake.ensure(name)
         lake.append(name, table)
-    lake.ensure("ingest_progress")
+    _mark_lake(lake)
     return lake
+
+
+def _mark_lake(lake: Lake) -> None:
+    """An (empty) ingest_progress table: what makes a directory a kraftlake lake."""
+    lake.append("ingest_progress", pa.table({}))
 
 
 def edited_copy(base: Path, root: Path,

@@ -201,19 +201,6 @@ class Lake:
                         if str(x).isdigit()}
         return {}
 
-    def ensure(self, name: str) -> None:
-        """Create table `name` (empty) if it does not exist yet; check it otherwise (see
-        `_check_layout`). Writes need not call it: the first write of a table creates it."""
-        if not self.exists(name):
-            schema = table_schema(name)
-            builder = (DeltaTable.createIfNotExists(self.spark).location(self.path(name))
-                       .addColumns(schema.spark).partitionedBy(*schema.partition_by)
-                       .comment(schema.doc))
-            for key, value in TABLE_PROPERTIES.items():
-                builder = builder.property(key, value)
-            builder.execute()
-        self._check_layout(name)
-
     def _check_layout(self, name: str) -> None:
         """Refuse to write on into a table laid out otherwise than its schema says.
 
