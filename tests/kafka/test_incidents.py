@@ -38,8 +38,12 @@ def kraftlake(*args: str) -> str:
 
 
 def table(lake: Path, name: str, columns: list[str]) -> list[dict[str, Any]]:
-    """The rows of one lake table (those columns), read with delta-rs."""
-    return deltalake.DeltaTable(str(lake / name)).to_pyarrow_table(columns=columns).to_pylist()
+    """The rows of one lake table (those columns), read with delta-rs; none when nothing was
+    ever written to it (a table is created by its first write)."""
+    path = str(lake / name)
+    if not deltalake.DeltaTable.is_deltatable(path):
+        return []
+    return deltalake.DeltaTable(path).to_pyarrow_table(columns=columns).to_pylist()
 
 
 def ingest(log: Path, cluster_id: str, lake: Path) -> Path:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kraftlake import ingest_dir
 from kraftlake.cli import main
-from kraftlake.cli.demo import ingest_dir
 from kraftlake.lake.delta import Lake
 from kraftlake.report.data import Window, clusters, load, recovery_of
 from kraftlake.simulate.writer import LogWriter

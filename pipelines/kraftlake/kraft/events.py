@@ -98,10 +98,8 @@ def step_events(kind: str, before: PartitionRegistration | None, after: Partitio
     `record_type`: what deleted the partition (the detection of `partition_deleted`).
     """
     if kind == CREATED:
-        out: list[Event] = [("partition_created", None)]
-        if under_min_isr(min_isr, after):
-            out.append(("under_min_isr", None))
-        return out
+        born_under = [("under_min_isr", None)] if under_min_isr(min_isr, after) else []
+        return [*born_under, ("partition_created", None)]  # EVENT_TYPES order
     if kind == DELETED:
         return [("partition_deleted", record_type)]
     if before is None or kind == SNAPSHOT:
