@@ -206,9 +206,9 @@ class Lake:
 
         An existing table partitioned otherwise was written by an older kraftlake; writing
         on would mix layouts, so it is refused with the remedy. Checked once per table and
-        instance; a table that does not exist yet passes (its first write creates it).
+        instance. Only for a table that exists (a first write creates it as it should be).
         """
-        if name in self._checked or not self.exists(name):
+        if name in self._checked:
             return
         schema = table_schema(name)
         cols = self._snapshot(name).metadata().partitionColumns()
@@ -246,9 +246,10 @@ class Lake:
         lake costs no commit per table before its data."""
         if app_id is not None and self.committed(name, app_id, version):
             return False
-        self._check_layout(name)
         w = self._frame(name, data).write.format("delta").mode("append")
-        if not self.exists(name):
+        if self.exists(name):
+            self._check_layout(name)
+        else:
             w = w.partitionBy(*table_schema(name).partition_by)
             for key, value in TABLE_PROPERTIES.items():
                 w = w.option(key, value)
@@ -258,14 +259,14 @@ class Lake:
         w.save(self.path(name))
         return True
 
-    def is_empty(self, name: str) -> bool:
-        """The table exists and holds no data file (read from the version's checksum when
+    def _has_rows(self, name: str) -> bool:
+        """The table exists and holds a data file (read from the version's checksum when
         Delta wrote one, which costs no Spark job)."""
         if not self.exists(name):
             return False
         snap = self._snapshot(name)
         crc = snap.checksumOpt()
-        return (crc.get().numFiles() if crc.isDefined() else snap.numOfFiles()) == 0
+        return (crc.get().numFiles() if crc.isDefined() else snap.numOfFiles()) > 0
 
     @contextmanager
     def _txn(self, app_id: str, version: int, metadata: dict[str, str] | None) -> Iterator[None]:
@@ -294,9 +295,9 @@ class Lake:
         """
         if self.committed(name, app_id, version):
             return False
-        self._check_layout(name)
-        if not self.exists(name) or self.is_empty(name):
+        if not self._has_rows(name):
             return self.append(name, data, app_id, version, metadata)
+        self._check_layout(name)
         schema = table_schema(name)
         source = self._frame(name, data).withColumn("_delete", F.lit(False))
         if delete_keys is not None:
@@ -344,7 +345,7 @@ class Lake:
             df = df.select(*columns)
         return df.toArrow()
 
-    def register_views(self, spark: SparkSession) -> list[str]:
+    def register_views(self, spark: SparkSession) -> None:
         """Every table in the session catalog under its own name, over its Delta location.
 
         Catalog tables (not temp views) so that time travel works in SQL:
@@ -358,4 +359,3 @@ class Lake:
                 spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{self.path(name)}'")
             else:
                 spark.createDataFrame([], table_schema(name).spark).createOrReplaceTempView(name)
-        return table_names()
