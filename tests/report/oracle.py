@@ -35,6 +35,8 @@ TROUBLES = ("offline", "under_min_isr", "recovering", "reassigning", "under_repl
 def kinds_of(state, min_isr: int | None) -> set[str]:
     """The README's interval kinds a partition state is in."""
     n_isr, n_rep = len(state.isr), len(state.replicas)
+    # Kafka's replication factor: replicas being added by a reassignment do not count
+    factor = len([r for r in state.replicas if r not in (state.adding_replicas or ())])
     out = set()
     if state.leader == -1:
         out.add("offline")
@@ -44,9 +46,9 @@ def kinds_of(state, min_isr: int | None) -> set[str]:
         out.add("recovering")
     if state.adding_replicas or state.removing_replicas:
         out.add("reassigning")
-    if n_isr == 1 < n_rep:
+    if n_isr == 1 < factor:
         out.add("single_isr")
-    if n_isr < n_rep:
+    if n_isr < factor:
         out.add("under_replicated")
     return out
 

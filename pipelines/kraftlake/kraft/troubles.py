@@ -8,9 +8,15 @@ Judged on one full state with the topic's configured min.insync.replicas in forc
 * `recovering`: LeaderRecoveryState RECOVERING (after an unclean election, until the new
   leader has rebuilt its ISR);
 * `reassigning`: adding or removing replicas non-empty;
-* `single_isr`: one ISR member while more replicas are assigned;
-* `under_replicated`: |isr| < |replicas| (UnderReplicatedPartitions, per partition): what
-  keeps an incident open after its brokers are back, until their replicas caught up.
+* `single_isr`: one ISR member while the replication factor is more;
+* `under_replicated`: |isr| < the replication factor (UnderReplicatedPartitions, per
+  partition): what keeps an incident open after its brokers are back, until their replicas
+  caught up.
+
+The replication factor is Kafka's: the replicas not being added by a reassignment
+(`OngoingReassignmentState.replicationFactor`, which both the broker's UnderReplicated
+metric and `kafka-topics --under-replicated-partitions` use). A replica a reassignment is
+still copying makes no partition under-replicated; the reassignment is `reassigning`.
 """
 
 from __future__ import annotations
@@ -34,8 +40,14 @@ def trouble_kinds(state: PartitionRegistration, min_isr: int | None) -> set[str]
         out.add(RECOVERING_KIND)
     if state.reassigning:
         out.add(REASSIGNING)
-    if len(state.isr) == 1 and len(state.replicas) > 1:
+    factor = replication_factor(state)
+    if len(state.isr) == 1 and factor > 1:
         out.add(SINGLE_ISR)
-    if len(state.isr) < len(state.replicas):
+    if len(state.isr) < factor:
         out.add(UNDER_REPLICATED)
     return out
+
+
+def replication_factor(state: PartitionRegistration) -> int:
+    """Kafka's replication factor of a partition: its replicas not being added."""
+    return sum(r not in state.adding_replicas for r in state.replicas)
