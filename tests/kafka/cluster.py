@@ -57,6 +57,10 @@ logger.periodic.level = WARN
 RETENTION_MS = 180_000
 
 
+# the broker lists `kafka-topics --describe` prints for a partition
+LIST_FIELDS = ("Replicas", "Isr", "Adding Replicas", "Removing Replicas", "Elr", "LastKnownElr")
+
+
 class KafkaStartError(RuntimeError):
     """A Kafka node did not start; the message carries the tail of its log."""
 
@@ -194,6 +198,10 @@ class KafkaCluster:
             "group.initial.rebalance.delay.ms": 0,
             # the controller checks for partitions to elect uncleanly every 5 min by default
             "unclean.leader.election.interval.ms": 1000,
+            # no leader rebalancing on the controller's own schedule (every 5 min by
+            # default, at any moment of the scenario): a partition led by another replica
+            # than its first stays so until the scenario's preferred election
+            "auto.leader.rebalance.enable": "false",
         }
         if self.version.startswith("3."):
             common["metadata.log.segment.min.bytes"] = 16384
@@ -208,6 +216,9 @@ class KafkaCluster:
             common["replica.lag.time.max.ms"] = 5000
             common["broker.heartbeat.interval.ms"] = 1000
             common["broker.session.timeout.ms"] = 6000
+            # a follower takes at most 64 KiB of a partition per fetch (default 1 MiB), so a
+            # throttled reassignment of the scenario's 1 MB partition stays ongoing
+            common["replica.fetch.max.bytes"] = 65536
         common.update(self.overrides)
         return "".join(f"{k}={v}\n" for k, v in common.items())
 
@@ -297,7 +308,9 @@ class KafkaCluster:
                          "--bootstrap-server", self.bootstrap, *args).stdout
 
     def describe(self, topic: str | None = None) -> dict[tuple[str, int], dict[str, object]]:
-        """Per partition: Leader, Replicas, Isr, Elr, LastKnownElr as `--describe` prints them."""
+        """Per partition: Leader, Replicas, Isr, Elr, LastKnownElr and, while a reassignment
+        is ongoing, "Adding Replicas" and "Removing Replicas", as `--describe` prints them
+        (tab-separated `key: value` fields; TopicCommand.PartitionDescription)."""
         args = ("--describe", *(("--topic", topic) if topic else ()))
         try:
             out = self.topics(*args)
@@ -305,30 +318,41 @@ class KafkaCluster:
             out = self.topics(*args)
         parts: dict[tuple[str, int], dict[str, object]] = {}
         for line in out.splitlines():
-            m = re.match(r"\s*Topic: (\S+)\s+Partition: (\d+)\s+(.*)", line)
-            if not m:
+            fields = {key.strip(): value.strip() for key, _, value in
+                      (f.partition(":") for f in line.split("\t") if f.strip())}
+            if "Partition" not in fields:
                 continue
             row: dict[str, object] = {}
-            for key, value in re.findall(r"(\w+): (\S*)", m.group(3)):
-                row[key] = ([int(x) for x in value.split(",") if x]
-                            if key in ("Replicas", "Isr", "Elr", "LastKnownElr")
-                            else (-1 if value == "none" else int(value)) if key == "Leader"
-                            else value)
-            parts[(m.group(1), int(m.group(2)))] = row
+            for key, value in fields.items():
+                if key == "Leader":
+                    row[key] = -1 if value == "none" else int(value)
+                elif key in LIST_FIELDS:
+                    row[key] = [int(x) for x in value.split(",") if x and value != "N/A"]
+            parts[(fields["Topic"], int(fields["Partition"]))] = row
         return parts
+
+    def _jmx(self, object_name: str, attribute: str) -> str:
+        """`kafka-jmx --one-time true --report-format csv` on the controller: one
+        `<object name>:<attribute>,"<value>"` line per object the name matches."""
+        return self.tool(
+            "org.apache.kafka.tools.JmxTool", "--one-time", "true", "--report-format", "csv",
+            "--object-name", object_name, "--attributes", attribute, "--jmx-url",
+            f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{self.controller.jmx_port}/jmxrmi").stdout
 
     def jmx(self, name: str) -> int:
         """Count of the controller's `kafka.controller:type=ControllerStats,name=<name>`."""
-        out = self.tool(
-            "org.apache.kafka.tools.JmxTool", "--one-time", "true", "--report-format", "csv",
-            "--object-name", f"kafka.controller:type=ControllerStats,name={name}",
-            "--attributes", "Count", "--jmx-url",
-            f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{self.controller.jmx_port}/jmxrmi").stdout
-        # csv report: one `<object>:Count,"<n>"` line
+        out = self._jmx(f"kafka.controller:type=ControllerStats,name={name}", "Count")
         m = re.search(r':Count,"?([0-9.]+)"?', out)
         if m is None:
             raise RuntimeError(f"JmxTool printed no Count for {name}:\n{out}")
         return int(float(m.group(1)))
+
+    def gauges(self) -> dict[str, int]:
+        """Every untagged gauge of the controller's `kafka.controller:type=KafkaController`
+        (one read: OfflinePartitionsCount, ActiveBrokerCount, LastCommittedRecordOffset...)."""
+        out = self._jmx("kafka.controller:type=KafkaController,name=*", "Value")
+        return {name: int(float(value)) for name, value in
+                re.findall(r'type=KafkaController,name=(\w+):Value,"?(-?[0-9.]+)"?', out)}
 
     def metadata_files(self) -> list[Path]:
         """Every segment and snapshot of the controller's metadata log, in offset order."""

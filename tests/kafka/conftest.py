@@ -10,6 +10,7 @@ included) stays under pytest's tmp dir, printed.
 
 from __future__ import annotations
 
+import pickle
 import re
 import subprocess
 import time
@@ -52,6 +53,8 @@ def incidents(kafka: KafkaCluster,
         stream.stop()
     seen.stream_lake = stream.lake
     seen.views = views
+    # beside the logs, for a failure's diagnosis without running the scenario again
+    (work / "views.pickle").write_bytes(pickle.dumps(views))
     return seen
 
 

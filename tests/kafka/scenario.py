@@ -4,8 +4,14 @@ One sequence, run once per test session, covers what kraftlake claims to detect:
 churn, an ISR shrink from a paused follower, fencing after kill -9, an ELR election after
 clean (SIGTERM) shutdowns, a min.insync.replicas change (ClearElrRecord), unclean elections
 through the topic config and through `kafka-leader-election --election-type UNCLEAN` with
-the recovery that follows, a reassignment and a preferred election. Each step waits for
-Kafka to report the state it was after, so the log is the same shape on a slow machine.
+the recovery that follows, a throttled reassignment listed while it lasts and cancelled, two
+reassignments completed and a preferred election. Each step waits for Kafka to report the
+state it was after, so the log is the same shape on a slow machine.
+
+What Kafka's tools say they did is kept with the step (`Said`): the topics `--create`
+created, the partitions `kafka-leader-election` elected, the reassignments
+`kafka-reassign-partitions` started, cancelled and verified completed, and the reassignments
+it listed as ongoing; the tests hold the lake's events of that step against it.
 """
 
 from __future__ import annotations
@@ -28,8 +34,11 @@ REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 CONFIG = "kafka.admin.ConfigCommand"
 SHELL = "org.apache.kafka.shell.MetadataShell"
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
+# records produced to `moving` (100 B each): about 16 fetches of the cluster's
+# replica.fetch.max.bytes, so a follower throttled after its first fetch stays behind
+MOVING_RECORDS = 10_000
 # `kafka-topics --describe` filters: what each lists (TopicCommand.PartitionDescription)
-FILTERS = {"under_replicated": "--under-replicated-partitions",  # |isr| < |replicas|
+FILTERS = {"under_replicated": "--under-replicated-partitions",  # |isr| < replicas not adding
            "under_min_isr": "--under-min-isr-partitions",  # no leader, or |isr| < min ISR
            "unavailable": "--unavailable-partitions"}  # no leader, or a leader not live
 
@@ -54,11 +63,14 @@ def produce(c: KafkaCluster, topic: str, records: int = 300) -> None:
            "delivery.timeout.ms=30000", "request.timeout.ms=10000")
 
 
-def create(c: KafkaCluster, topic: str, assignment: str, *configs: str) -> None:
+def create(c: KafkaCluster, topic: str, assignment: str, *configs: str) -> Said:
+    """The topic's partitions, as `--create` reports them created (one per assignment)."""
     args = ["--create", "--topic", topic, "--replica-assignment", assignment]
     for conf in configs:
         args += ["--config", conf]
-    c.topics(*args)
+    out = c.topics(*args)
+    assert f"Created topic {topic}." in out, out
+    return Said("partition_created", {(topic, p) for p in range(assignment.count(",") + 1)})
 
 
 def alter_topic(c: KafkaCluster, topic: str, config: str) -> None:
@@ -70,6 +82,33 @@ def part(c: KafkaCluster, topic: str, p: int = 0) -> dict[str, object]:
     return c.describe(topic)[(topic, p)]
 
 
+# The controller's gauges of its metadata image (kafka.controller:type=KafkaController;
+# ControllerMetadataMetricsPublisher): registered brokers fenced / not fenced, partitions
+# without a leader, partitions whose leader is not their first replica (leaderless ones
+# included), topics and partitions.
+GAUGES = ("FencedBrokerCount", "ActiveBrokerCount", "OfflinePartitionsCount",
+          "PreferredReplicaImbalanceCount", "GlobalTopicCount", "GlobalPartitionCount")
+# The last offset the controller has seen committed. Not LastAppliedRecordOffset: on the
+# active controller that counts records appended but not yet committed
+# (OffsetControlManager.handleScheduleAppend).
+COMMITTED = "LastCommittedRecordOffset"
+
+
+Partition = tuple[str, int]
+
+
+@dataclass
+class Said:
+    """What one of Kafka's tools reported doing: `event` (the kraftlake event type it is held
+    against) for `partitions`, between log offsets `start` (inclusive) and `end` (exclusive),
+    both high watermarks read around the tool; None: anywhere in the step."""
+
+    event: str
+    partitions: set[Partition]
+    start: int | None = None
+    end: int | None = None
+
+
 @dataclass
 class StepView:
     """Kafka's view right after one scenario step, between two committed metadata offsets."""
@@ -77,8 +116,14 @@ class StepView:
     step: str
     high_watermark: int  # the quorum's before Kafka was asked: every record below committed
     high_watermark_after: int  # and after (it moves all the time: the controller's NoOps)
-    describe: dict[tuple[str, int], dict[str, object]]  # kafka-topics --describe
-    listed: dict[str, set[tuple[str, int]]]  # FILTERS key -> the partitions Kafka lists
+    describe: dict[Partition, dict[str, object]]  # kafka-topics --describe
+    listed: dict[str, set[Partition]]  # FILTERS key -> the partitions Kafka lists
+    gauges: dict[str, int]  # GAUGES -> the controller's value
+    said: list[Said] = field(default_factory=list)  # what the step's tools reported doing
+    # `kafka-reassign-partitions --list` during the step: partition -> (replicas, adding,
+    # removing) of each reassignment it listed as ongoing
+    ongoing: dict[Partition, tuple[list[int], list[int], list[int]]] = field(
+        default_factory=dict)
 
 
 def high_watermark(c: KafkaCluster) -> int:
@@ -91,19 +136,95 @@ def high_watermark(c: KafkaCluster) -> int:
     return int(m.group(1))
 
 
-def listed(c: KafkaCluster, flag: str) -> set[tuple[str, int]]:
+def listed(c: KafkaCluster, flag: str) -> set[Partition]:
     """The partitions `kafka-topics --describe FLAG` lists."""
     out = c.topics("--describe", flag)
     return {(t, int(p)) for t, p in re.findall(r"Topic: (\S+)\s+Partition: (\d+)", out)}
 
 
+def gauges(c: KafkaCluster, committed: int) -> dict[str, int]:
+    """The controller's GAUGES, read once its COMMITTED offset has reached `committed` (the
+    gauges follow the committed log: before that they may not hold its last records)."""
+    values: dict[str, int] = {}
+    wait_for(f"the controller's {COMMITTED} at {committed}",
+             lambda: values.update(c.gauges()) or values[COMMITTED] >= committed)
+    missing = set(GAUGES) - set(values)
+    assert not missing, f"the controller has no gauge {missing}: {values}"
+    return {name: values[name] for name in GAUGES}
+
+
 def view(c: KafkaCluster, step: str) -> StepView:
     """Kafka's view after `step`, bracketed by two reads of the high watermark: where the log
-    holds no partition change between the two, the view is the state at either."""
+    holds no partition or broker change between the two, the view is the state at either."""
     hw = high_watermark(c)
     describe = c.describe()
     seen = {kind: listed(c, flag) for kind, flag in FILTERS.items()}
-    return StepView(step, hw, high_watermark(c), describe, seen)
+    at = gauges(c, hw - 1)
+    return StepView(step, hw, high_watermark(c), describe, seen, at)
+
+
+def parse_partitions(text: str) -> set[Partition]:
+    """`topic-partition` items (TopicPartition.toString) separated by commas or spaces."""
+    items = [t for t in re.split(r"[,\s]+", text.strip()) if t]
+    return {(t.rsplit("-", 1)[0], int(t.rsplit("-", 1)[1])) for t in items}
+
+
+def elect(c: KafkaCluster, kind: str, *where: str) -> Said:
+    """`kafka-leader-election --election-type KIND WHERE...`: the partitions it reports
+    elected (its "Successfully completed" line), between the high watermarks around it."""
+    start = high_watermark(c)
+    out = c.tool(ELECT, "--bootstrap-server", c.bootstrap, "--election-type", kind, *where,
+                 check=False).stdout
+    m = re.search(rf"Successfully completed leader election \({kind}\) for partitions (.+)",
+                  out)
+    event = {"PREFERRED": "preferred_election", "UNCLEAN": "unclean_election"}[kind]
+    return Said(event, parse_partitions(m.group(1)) if m else set(), start, high_watermark(c))
+
+
+def reassign(c: KafkaCluster, action: str, plan: Path, *args: str) -> str:
+    return c.tool(REASSIGN, "--bootstrap-server", c.bootstrap, action,
+                  "--reassignment-json-file", str(plan), *args).stdout
+
+
+def reassignment_plan(path: Path, moves: dict[Partition, list[int]]) -> Path:
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": r} for (t, p), r in moves.items()]}))
+    return path
+
+
+def started(out: str) -> Said:
+    """The partitions `--execute` reports it started reassigning."""
+    m = re.search(r"Successfully started partition reassignments? for (\S+)", out)
+    assert m, out
+    return Said("reassignment_started", parse_partitions(m.group(1)))
+
+
+def cancelled(out: str) -> Said:
+    """The partitions `--cancel` reports it cancelled."""
+    m = re.search(r"Successfully cancelled partition reassignments? for: (\S+)", out)
+    assert m, out
+    return Said("reassignment_cancelled", parse_partitions(m.group(1)))
+
+
+def completed(out: str) -> set[Partition]:
+    """The partitions `--verify` reports completed."""
+    return parse_partitions(" ".join(
+        re.findall(r"Reassignment of partition (\S+) is completed\.", out)))
+
+
+def ongoing(c: KafkaCluster) -> dict[Partition, tuple[list[int], list[int], list[int]]]:
+    """`kafka-reassign-partitions --list` (the admin API's listPartitionReassignments):
+    partition -> (replicas, adding, removing)."""
+    out = c.tool(REASSIGN, "--bootstrap-server", c.bootstrap, "--list").stdout
+
+    def ids(text: str | None) -> list[int]:
+        return [int(x) for x in text.split(",")] if text else []
+    found = {}
+    for m in re.finditer(r"^(\S+): replicas: ([\d,]+)\.(?: adding: ([\d,]+)\.)?"
+                         r"(?: removing: ([\d,]+)\.)?$", out, re.M):
+        (tp,) = parse_partitions(m.group(1))
+        found[tp] = (ids(m.group(2)), ids(m.group(3)), ids(m.group(4)))
+    return found
 
 
 @dataclass
@@ -154,7 +275,7 @@ def settle(c: KafkaCluster) -> None:
     """Wait until every partition is led and nothing is being reassigned or recovered."""
     def quiet() -> bool:
         parts = c.describe().values()
-        return all(p["Leader"] != -1 and "Adding" not in p for p in parts)
+        return all(p["Leader"] != -1 and "Adding Replicas" not in p for p in parts)
     wait_for("every partition led", quiet)
 
 
@@ -193,21 +314,27 @@ def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, i
 
 def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> list[str]:
     """Drive every incident; returns the steps done, in order (for failure messages).
-    `views`: Kafka's view after each step is appended to it."""
+    `views`: Kafka's view after each step is appended to it, with what the step's tools
+    reported doing."""
     steps: list[str] = []
+    said: list[Said] = []
+    listed_ongoing: dict[Partition, tuple[list[int], list[int], list[int]]] = {}
 
     def step(name: str) -> None:
         steps.append(f"{time.strftime('%H:%M:%S')} {name}")
         if views is not None:
             views.append(view(c, name))
+            views[-1].said, views[-1].ongoing = list(said), dict(listed_ongoing)
+        said.clear()
+        listed_ongoing.clear()
 
     # topic churn
-    create(c, "churn", "2:3:4,3:4:2")
+    said.append(create(c, "churn", "2:3:4,3:4:2"))
     c.topics("--delete", "--topic", "churn")
     step("churn created and deleted")
 
     # ISR shrink: follower 4 paused until the leader drops it, then resumed
-    create(c, "orders", "2:3:4,3:4:2,4:2:3", "min.insync.replicas=2")
+    said.append(create(c, "orders", "2:3:4,3:4:2,4:2:3", "min.insync.replicas=2"))
     produce(c, "orders")
     c.signal(4, signal.SIGSTOP)
     wait_for("broker 4 out of orders-0's ISR", lambda: 4 not in part(c, "orders")["Isr"])
@@ -215,25 +342,28 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     wait_for("broker 4 back in orders-0's ISR", lambda: 4 in part(c, "orders")["Isr"])
     step("isr shrink and expand (SIGSTOP/SIGCONT of broker 4)")
 
-    # ELR: clean shutdowns of 4 then 3 then the leader 2; ELR member 3 comes back first
-    create(c, "elr", "2:3:4", "min.insync.replicas=2")
+    # ELR: clean shutdowns of 4 then 3 then the leader 2 (Kafka's view taken while all three
+    # are down: every partition on them offline, three brokers fenced); ELR member 3 comes
+    # back first
+    said.append(create(c, "elr", "2:3:4", "min.insync.replicas=2"))
     produce(c, "elr")
     for b in (4, 3, 2):
         c.signal(b, signal.SIGTERM)
     wait_for("elr-0 leaderless", lambda: part(c, "elr")["Leader"] == -1)
+    step("brokers 4, 3, 2 shut down (SIGTERM): their partitions offline")
     c.start_node(3)
     wait_for("elr-0 led by 3", lambda: part(c, "elr")["Leader"] == 3)
     c.start_node(2)
     c.start_node(4)
     wait_for("elr-0 fully in sync", lambda: sorted(part(c, "elr")["Isr"]) == [2, 3, 4])
-    step("elr election (SIGTERM 4, 3, 2; start 3)")
+    step("elr election (start 3, then 2 and 4)")
 
     # min.insync.replicas changed: the controller writes a ClearElrRecord
     alter_topic(c, "elr", "min.insync.replicas=1")
     step("min.insync.replicas of elr changed")
 
     # unclean election through the topic config, then recovery
-    create(c, "unclean", "2:3")
+    said.append(create(c, "unclean", "2:3"))
     produce(c, "unclean")
     c.signal(3, signal.SIGKILL)
     wait_for("3 out of unclean-0's ISR", lambda: part(c, "unclean")["Isr"] == [2])
@@ -247,32 +377,46 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     step("unclean election by topic config (kill -9 3, 2; start 3)")
 
     # unclean election through kafka-leader-election --election-type UNCLEAN
-    create(c, "forced", "4:2")
+    said.append(create(c, "forced", "4:2"))
     produce(c, "forced")
     c.signal(2, signal.SIGKILL)
     wait_for("2 out of forced-0's ISR", lambda: part(c, "forced")["Isr"] == [4])
     c.signal(4, signal.SIGKILL)
     c.start_node(2)
     wait_for("forced-0 leaderless", lambda: part(c, "forced")["Leader"] == -1)
-    c.tool(ELECT, "--bootstrap-server", c.bootstrap, "--election-type", "UNCLEAN",
-           "--topic", "forced", "--partition", "0", check=False)
+    said.append(elect(c, "UNCLEAN", "--topic", "forced", "--partition", "0"))
     wait_for("forced-0 led by 2", lambda: part(c, "forced")["Leader"] == 2)
     c.start_node(4)
     step("unclean election by kafka-leader-election (kill -9 2, 4; start 2)")
 
-    # reassignment, then a preferred election back to the first replica
-    plan = work / "reassign.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "orders", "partition": 1, "replicas": [2, 4, 3]}]}))
-    c.tool(REASSIGN, "--bootstrap-server", c.bootstrap, "--execute",
-           "--reassignment-json-file", str(plan))
-    wait_for("orders-1 reassigned",
-             lambda: part(c, "orders", 1)["Replicas"] == [2, 4, 3]
-             and "Adding" not in part(c, "orders", 1))
-    c.tool(ELECT, "--bootstrap-server", c.bootstrap, "--election-type", "PREFERRED",
-           "--all-topic-partitions", check=False)
+    # a reassignment throttled to 1 B/s (the cluster's replica.fetch.max.bytes lets a
+    # follower take 64 KiB per fetch, then the throttle holds it off): Kafka lists it
+    # ongoing, then it is cancelled
+    said.append(create(c, "moving", "2"))
+    produce(c, "moving", MOVING_RECORDS)
+    moving = {("moving", 0): [2, 3]}
+    plan = reassignment_plan(work / "throttled.json", moving)
+    said.append(started(reassign(c, "--execute", plan, "--throttle", "1")))
+    listed_ongoing.update(ongoing(c))
+    assert set(moving) <= set(listed_ongoing), \
+        f"the throttled reassignment is not listed ongoing: {listed_ongoing}"
+    step("reassignment of moving-0 throttled to 1 B/s, listed ongoing")
+
+    # that reassignment cancelled; two reassignments to completion (moving-0 copied to two
+    # other brokers; orders-1 reordered, done in one record); a preferred election of every
+    # partition
+    said.append(cancelled(reassign(c, "--cancel", plan)))
+    moves = {("moving", 0): [3, 4], ("orders", 1): [2, 4, 3]}
+    plan = reassignment_plan(work / "reassign.json", moves)
+    said.append(started(reassign(c, "--execute", plan)))
+    done: set[Partition] = set()
+    wait_for("both reassignments verified completed",
+             lambda: done.update(completed(reassign(c, "--verify", plan))) or done == set(moves))
+    said.append(Said("reassignment_completed", done))
+    said.append(elect(c, "PREFERRED", "--all-topic-partitions"))
     wait_for("orders-1 led by its preferred replica 2",
              lambda: part(c, "orders", 1)["Leader"] == 2)
-    step("reassignment of orders-1 and preferred election")
+    step("reassignment of moving-0 cancelled; moving-0 and orders-1 reassigned; "
+         "preferred election")
 
     return steps

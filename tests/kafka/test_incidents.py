@@ -8,11 +8,17 @@ the controller's log taken after the scenario (retention had deleted its first s
 it starts at a snapshot), and the lake `kraftlake stream` built while it tailed the live log
 (the whole history). Their tables are read with delta-rs (a second Delta engine, no JVM to
 start for a read; `kraftlake sql` has its own tests in tests/cli and tests/cluster).
+
+Kafka's view was also taken after every step (scenario.view: `--describe` and its filters,
+the controller's gauges over JMX, what the step's tools reported doing); the stream's lake
+as of each step's committed offset is held against it (the tests from `History` on).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -22,9 +28,10 @@ import pytest
 from click.testing import CliRunner
 
 from kraftlake.cli import main
+from kraftlake.kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 
 from .cluster import log_start
-from .scenario import Incidents
+from .scenario import FILTERS, Incidents, Partition, StepView
 
 
 def kraftlake(*args: str) -> str:
@@ -186,45 +193,138 @@ def _as_of(rows: list[dict[str, Any]], at: int, start: str, end: str) -> list[di
     return [r for r in rows if r[start] <= at and (r[end] is None or r[end] > at)]
 
 
-def test_lake_at_each_step_equals_kafkas_view(incidents: Incidents) -> None:
-    """After every scenario step Kafka's view was taken between two reads of the quorum's
-    high watermark (scenario.view); where the log holds no partition change between them,
-    the view is the state at that offset. The stream's lake (the whole history) as of that
-    offset: its timeline states are `--describe`'s
-    leader, ISR and replicas; its open intervals are what Kafka's filters list:
-    under_replicated = `--under-replicated-partitions`, offline = `--unavailable-partitions`
-    (every leader of a settled step is live), under_min_isr or offline =
-    `--under-min-isr-partitions` (TopicCommand counts a leaderless partition under min ISR;
-    no topic here has fewer replicas than its min.insync.replicas, so the broker's cap that
-    kraftlake applies changes nothing)."""
+@dataclass
+class History:
+    """The stream's lake (the whole history) as the step-by-step tests read it."""
+
+    timeline: list[dict[str, Any]]
+    intervals: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    brokers: list[dict[str, Any]]
+
+    def states(self, at: int) -> dict[Partition, dict[str, Any]]:
+        """Every partition's timeline state valid after offset `at`."""
+        out: dict[Partition, dict[str, Any]] = {}
+        for r in sorted(_as_of(self.timeline, at, "valid_from_offset", "valid_to_offset"),
+                        key=lambda r: (r["valid_from_offset"], r["seq"])):
+            out[(r["topic_name"], r["partition_id"])] = r
+        return out
+
+    def open_intervals(self, at: int) -> dict[str, set[Partition]]:
+        """kind -> the partitions with an interval of that kind open after offset `at`."""
+        out: dict[str, set[Partition]] = {}
+        for r in _as_of(self.intervals, at, "start_offset", "end_offset"):
+            out.setdefault(r["kind"], set()).add((r["topic_name"], r["partition_id"]))
+        return out
+
+    def _fenced_after_each(self) -> Iterator[tuple[int, dict[int, bool]]]:
+        """(offset, registered broker -> fenced) after each broker record: registration,
+        fence, unfence and registration-change records in order; a registration without
+        the field is fenced, as Kafka's RegisterBrokerRecord defaults it."""
+        out: dict[int, bool] = {}
+        for r in sorted(self.brokers, key=lambda r: (r["offset"], r["seq"])):
+            if r["record_type"] == UNREGISTER_BROKER_RECORD:
+                out.pop(r["broker_id"], None)
+            elif r["record_type"] == REGISTER_BROKER_RECORD:
+                out[r["broker_id"]] = r["fenced"] is not False
+            elif r["fenced"] is not None:
+                out[r["broker_id"]] = r["fenced"]
+            yield r["offset"], dict(out)
+
+    def fenced(self, at: int) -> dict[int, bool]:
+        """Registered broker -> fenced, after offset `at`."""
+        out: dict[int, bool] = {}
+        for offset, state in self._fenced_after_each():
+            if offset > at:
+                break
+            out = state
+        return out
+
+    def events_in(self, event: str, start: int, end: int) -> set[Partition]:
+        """The partitions with an `event` at an offset in [start, end)."""
+        return {(r["topic_name"], r["partition_id"]) for r in self.events
+                if r["event_type"] == event and start <= r["offset"] < end}
+
+    def changes(self) -> list[int]:
+        """Every offset at which a partition state or a broker's fencing changed (a broker
+        record may change neither: the controller rewrites a fenced broker's registration
+        when its session times out after a clean shutdown)."""
+        brokers, before = set(), {}
+        for offset, state in self._fenced_after_each():
+            if state != before:
+                brokers.add(offset)
+            before = state
+        return sorted({r["valid_from_offset"] for r in self.timeline}
+                      | {r["valid_to_offset"] for r in self.timeline
+                         if r["valid_to_offset"] is not None} | brokers)
+
+
+@pytest.fixture(scope="module")
+def history(incidents: Incidents) -> History:
     lake = incidents.stream_lake
-    tl = table(lake, "partition_timeline", ["topic_name", "partition_id", "valid_from_offset",
-                                            "seq", "valid_to_offset", "leader", "isr",
-                                            "replicas"])
-    iv = table(lake, "partition_intervals", ["topic_name", "partition_id", "kind",
-                                             "start_offset", "end_offset"])
+    assert lake is not None
+    return History(
+        table(lake, "partition_timeline", [
+            "topic_name", "partition_id", "valid_from_offset", "seq", "valid_to_offset",
+            "leader", "isr", "replicas", "adding_replicas", "removing_replicas",
+            "eligible_leader_replicas", "last_known_elr"]),
+        table(lake, "partition_intervals", ["topic_name", "partition_id", "kind",
+                                            "start_offset", "end_offset"]),
+        table(lake, "partition_events", ["topic_name", "partition_id", "offset",
+                                         "event_type"]),
+        table(lake, "brokers", ["offset", "seq", "record_type", "broker_id", "fenced"]))
+
+
+@pytest.fixture(scope="module")
+def settled(incidents: Incidents, history: History) -> list[tuple[StepView, int]]:
+    """The views taken while the log held no partition or broker change between the two
+    reads of the high watermark (scenario.view), each with the offset it shows the state
+    after: the state there is the state Kafka was asked about."""
+    changes = history.changes()
     views = incidents.views
     assert len(views) == len(incidents.steps)
-    changes = sorted({r["valid_from_offset"] for r in tl}
-                     | {r["valid_to_offset"] for r in tl if r["valid_to_offset"] is not None})
-    problems, compared, moved = [], 0, []
-    for v in views:
-        at = v.high_watermark - 1
-        if any(at < o < v.high_watermark_after for o in changes):
-            moved.append(v.step)  # a partition changed while Kafka was asked
-            continue
-        states: dict[tuple[str, int], dict[str, Any]] = {}
-        for r in sorted(_as_of(tl, at, "valid_from_offset", "valid_to_offset"),
-                        key=lambda r: (r["valid_from_offset"], r["seq"])):
-            states[(r["topic_name"], r["partition_id"])] = r
-        ours = {k: (r["leader"], r["isr"], r["replicas"]) for k, r in states.items()}
-        kafka = {k: (d["Leader"], d["Isr"], d["Replicas"]) for k, d in v.describe.items()}
+    out = [(v, v.high_watermark - 1) for v in views
+           if not any(v.high_watermark - 1 < o < v.high_watermark_after for o in changes)]
+    skipped = [v.step for v in views if all(v is not w for w, _ in out)]
+    # a step during whose view something changed is not compared
+    assert len(skipped) <= 2, skipped
+    print(f"\nsteps not compared (a change while Kafka was asked): {skipped}")
+    return out
+
+
+def windows(views: list[StepView]) -> list[tuple[StepView, int, int]]:
+    """Each step with the log offsets [start, end) its doings fall in: from the previous
+    view's high watermark (0 for the first) to its own."""
+    starts = [0] + [v.high_watermark for v in views[:-1]]
+    return [(v, lo, v.high_watermark) for v, lo in zip(views, starts, strict=True)]
+
+
+def test_lake_at_each_step_equals_kafkas_view(incidents: Incidents, history: History,
+                                              settled) -> None:
+    """After every scenario step Kafka's view was taken between two reads of the quorum's
+    high watermark (scenario.view); where the log holds no change between them, the view is
+    the state at that offset. The stream's lake (the whole history) as of that offset: its
+    timeline states are `--describe`'s leader, ISR, replicas, adding and removing replicas,
+    ELR and last known ELR; its
+    open intervals are what
+    Kafka's filters list: under_replicated = `--under-replicated-partitions`, offline =
+    `--unavailable-partitions` (every leader of a settled step is live), under_min_isr or
+    offline = `--under-min-isr-partitions` (TopicCommand counts a leaderless partition under
+    min ISR; no topic here has fewer replicas than its min.insync.replicas, so the broker's
+    cap that kraftlake applies changes nothing)."""
+    problems = []
+    for v, at in settled:
+        ours = {k: (r["leader"], r["isr"], r["replicas"], r["adding_replicas"] or [],
+                    r["removing_replicas"] or [], r["eligible_leader_replicas"] or [],
+                    r["last_known_elr"] or []) for k, r in history.states(at).items()}
+        kafka = {k: (d["Leader"], d["Isr"], d["Replicas"], d.get("Adding Replicas", []),
+                     d.get("Removing Replicas", []), d.get("Elr", []),
+                     d.get("LastKnownElr", [])) for k, d in v.describe.items()}
         if ours != kafka:
-            problems.append(f"{v.step} @ {at}: states differ: "
-                            f"{sorted(set(ours.items()) ^ set(kafka.items()))}")
-        open_: dict[str, set[tuple[str, int]]] = {}
-        for r in _as_of(iv, at, "start_offset", "end_offset"):
-            open_.setdefault(r["kind"], set()).add((r["topic_name"], r["partition_id"]))
+            problems.append(f"{v.step} @ {at}: states differ: kafka "
+                            f"{ {k: x for k, x in kafka.items() if ours.get(k) != x} }, "
+                            f"kraftlake { {k: x for k, x in ours.items() if kafka.get(k) != x} }")
+        open_ = history.open_intervals(at)
         offline = open_.get("offline", set())
         for kind, want in (("under_replicated", open_.get("under_replicated", set())),
                            ("unavailable", offline),
@@ -232,10 +332,132 @@ def test_lake_at_each_step_equals_kafkas_view(incidents: Incidents) -> None:
             if want != v.listed[kind]:
                 problems.append(f"{v.step} @ {at}: {kind}: kafka {sorted(v.listed[kind])}, "
                                 f"kraftlake {sorted(want)}")
-        compared += 1
     assert not problems, "\n".join(problems)
-    # a step during whose view a partition changed is not compared
-    assert compared >= len(views) - 2, moved
-    print(f"\n{compared} of {len(views)} steps compared; Kafka listed under-replicated: "
-          f"{[sorted(v.listed['under_replicated']) for v in views]}")
+    views = incidents.views
+    # the scenario pauses with three brokers down: Kafka lists partitions in every filter
+    for kind in FILTERS:
+        assert any(v.listed[kind] for v, _ in settled), \
+            f"no compared step lists {kind}: {[v.step for v, _ in settled]}"
+    print(f"\n{len(settled)} of {len(views)} steps compared; Kafka listed "
+          f"under-replicated / unavailable: "
+          f"{[(len(v.listed['under_replicated']), len(v.listed['unavailable'])) for v in views]}")
 
+
+def test_controller_gauges_at_each_step_equal_the_lake(history: History, settled) -> None:
+    """The controller's gauges of its metadata image (JMX, read once its committed offset
+    reached the step's), each held against the lake as of that offset: OfflinePartitionsCount
+    = timeline states without a leader = open `offline` intervals;
+    PreferredReplicaImbalanceCount = states whose leader is not their first replica (Kafka's
+    PartitionRegistration.hasPreferredLeader: a leaderless partition counts); Fenced- and
+    ActiveBrokerCount = registered brokers fenced / not fenced in the brokers table; topics
+    and partitions = the timeline's."""
+    problems = []
+    for v, at in settled:
+        states = history.states(at).values()
+        fenced = history.fenced(at)
+        ours = {
+            "OfflinePartitionsCount": sum(s["leader"] == -1 for s in states),
+            "PreferredReplicaImbalanceCount": sum(
+                not s["replicas"] or s["leader"] != s["replicas"][0] for s in states),
+            "FencedBrokerCount": sum(fenced.values()),
+            "ActiveBrokerCount": sum(not f for f in fenced.values()),
+            "GlobalTopicCount": len({s["topic_name"] for s in states}),
+            "GlobalPartitionCount": len(states)}
+        offline_intervals = len(history.open_intervals(at).get("offline", set()))
+        if ours != v.gauges or offline_intervals != v.gauges["OfflinePartitionsCount"]:
+            problems.append(f"{v.step} @ {at}: Kafka {v.gauges}, kraftlake {ours}, "
+                            f"open offline intervals {offline_intervals}")
+    assert not problems, "\n".join(problems)
+    gauges = {v.step: v.gauges for v, _ in settled}
+    for name in ("OfflinePartitionsCount", "FencedBrokerCount",
+                 "PreferredReplicaImbalanceCount"):
+        assert any(g[name] > 0 for g in gauges.values()), f"{name} 0 at every step: {gauges}"
+
+
+# what the scenario's tools alone make: in every step, the lake's events of these types are
+# the partitions the tools reported (none where no tool reported any)
+BY_TOOLS_ONLY = ("partition_created", "partition_deleted", "reassignment_started",
+                 "reassignment_completed", "reassignment_cancelled")
+
+
+def test_events_of_each_step_are_what_kafkas_tools_did(incidents: Incidents,
+                                                       history: History) -> None:
+    """Each step's events held against what Kafka's tools reported doing in it
+    (scenario.Said): partitions `--create` created; partitions deleted = listed by the
+    previous step's `--describe` or created in this step, and not listed by this one's;
+    reassignments `kafka-reassign-partitions --execute` started, `--cancel` cancelled and
+    `--verify` reported completed. Elections held against `kafka-leader-election`'s list of
+    partitions it elected, within the high watermarks read around the tool (the controller
+    elects on its own too, e.g. at a broker's shutdown)."""
+    problems, asked = [], Counter()
+    previous: set[Partition] = set()
+    for v, lo, hi in windows(incidents.views):
+        kafka: dict[str, set[Partition]] = {e: set() for e in BY_TOOLS_ONLY}
+        for s in v.said:
+            if s.start is None:
+                kafka[s.event] |= s.partitions
+        kafka["partition_deleted"] = (previous | kafka["partition_created"]) - set(v.describe)
+        previous = set(v.describe)
+        held = [(event, want, lo, hi) for event, want in kafka.items()]
+        held += [(s.event, s.partitions, s.start, s.end) for s in v.said if s.start is not None]
+        for event, want, start, end in held:
+            asked[event] += len(want)
+            got = history.events_in(event, start, end)
+            if got != want:
+                problems.append(f"{v.step} [{start}, {end}): {event}: Kafka {sorted(want)}, "
+                                f"kraftlake {sorted(got)}")
+    assert not problems, "\n".join(problems)
+    for event in (*BY_TOOLS_ONLY, "preferred_election", "unclean_election"):
+        assert asked[event], f"no tool of the scenario reported a {event}: {asked}"
+    print(f"\nevents Kafka's tools reported, per type: {dict(asked)}")
+
+
+def test_reassignments_kafka_listed_ongoing_are_in_the_timeline(incidents: Incidents,
+                                                                history: History) -> None:
+    """A reassignment `kafka-reassign-partitions --list` (the admin API's
+    listPartitionReassignments) showed ongoing during a step is a timeline state of that
+    step: the same replicas, adding and removing replicas."""
+    listed = 0
+    for v, lo, hi in windows(incidents.views):
+        for (topic, p), (replicas, adding, removing) in v.ongoing.items():
+            listed += 1
+            ours = [(r["replicas"], r["adding_replicas"] or [], r["removing_replicas"] or [])
+                    for r in history.timeline
+                    if (r["topic_name"], r["partition_id"]) == (topic, p)
+                    and lo <= r["valid_from_offset"] < hi]
+            assert (replicas, adding, removing) in ours, \
+                f"{v.step}: Kafka listed {topic}-{p} {(replicas, adding, removing)}; " \
+                f"the timeline in [{lo}, {hi}) has {ours}"
+    assert listed, "Kafka listed no ongoing reassignment"
+
+
+def test_changes_between_describes_have_their_events(incidents: Incidents, history: History,
+                                                     settled) -> None:
+    """Between two consecutive compared views, a partition whose ISR lost a member has an
+    isr_shrink in the lake, one whose ISR gained a member an isr_expand, and one whose
+    leader changed an election (clean, ELR, unclean) or, leaderless now, a leader_offline;
+    one whose ELR or last known ELR changed (as a set) an elr_change.
+    (Kafka's describes show net changes only: a member that left and came back within a
+    step is the simulator's and the rules' business, not this test's.)"""
+    elections = ("clean_election", "elr_election", "unclean_election")
+    problems, checked = [], 0
+    for (a, at_a), (b, at_b) in pairwise(settled):
+        for key in set(a.describe) & set(b.describe):
+            before, after = a.describe[key], b.describe[key]
+            need = []
+            if set(before["Isr"]) - set(after["Isr"]):
+                need.append(("isr_shrink",))
+            if set(after["Isr"]) - set(before["Isr"]):
+                need.append(("isr_expand",))
+            if before["Leader"] != after["Leader"]:
+                need.append(("leader_offline",) if after["Leader"] == -1 else elections)
+            if any(set(before.get(k, [])) != set(after.get(k, []))
+                   for k in ("Elr", "LastKnownElr")):
+                need.append(("elr_change",))
+            for kinds in need:
+                checked += 1
+                if not any(key in history.events_in(k, at_a + 1, at_b + 1) for k in kinds):
+                    problems.append(f"{key} between {a.step!r} and {b.step!r}: "
+                                    f"{before} -> {after} without {' or '.join(kinds)}")
+    assert not problems, "\n".join(problems)
+    assert checked >= 5, f"only {checked} changes between consecutive describes"
