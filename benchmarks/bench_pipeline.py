@@ -299,7 +299,7 @@ def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory,
           f"in {yard:.1f} s ({len(steps):,} steps); ingest / replay = {wall / yard:.1f}")
     # rows each stage handles (jobs/increment.py says what each stage does)
     stage_rows = {"decode": r.records, "fold": r.changes, "kernel": r.changes,
-                  "bronze": r.records, "gold": r.timeline, "current": r.timeline}
+                  "commit": r.records, "current": r.timeline}
     for name, secs in r.stage_seconds.items():
         n = stage_rows.get(name)
         rate = f"{n / secs:>10,.0f} rows/s" if n and secs else ""

@@ -7,7 +7,9 @@ identifiers, kept in the table itself (no side files):
 * appends carry the writer options `txnAppId` / `txnVersion`: Delta skips a write whose
   version it already committed for that app id;
 * merges (`partition_current`, closing timeline states, topics) carry the same pair as the
-  session settings `spark.databricks.delta.write.txnAppId` / `txnVersion`.
+  session settings `spark.databricks.delta.write.txnAppId` / `txnVersion`, in a session of
+  the writing thread's own (`own_session`) when an increment commits independent tables
+  from several threads: one thread's transaction id must never reach another's merge.
 
 Before computing a table's rows the increment asks `committed` (the table's last version for
 the app id, from its Delta snapshot), so a job killed at any instant and re-run writes
@@ -21,6 +23,7 @@ the versions current when it was called: one increment reads all its inputs at o
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,13 +93,17 @@ class Lake:
         self._spark = spark
         self._pins = pins  # table -> version this view reads (None: the latest)
         self._checked: set[str] = set()  # tables whose layout was checked
+        self._threads = threading.local()  # a committing thread's own session (own_session)
 
     @property
     def spark(self) -> SparkSession:
-        s = self._spark or SparkSession.getActiveSession()
-        if s is None:
+        """The lake's session: the one given, else the active one when first asked (kept:
+        the active session is per thread, and a lake is also used by commit threads)."""
+        if self._spark is None:
+            self._spark = SparkSession.getActiveSession()
+        if self._spark is None:
             raise RuntimeError("the lake needs a SparkSession (kraftlake.spark.get_spark)")
-        return s
+        return self._spark
 
     @property
     def fs(self) -> HadoopFS:
@@ -268,10 +275,23 @@ class Lake:
         crc = snap.checksumOpt()
         return (crc.get().numFiles() if crc.isDefined() else snap.numOfFiles()) > 0
 
+    def own_session(self) -> None:
+        """Give the calling thread a session of its own for merges, before it commits
+        beside other threads: a merge's transaction id is a session setting (`_txn`), and a
+        setting of a session is seen by every thread using it. A new session shares the
+        SparkContext, the catalog and the cache; only its settings and temporary views are
+        its own. Threads that did not ask use the lake's session."""
+        self._threads.session = self.spark.newSession()
+
+    def _dml_session(self) -> SparkSession:
+        return getattr(self._threads, "session", None) or self.spark
+
     @contextmanager
-    def _txn(self, app_id: str, version: int, metadata: dict[str, str] | None) -> Iterator[None]:
-        """Session settings that make the next DML command (a MERGE) idempotent."""
-        conf = self.spark.conf
+    def _txn(self, session: SparkSession, app_id: str, version: int,
+             metadata: dict[str, str] | None) -> Iterator[None]:
+        """Session settings that make the next DML command (a MERGE) of `session`
+        idempotent."""
+        conf = session.conf
         conf.set(_TXN_CONF[0], app_id)
         conf.set(_TXN_CONF[1], str(version))
         conf.set(_USER_META_CONF, self._meta(app_id, version, metadata))
@@ -307,8 +327,9 @@ class Lake:
         if target_filter:
             on = f"{on} AND ({target_filter})"
         cols = {c: f"s.{c}" for c in schema.names}
-        with self._txn(app_id, version, metadata):
-            (DeltaTable.forPath(self.spark, self.path(name)).alias("t")
+        session = self._dml_session()
+        with self._txn(session, app_id, version, metadata):
+            (DeltaTable.forPath(session, self.path(name)).alias("t")
              .merge(source.alias("s"), on)
              .whenMatchedDelete(condition="s._delete")
              .whenMatchedUpdate(condition="NOT s._delete", set=cols)
