@@ -12,13 +12,10 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..kraft.events import ELR_EVENTS, HARM_EVENTS
 from ..lake.delta import Lake
 
 TOP_PARTITIONS = 10
-# events that say a partition was hurt (creation, deletion and recoveries do not)
-HARM = ("unclean_election", "leader_offline", "under_min_isr", "isr_shrink", "elr_election",
-        "clean_election", "elr_change")
-ELR_EVENTS = ("elr_change", "elr_election")
 
 
 @dataclass(frozen=True)
@@ -97,7 +94,7 @@ def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
                     .orderBy("offset"))
     incident_events = _incident_events(in_window, incidents)
     if not partitions:
-        top = (in_window.filter(F.col("event_type").isin(*HARM)).groupBy(
+        top = (in_window.filter(F.col("event_type").isin(*HARM_EVENTS)).groupBy(
             "topic_name", "partition_id").count()
             .orderBy(F.col("count").desc(), "topic_name", "partition_id")
             .limit(TOP_PARTITIONS).collect())
