@@ -47,13 +47,20 @@ def _validation_pages(report_dir: Path, suite: str, run_id: str) -> list[Path]:
     return sorted(base.rglob("*.html")) if base.is_dir() else []
 
 
-def write_summary(run: Any) -> Path:
-    """A landing page for the run that needs nothing from the network.
+def publish(run: Any) -> Path:
+    """Finish the run's report directory: GX's pages made self-contained
+    (`offline.make_offline`) and kraftlake's summary page written; the summary's path."""
+    from .offline import make_offline
 
-    GX's own index page builds its tables with JavaScript loaded from public CDNs, so it
-    shows an empty list where those cannot be reached (scheduled jobs, air-gapped sites).
-    Its validation-result pages are plain HTML and work anywhere; this page lists every
-    suite with its result and links to them.
+    make_offline(run.report_dir)
+    return write_summary(run)
+
+
+def write_summary(run: Any) -> Path:
+    """A landing page for the run: every suite with its verdict, linking GX's pages.
+
+    It is plain HTML with its style inline, one page to open (or mail) first; GX's index
+    lists the same validations with its own search and filters.
     """
     from html import escape
 
@@ -88,8 +95,8 @@ tr.passed td:nth-child(2){{color:#070;font-weight:bold}}</style></head>
 <p>Run <b>{escape(run.run_id)}</b> at {escape(run.run_time.isoformat())}: <b>{verdict}</b></p>
 <table><tr><th>suite</th><th>result</th><th>expectations</th><th>failed</th></tr>
 {''.join(rows)}</table>
-<p>Great Expectations Data Docs: <a href="index.html">index</a> (needs network access for
-its scripts); the suite links above open its validation pages.</p></body></html>
+<p>Great Expectations Data Docs: <a href="index.html">index</a>; the suite links above open
+its validation pages. Every page opens offline.</p></body></html>
 """
     out = rdir / SUMMARY_PAGE
     out.write_text(page)
