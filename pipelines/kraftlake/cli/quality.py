@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from ..quality.suites import verdict
 from . import main
 
 
@@ -31,7 +32,7 @@ def _summary(run) -> str:
     errors = len(run.failed_errors)
     warnings = len(run.failed) - errors
     lines.append(f"run {run.run_id}: {len(run.outcomes)} expectations, {errors} error(s) "
-                 f"failed, {warnings} warning(s) failed")
+                 f"failed, {warnings} warning(s) failed: {verdict(o.severity for o in run.failed)}")
     return "\n".join(lines)
 
 
@@ -39,7 +40,8 @@ def _summary(run) -> str:
 @click.option("--lake", "lake_dir", required=True,
               help="Lake location: a path, file:// or s3a:// URI.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="Render Great Expectations Data Docs into this directory.")
+              default=None,
+              help="Render Great Expectations Data Docs into this directory (they open offline).")
 @click.option("--suite", "suites", multiple=True,
               help="Suite to run (repeatable; default: every suite).")
 @click.option("--max-age", "max_age", type=float, default=None,
