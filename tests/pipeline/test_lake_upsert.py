@@ -96,3 +96,16 @@ def test_merges_committing_on_several_threads_keep_their_own_transaction_ids(
         assert lake.txn_version(name, f"app-{name}") == 5
         other = next(t for t in tables if t != name)
         assert lake.txn_version(name, f"app-{other}") is None
+
+
+def test_a_table_another_writer_creates_later_is_seen(spark, tmp_path) -> None:
+    """A process that looked at a table while another one was writing its first commit
+    sees the table once that commit lands (the other writer here: delta-rs)."""
+    import deltalake
+
+    lake = Lake(tmp_path, spark)
+    (tmp_path / "brokers" / "_delta_log").mkdir(parents=True)  # a first write under way
+    assert not lake.exists("brokers")
+    deltalake.write_deltalake(str(tmp_path / "brokers"),
+                              table_schema("brokers").arrow.empty_table())
+    assert lake.exists("brokers") and lake.version("brokers") == 0

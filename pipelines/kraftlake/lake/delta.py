@@ -115,7 +115,10 @@ class Lake:
         return join(self.root, name)
 
     def exists(self, name: str) -> bool:
-        return bool(DeltaTable.isDeltaTable(self.spark, self.path(name)))
+        """The table has a commit, as the file system says now. (`DeltaTable.isDeltaTable`
+        answers from Delta's cached view of the path, which a process that looked before
+        another writer's first commit keeps for up to an hour.)"""
+        return int(self._snapshot(name).version()) >= 0
 
     def is_lake(self) -> bool:
         """A kraftlake lake has an `ingest_progress` table (every increment ends with it)."""
