@@ -118,7 +118,7 @@ class Lake:
         """The table has a commit, as the file system says now. (`DeltaTable.isDeltaTable`
         answers from Delta's cached view of the path, which a process that looked before
         another writer's first commit keeps for up to an hour.)"""
-        return int(self._snapshot(name).version()) >= 0
+        return self.version(name) is not None
 
     def is_lake(self) -> bool:
         """A kraftlake lake has an `ingest_progress` table (every increment ends with it)."""
@@ -141,15 +141,14 @@ class Lake:
 
     def version(self, name: str) -> int | None:
         """The table's current version (None: no table)."""
-        if not self.exists(name):
-            return None
-        return int(self._snapshot(name).version())
+        v = int(self._snapshot(name).version())
+        return v if v >= 0 else None
 
     def txn_version(self, name: str, app_id: str) -> int | None:
         """Last transaction version `app_id` committed to table `name` (None = never)."""
-        if not self.exists(name):
-            return None
         snap = self._snapshot(name)
+        if int(snap.version()) < 0:  # no table
+            return None
         # The version's checksum file lists the table's transactions: reading it costs
         # milliseconds, where the snapshot's own state reconstruction runs a Spark job.
         crc = snap.checksumOpt()
@@ -272,9 +271,9 @@ class Lake:
     def _has_rows(self, name: str) -> bool:
         """The table exists and holds a data file (read from the version's checksum when
         Delta wrote one, which costs no Spark job)."""
-        if not self.exists(name):
-            return False
         snap = self._snapshot(name)
+        if int(snap.version()) < 0:  # no table
+            return False
         crc = snap.checksumOpt()
         return (crc.get().numFiles() if crc.isDefined() else snap.numOfFiles()) > 0
 
