@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -13,16 +15,40 @@ import click
 class _Main(click.Group):
     """The command group; a configuration kraftlake cannot use, or a `--lake` that holds no
     kraftlake lake, ends any command with one line naming it (exit status 1), not a
-    traceback (nor an empty answer)."""
+    traceback (nor an empty answer). A failure inside Spark names the file its JVM logged
+    to (the console gets none of that log unless `--verbose`)."""
 
     def invoke(self, ctx: click.Context) -> object:
         from kraftlake.config import ConfigError
-        from kraftlake.lake.delta import NotALakeError
+        from kraftlake.lake.location import NotALakeError
 
         try:
             return super().invoke(ctx)
         except (ConfigError, NotALakeError) as e:
             raise click.ClickException(str(e)) from None
+        except Exception as e:
+            if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
+                raise
+            from kraftlake.spark import spark_log
+
+            first = next((ln for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+            where = spark_log()
+            cause = _cause_in_log(where) if where else None
+            raise click.ClickException(" ".join(first.split()) + (f": {cause}" if cause else "")
+                                       + (f" (Spark's log: {where})" if where else "")) from None
+
+
+def _cause_in_log(log: Path) -> str | None:
+    """The exception a JVM that died at start wrote to its log (`Exception in thread "main"
+    org...SparkException: Master must ...`): its message, the part the user can act on."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("Exception in thread"):
+            return line.split(": ", 1)[-1].strip()
+    return None
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,12 +57,25 @@ def main() -> None:
     """kraftlake: history, incidents and data quality from Kafka's KRaft metadata log."""
 
 
+def _set_verbose(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        from kraftlake.spark import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"
+
+
 def spark_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The options every command that starts Spark takes: the master URL and the YAML
-    settings file (`kraftlake.config`), passed on as `master` and `conf_file`."""
+    settings file (`kraftlake.config`), passed on as `master` and `conf_file`, and
+    `--verbose` (Spark's own log on the console; read by `kraftlake.spark`)."""
     f = click.option("--master", default=None, help="Spark master URL (default: configured)")(f)
     f = click.option("--conf", "conf_file", default=None, type=click.Path(dir_okay=False),
                      help="YAML settings merged over the defaults (else $KRAFTLAKE_CONF)")(f)
+    f = click.option("--verbose", "-v", is_flag=True, expose_value=False, is_eager=True,
+                     callback=_set_verbose,
+                     help="Spark's and the JVM's log on the console (also "
+                          "KRAFTLAKE_VERBOSE=1); else it goes to a file under "
+                          "~/.local/state/kraftlake/logs named on errors")(f)
     return f
 
 
