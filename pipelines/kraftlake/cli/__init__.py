@@ -12,9 +12,17 @@ from typing import Any
 import click
 
 
+class BadInput(click.ClickException):
+    """Input the command refuses before doing anything (a path that is no metadata log, a
+    `--lake` without a lake, a configuration it cannot use): `Error: ...`, exit status 2,
+    as click's own usage errors. Exit status 1 is left for what fails while running."""
+
+    exit_code = 2
+
+
 class _Main(click.Group):
     """The command group; a configuration kraftlake cannot use, or a `--lake` that holds no
-    kraftlake lake, ends any command with one line naming it (exit status 1), not a
+    kraftlake lake, ends any command with one line naming it (exit status 2), not a
     traceback (nor an empty answer). A failure inside Spark names the file its JVM logged
     to (the console gets none of that log unless `--verbose`)."""
 
@@ -25,7 +33,7 @@ class _Main(click.Group):
         try:
             return super().invoke(ctx)
         except (ConfigError, NotALakeError) as e:
-            raise click.ClickException(str(e)) from None
+            raise BadInput(str(e)) from None
         except Exception as e:
             if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
                 raise
@@ -62,6 +70,15 @@ def _set_verbose(_ctx: click.Context, _param: click.Parameter, value: bool) -> N
         from kraftlake.spark import VERBOSE_ENV
 
         os.environ[VERBOSE_ENV] = "1"
+
+
+def lake_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`--lake`, the same in every command that reads or writes a lake: a location (path,
+    file:// or s3a:// URI, not checked by click: an s3a lake is no local directory), default
+    the configuration's `lake` (`./lake` unless --conf says otherwise)."""
+    return click.option("--lake", default=None, metavar="URI",
+                        help="The lake: a path, file:// or s3a:// URI (default: the "
+                             "configuration's `lake`, ./lake).")(f)
 
 
 def spark_options(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from . import main
+from . import lake_option, main, spark_options
 
 
 def _summary(run) -> str:
@@ -36,8 +36,7 @@ def _summary(run) -> str:
 
 
 @main.command()
-@click.option("--lake", "lake_dir", required=True,
-              help="Lake location: a path, file:// or s3a:// URI.")
+@lake_option
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Render Great Expectations Data Docs into this directory.")
 @click.option("--suite", "suites", multiple=True,
@@ -47,13 +46,15 @@ def _summary(run) -> str:
                    "(default 86400).")
 @click.option("--now", "now", type=click.DateTime(), default=None,
               help="Reference time for freshness, UTC (default: now).")
-@click.option("--master", default=None, help="Spark master (default: from the config).")
-def quality(lake_dir: str, report_dir: Path | None, suites: tuple[str, ...],
-            max_age: float | None, now: datetime | None, master: str | None) -> None:
+@spark_options
+def quality(lake: str | None, report_dir: Path | None, suites: tuple[str, ...],
+            max_age: float | None, now: datetime | None, master: str | None,
+            conf_file: str | None) -> None:
     """Validate the lake with the expectation suites; exit 1 if an error-level check failed."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from ..config import load_config
     from ..lake.delta import Lake
+    from ..lake.location import require_lake
     from ..quality.runner import DEFAULT_MAX_AGE_SECONDS, run_quality
     from ..quality.suites import SUITES
     from ..spark import get_spark
@@ -62,11 +63,10 @@ def quality(lake_dir: str, report_dir: Path | None, suites: tuple[str, ...],
         if s not in SUITES:
             raise click.BadParameter(f"unknown suite {s!r}; known: {', '.join(SUITES)}",
                                      param_hint="--suite")
-    cfg = load_config(lake=lake_dir)
+    cfg = load_config(conf_file, lake=lake)
+    require_lake(cfg.lake)  # before a JVM starts
     spark = get_spark(cfg, master=master)
-    lake = Lake(cfg.lake, spark)
-    lake.require()
-    run = run_quality(spark, lake, suites=list(suites) or None,
+    run = run_quality(spark, Lake(cfg.lake, spark).require(), suites=list(suites) or None,
                       report_dir=report_dir,
                       now=now.replace(tzinfo=UTC) if now else None,
                       max_age_seconds=max_age if max_age is not None else
