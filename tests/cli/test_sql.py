@@ -43,3 +43,14 @@ def test_a_huge_result_is_bounded_by_limit(sim_lake) -> None:
     assert len(json.loads(out.stdout)) == 7
     out = _sql(lake, "SELECT offset FROM records", "--format", "json", "--limit", "0")
     assert len(json.loads(out.stdout)) == total["n"] and "note:" not in out.stderr
+
+
+def test_json_timestamps_are_utc_with_their_zone(sim_lake) -> None:
+    """An instant in JSON names its zone: `...Z`, not a bare local-looking time."""
+    import datetime as dt
+
+    out = _sql(sim_lake[0], "SELECT max(timestamp) AS ts FROM records", "--format", "json")
+    (row,) = json.loads(out.stdout)
+    assert row["ts"].endswith("Z"), row
+    when = dt.datetime.fromisoformat(row["ts"])
+    assert when.utcoffset() == dt.timedelta(0)

@@ -59,7 +59,19 @@ def _cause_in_log(log: Path) -> str | None:
     return None
 
 
-@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="""\b
+Examples:
+  kraftlake demo
+  kraftlake ingest /var/lib/kafka/data/__cluster_metadata-0 --lake lake
+  kraftlake sql 'SELECT * FROM incidents' --lake lake
+  kraftlake tables
+
+\b
+Exit status: 0 done; 1 a failure while running (a partly refused ingest, failed
+error-level checks, a table not maintained, Spark); 2 input refused before anything
+was done (usage, a path that is no metadata log, a --lake without a lake, an
+unusable --conf, SQL Spark refuses). Errors are one line starting with "Error: ".""")
 @click.version_option(package_name="kraftlake")
 def main() -> None:
     """kraftlake: history, incidents and data quality from Kafka's KRaft metadata log."""

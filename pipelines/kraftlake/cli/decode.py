@@ -90,7 +90,11 @@ def _refuse_user_data(path: Path) -> None:
         return
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake decode /var/lib/kafka/data/__cluster_metadata-0
+  kraftlake decode 00000000000000000000.log --jsonl > records.jsonl
+  kraftlake decode dump.txt --count        # kafka-dump-log.sh output""")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--jsonl", "mode", flag_value="jsonl", help="One JSON object per record.")
 @click.option("--count", "mode", flag_value="count", help="Record counts by type.")

@@ -12,7 +12,11 @@ from . import BadInput, lake_option, main, spark_options
 from .render import print_table
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake ingest /var/lib/kafka/data/__cluster_metadata-0 --lake lake
+  kraftlake ingest dump.txt --cluster-id MkU3OEVBNTcwNTJENDM2Qg --lake lake
+  kraftlake ingest s3a://bucket/logs/cluster-a --lake s3a://bucket/lake""")
 @click.argument("sources", nargs=-1, required=True)
 @lake_option
 @click.option("--cluster-id", default=None, help="cluster id when meta.properties is absent")

@@ -41,7 +41,10 @@ def _report(results: list[TableMaintenance], title: str) -> None:
                 right=figures)
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake maintain --lake lake                  # daily, after the ingest
+  kraftlake maintain --lake lake --no-compact     # beside a running stream""")
 @lake_option
 @click.option("--table", "tables", multiple=True,
               help="Table to maintain (repeatable; default: every table).")

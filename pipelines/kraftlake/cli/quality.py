@@ -35,7 +35,10 @@ def _summary(run) -> str:
     return "\n".join(lines)
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake quality --lake lake --report quality-report
+  kraftlake quality --lake lake --suite partition_timeline --max-age 3600""")
 @lake_option
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Render Great Expectations Data Docs into this directory.")
@@ -50,7 +53,10 @@ def _summary(run) -> str:
 def quality(lake: str | None, report_dir: Path | None, suites: tuple[str, ...],
             max_age: float | None, now: datetime | None, master: str | None,
             conf_file: str | None) -> None:
-    """Validate the lake with the expectation suites; exit 1 if an error-level check failed."""
+    """Validate the lake with the expectation suites; exit 1 if an error-level check failed.
+
+    Every expectation's result is appended to the lake's `quality_results` table (one row
+    per expectation and run), so the lake keeps the history of its checks."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from ..config import load_config
     from ..lake.delta import Lake

@@ -83,7 +83,11 @@ def _spark_error(exc: Exception) -> str:
     return " ".join(first.split())
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake sql "SELECT * FROM partition_events WHERE event_type = 'unclean_election'"
+  kraftlake sql 'DESCRIBE HISTORY partition_current' --lake lake
+  kraftlake sql 'SELECT * FROM incidents' --lake lake --format json > incidents.json""")
 @click.argument("query")
 @lake_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
@@ -115,7 +119,9 @@ def sql(query: str, lake: str | None, fmt: str, limit: int, master: str | None,
     print_rows(df.columns, [[_plain(v) for v in r] for r in got], fmt)
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake timeline --lake lake --topic orders --partition 0""")
 @lake_option
 @click.option("--topic", required=True, help="topic name")
 @click.option("--partition", "partition", required=True, type=int)

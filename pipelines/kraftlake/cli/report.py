@@ -20,12 +20,16 @@ def _partition(value: str) -> tuple[str, int]:
     return topic, int(num)
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake report --lake lake --out report.html
+  kraftlake report --lake lake --out r.html --since 2025-01-01 --partition orders:0""")
 @lake_option
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="HTML file to write")
-@click.option("--cluster", "cluster_id", default=None,
+@click.option("--cluster-id", default=None,
               help="cluster id (needed when the lake holds several clusters)")
+@click.option("--cluster", "cluster_alias", default=None, hidden=True)  # its name until 0.x
 @click.option("--since", type=click.DateTime(TIME_FORMATS), default=None,
               help="start of the range, UTC")
 @click.option("--until", type=click.DateTime(TIME_FORMATS), default=None,
@@ -33,7 +37,8 @@ def _partition(value: str) -> tuple[str, int]:
 @click.option("--partition", "partitions", multiple=True,
               help="topic:N to show in detail (repeatable; default: the ten most affected)")
 @spark_options
-def report(lake: str | None, out: Path, cluster_id: str | None, since: dt.datetime | None,
+def report(lake: str | None, out: Path, cluster_id: str | None, cluster_alias: str | None,
+           since: dt.datetime | None,
            until: dt.datetime | None, partitions: tuple[str, ...], master: str | None,
            conf_file: str | None) -> None:
     """Write one self-contained HTML incident report (charts and tables, no network needed
@@ -46,6 +51,7 @@ def report(lake: str | None, out: Path, cluster_id: str | None, since: dt.dateti
     from ..spark import get_spark
 
     chosen = [_partition(p) for p in partitions]
+    cluster_id = cluster_id or cluster_alias
     cfg = load_config(conf_file, lake=lake)
     require_lake(cfg.lake)  # before a JVM starts
     t0 = time.time()

@@ -8,7 +8,10 @@ from rich.console import Console
 from . import BadInput, lake_option, main, spark_options
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake stream /var/lib/kafka/data/__cluster_metadata-0 --lake lake --trigger 5s
+  kraftlake stream /tmp/cluster/__cluster_metadata-0 --lake lake --available-now""")
 @click.argument("source")
 @lake_option
 @click.option("--cluster-id", default=None)
