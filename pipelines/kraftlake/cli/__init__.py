@@ -7,9 +7,12 @@ import importlib.util
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from kraftlake.config import Config
 
 
 class BadInput(click.ClickException):
@@ -82,6 +85,18 @@ def _set_verbose(_ctx: click.Context, _param: click.Parameter, value: bool) -> N
         from kraftlake.spark import VERBOSE_ENV
 
         os.environ[VERBOSE_ENV] = "1"
+
+
+def lake_config(conf_file: str | None, lake: str | None) -> Config:
+    """The configuration of a command that reads a lake, once its `--lake` is known to hold
+    one: checked before Spark (or anything that imports it) is loaded, so a wrong `--lake`
+    is answered at once (`lake.location`)."""
+    from kraftlake.config import load_config
+    from kraftlake.lake.location import require_lake
+
+    cfg = load_config(conf_file, lake=lake)
+    require_lake(cfg.lake)
+    return cfg
 
 
 def lake_option(f: Callable[..., Any]) -> Callable[..., Any]:

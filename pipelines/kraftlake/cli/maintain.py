@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import lake_option, main, spark_options
+from . import lake_config, lake_option, main, spark_options
 from .render import print_table
 
 if TYPE_CHECKING:
@@ -61,7 +61,6 @@ def maintain(lake: str | None, tables: tuple[str, ...], retention_hours: int,
              conf_file: str | None) -> None:
     """Compact small files, vacuum unreferenced ones, checkpoint the Delta log of each table."""
     from ..lake.delta import Lake
-    from ..lake.location import require_lake
     from ..lake.maintain import DEFAULT_RETENTION_HOURS
     from ..lake.maintain import maintain as run
     from ..lake.schema import table_names
@@ -76,11 +75,9 @@ def maintain(lake: str | None, tables: tuple[str, ...], retention_hours: int,
             f"{retention_hours} h is below Delta's default retention of "
             f"{DEFAULT_RETENTION_HOURS} h: a reader of an older snapshot could lose its "
             f"files; add --allow-short-retention if none can", param_hint="--retention-hours")
-    from ..config import load_config
     from ..spark import get_spark
 
-    cfg = load_config(conf_file, lake=lake)
-    require_lake(cfg.lake)  # before a JVM starts
+    cfg = lake_config(conf_file, lake)  # before a JVM starts
     lk = Lake(cfg.lake, get_spark(cfg, master=master)).require()
     t0 = time.time()
     results = run(lk, list(tables) or None, compact=not no_compact,

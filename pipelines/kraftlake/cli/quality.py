@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from . import lake_option, main, spark_options
+from . import lake_config, lake_option, main, spark_options
 
 
 def _summary(run) -> str:
@@ -58,9 +58,8 @@ def quality(lake: str | None, report_dir: Path | None, suites: tuple[str, ...],
     Every expectation's result is appended to the lake's `quality_results` table (one row
     per expectation and run), so the lake keeps the history of its checks."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from ..config import load_config
+    cfg = lake_config(conf_file, lake)  # before a JVM starts
     from ..lake.delta import Lake
-    from ..lake.location import require_lake
     from ..quality.runner import DEFAULT_MAX_AGE_SECONDS, run_quality
     from ..quality.suites import SUITES
     from ..spark import get_spark
@@ -69,8 +68,6 @@ def quality(lake: str | None, report_dir: Path | None, suites: tuple[str, ...],
         if s not in SUITES:
             raise click.BadParameter(f"unknown suite {s!r}; known: {', '.join(SUITES)}",
                                      param_hint="--suite")
-    cfg = load_config(conf_file, lake=lake)
-    require_lake(cfg.lake)  # before a JVM starts
     spark = get_spark(cfg, master=master)
     run = run_quality(spark, Lake(cfg.lake, spark).require(), suites=list(suites) or None,
                       report_dir=report_dir,

@@ -10,7 +10,7 @@ import sys
 import click
 
 from ..kraft.partition import RECOVERING
-from . import BadInput, lake_option, main, spark_options
+from . import BadInput, lake_config, lake_option, main, spark_options
 from .render import print_table
 
 
@@ -61,13 +61,10 @@ def print_rows(columns: list[str], rows: list[list], fmt: str = "table") -> None
 
 
 def _session(lake: str | None, master: str | None, conf_file: str | None):
-    from ..config import load_config
+    cfg = lake_config(conf_file, lake)  # before a JVM starts
     from ..lake.delta import Lake
-    from ..lake.location import require_lake
     from ..spark import get_spark
 
-    cfg = load_config(conf_file, lake=lake)
-    require_lake(cfg.lake)  # before a JVM starts
     spark = get_spark(cfg, master=master)
     lk = Lake(cfg.lake, spark).require()
     lk.register_views(spark)
@@ -100,13 +97,13 @@ def sql(query: str, lake: str | None, fmt: str, limit: int, master: str | None,
 
     Exit status 2 when Spark refuses the query (a syntax error, an unknown table or
     column), with Spark's message on one line."""
+    spark, _ = _session(lake, master, conf_file)
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.logger import PySparkLogger
 
     # PySpark logs a refused SQL query with its JVM stack trace as one JSON line on stderr;
     # the user gets Spark's message once, below
     PySparkLogger.getLogger("SQLQueryContextLogger").disabled = True
-    spark, _ = _session(lake, master, conf_file)
     try:
         df = spark.sql(query)
         got = (df.limit(limit + 1) if limit else df).collect()
@@ -130,9 +127,9 @@ Examples:
 def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | None,
              master: str | None, conf_file: str | None) -> None:
     """One partition's history: every state with its events, oldest first."""
+    spark, lk = _session(lake, master, conf_file)
     from pyspark.sql import functions as F
 
-    spark, lk = _session(lake, master, conf_file)
     # DataFrame filters, not SQL with named parameters: Spark leaves those unbound once
     # Delta's SQL extension is in the session ([UNBOUND_SQL_PARAMETER])
     cond = (F.col("topic_name") == topic) & (F.col("partition_id") == partition)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from . import BadInput, lake_option, main, spark_options
+from . import BadInput, lake_config, lake_option, main, spark_options
 
 TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
@@ -43,17 +43,14 @@ def report(lake: str | None, out: Path, cluster_id: str | None, cluster_alias: s
            conf_file: str | None) -> None:
     """Write one self-contained HTML incident report (charts and tables, no network needed
     to view it) for a postmortem."""
-    from ..config import load_config
+    chosen = [_partition(p) for p in partitions]
+    cluster_id = cluster_id or cluster_alias
+    cfg = lake_config(conf_file, lake)  # before a JVM starts
     from ..lake.delta import Lake
-    from ..lake.location import require_lake
     from ..report import write_report
     from ..report.data import Window
     from ..spark import get_spark
 
-    chosen = [_partition(p) for p in partitions]
-    cluster_id = cluster_id or cluster_alias
-    cfg = load_config(conf_file, lake=lake)
-    require_lake(cfg.lake)  # before a JVM starts
     t0 = time.time()
     spark = get_spark(cfg, master=master)
     try:

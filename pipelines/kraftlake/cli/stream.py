@@ -26,17 +26,19 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
            master: str | None, conf_file: str | None) -> None:
     """Stream new records of a __cluster_metadata-0 directory into the lake (exactly once)."""
     from ..config import load_config
-    from ..jobs.batch import find_inputs, input_bytes
-    from ..jobs.stream import processing_time, start_stream
-    from ..spark import get_spark
+    from ..jobs.trigger import processing_time
 
-    console = Console(stderr=True)
     cfg = load_config(conf_file, lake=lake, cluster_id=cluster_id, checkpoint=checkpoint)
     if not available_now:  # a trigger Spark would refuse only once the query starts
         try:
             processing_time(trigger or cfg.trigger)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--trigger") from None
+    from ..jobs.batch import find_inputs, input_bytes
+    from ..jobs.stream import start_stream
+    from ..spark import get_spark
+
+    console = Console(stderr=True)
     (first, *_) = find_inputs([source], cluster_id, cfg)
     if first.refused or first.kind != "dir":  # before Spark starts or the lake is created
         why = first.refused or f"{source}: a stream tails a metadata-log directory, not a text"
