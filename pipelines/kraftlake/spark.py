@@ -159,8 +159,11 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     conf = {"spark.app.name": cfg.spark_app_name, **DELTA_CONF,
-            "spark.sql.warehouse.dir": str(state_dir() / "spark-warehouse"),
             **cfg.spark_conf, **(extra_conf or {})}
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not spark-submit's JVM, whose conf rules
+        # Spark's default is ./spark-warehouse: a directory left wherever a command ran
+        conf.setdefault("spark.sql.warehouse.dir",
+                        (state_dir() / "spark-warehouse").resolve().as_uri())
     if master or "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         conf["spark.master"] = master or cfg.spark_master
     launcher = os.environ.get("PYSPARK_SUBMIT_ARGS", "")

@@ -54,3 +54,18 @@ def test_json_timestamps_are_utc_with_their_zone(sim_lake) -> None:
     assert row["ts"].endswith("Z"), row
     when = dt.datetime.fromisoformat(row["ts"])
     assert when.utcoffset() == dt.timedelta(0)
+
+
+def test_describe_history_to_a_pipe_shows_whole_timestamps(sim_lake) -> None:
+    """The timestamp `TIMESTAMP AS OF` needs, whole (rich cut it in a narrow table), and
+    usable as printed."""
+    import re
+
+    out = _sql(sim_lake[0], "DESCRIBE HISTORY partition_current")
+    assert out.exit_code == 0, out.output
+    assert "…" not in out.stdout
+    stamps = re.findall(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z", out.stdout)
+    assert stamps, out.stdout
+    back = _sql(sim_lake[0], f"SELECT count(*) AS n FROM partition_current TIMESTAMP AS OF "
+                             f"'{stamps[0]}'", "--format", "json")
+    assert back.exit_code == 0, back.output
