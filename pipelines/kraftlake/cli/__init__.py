@@ -42,9 +42,13 @@ class _Main(click.Group):
                 raise
             from kraftlake.spark import spark_log
 
-            first = next((ln for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+            lines = [ln for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
+            first = lines[0]
+            if first.startswith("An error occurred while calling") and len(lines) > 1:
+                first = lines[1].lstrip(": ")  # py4j's: the Java exception is the next line
             where = spark_log()
-            cause = _cause_in_log(where) if where else None
+            died = "JAVA_GATEWAY_EXITED" in first  # the JVM ended before Spark was up
+            cause = _cause_in_log(where) if where and died else None
             raise click.ClickException(" ".join(first.split()) + (f": {cause}" if cause else "")
                                        + (f" (Spark's log: {where})" if where else "")) from None
 
