@@ -63,3 +63,14 @@ def test_a_failure_inside_spark_names_its_log(sim_lake, tmp_path: Path) -> None:
     assert line.startswith("Error: ") and str(log) in line, line
     assert "Master must" in line  # the cause, from the log of the JVM that died
     assert "Traceback" not in out.stderr
+
+
+def test_verbose_puts_the_jvm_output_on_the_console(sim_lake, tmp_path: Path) -> None:
+    """`--verbose` (or KRAFTLAKE_VERBOSE=1): what went to the log file is on stderr, and no
+    log file is written (a JVM that dies at start is quick to run)."""
+    for how in (["--verbose"], []):
+        out = _run(tmp_path, "sql", "SELECT 1", "--lake", str(sim_lake[0]), "--master",
+                   "nonsense://x", *how, **({} if how else {"KRAFTLAKE_VERBOSE": "1"}))
+        assert out.returncode == 1, out
+        assert "Master must" in out.stderr and "log4j" in out.stderr, out.stderr
+        assert _logs(tmp_path) == []
