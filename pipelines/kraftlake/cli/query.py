@@ -8,15 +8,18 @@ import json
 import sys
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from ..kraft.partition import RECOVERING
-from . import main, spark_options
+from . import BadInput, lake_config, lake_option, main, spark_options
+from .render import print_table
 
 
 def _plain(v):
-    if isinstance(v, (dt.datetime, dt.date)):
+    """A value of a Spark row as JSON has it. A timestamp is an instant: UTC with its zone
+    (pyspark hands it over as a naive datetime in this process's local time)."""
+    if isinstance(v, dt.datetime):
+        return v.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(v, dt.date):
         return v.isoformat()
     if isinstance(v, (bytes, bytearray)):
         return v.hex()
@@ -27,19 +30,41 @@ def _plain(v):
     return v
 
 
-def _console() -> Console:
-    """The terminal's width on a terminal; wide when piped or captured, so that a scheduler's
-    log or a grep sees whole cells instead of a table squeezed into 80 columns."""
-    c = Console()
-    return c if c.is_terminal else Console(width=200)
+def _utc(ts: dt.datetime | None) -> str:
+    """A timestamp for a table: UTC, to the millisecond, no zone suffix (the header says)."""
+    return "" if ts is None else ts.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _cell(v) -> str:
+    """A plain value as a table cell: text as is, lists and structs as JSON, null empty."""
+    if v is None:
+        return ""
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    return str(v)
+
+
+def print_rows(columns: list[str], rows: list[list], fmt: str = "table") -> None:
+    """A query's result on stdout, the one way every command prints one: `table` (whole
+    cells: `render`), `json` (an array of objects) or `csv`. `rows`: lists of plain values
+    (`_plain`), in the order of `columns`."""
+    if fmt == "json":
+        click.echo(json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=1,
+                              default=str))
+    elif fmt == "csv":
+        w = csv.writer(sys.stdout)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([json.dumps(v) if isinstance(v, (list, dict)) else v for v in r])
+    else:
+        print_table(columns, [[_cell(v) for v in r] for r in rows])
 
 
 def _session(lake: str | None, master: str | None, conf_file: str | None):
-    from ..config import load_config
+    cfg = lake_config(conf_file, lake)  # before a JVM starts
     from ..lake.delta import Lake
     from ..spark import get_spark
 
-    cfg = load_config(conf_file, lake=lake)
     spark = get_spark(cfg, master=master)
     lk = Lake(cfg.lake, spark).require()
     lk.register_views(spark)
@@ -55,9 +80,13 @@ def _spark_error(exc: Exception) -> str:
     return " ".join(first.split())
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake sql "SELECT * FROM partition_events WHERE event_type = 'unclean_election'"
+  kraftlake sql 'DESCRIBE HISTORY partition_current' --lake lake
+  kraftlake sql 'SELECT * FROM incidents' --lake lake --format json > incidents.json""")
 @click.argument("query")
-@click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
+@lake_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
 @click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT, show_default=True,
               help="print at most this many rows (0: all of them)")
@@ -68,13 +97,13 @@ def sql(query: str, lake: str | None, fmt: str, limit: int, master: str | None,
 
     Exit status 2 when Spark refuses the query (a syntax error, an unknown table or
     column), with Spark's message on one line."""
+    spark, _ = _session(lake, master, conf_file)
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.logger import PySparkLogger
 
     # PySpark logs a refused SQL query with its JVM stack trace as one JSON line on stderr;
     # the user gets Spark's message once, below
     PySparkLogger.getLogger("SQLQueryContextLogger").disabled = True
-    spark, _ = _session(lake, master, conf_file)
     try:
         df = spark.sql(query)
         got = (df.limit(limit + 1) if limit else df).collect()
@@ -84,25 +113,13 @@ def sql(query: str, lake: str | None, fmt: str, limit: int, master: str | None,
     if limit and len(got) > limit:
         got = got[:limit]
         click.echo(f"note: the first {limit} rows; --limit N for more (0: all)", err=True)
-    rows = [{k: _plain(v) for k, v in r.asDict().items()} for r in got]
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=1, default=str))
-    elif fmt == "csv":
-        w = csv.writer(sys.stdout)
-        w.writerow(df.columns)
-        for r in rows:
-            w.writerow([json.dumps(v) if isinstance(v, (list, dict)) else v for v in r.values()])
-    else:
-        t = Table()
-        for c in df.columns:
-            t.add_column(c)
-        for r in rows:
-            t.add_row(*["" if v is None else str(v) for v in r.values()])
-        _console().print(t)
+    print_rows(df.columns, [[_plain(v) for v in r] for r in got], fmt)
 
 
-@main.command()
-@click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
+@main.command(epilog="""\b
+Examples:
+  kraftlake timeline --lake lake --topic orders --partition 0""")
+@lake_option
 @click.option("--topic", required=True, help="topic name")
 @click.option("--partition", "partition", required=True, type=int)
 @click.option("--cluster-id", default=None)
@@ -110,9 +127,9 @@ def sql(query: str, lake: str | None, fmt: str, limit: int, master: str | None,
 def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | None,
              master: str | None, conf_file: str | None) -> None:
     """One partition's history: every state with its events, oldest first."""
+    spark, lk = _session(lake, master, conf_file)
     from pyspark.sql import functions as F
 
-    spark, lk = _session(lake, master, conf_file)
     # DataFrame filters, not SQL with named parameters: Spark leaves those unbound once
     # Delta's SQL extension is in the session ([UNBOUND_SQL_PARAMETER])
     cond = (F.col("topic_name") == topic) & (F.col("partition_id") == partition)
@@ -131,23 +148,22 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
             label += f" after {e.recovery_duration_ms / 1000:.1f}s"
         by.setdefault((e.cluster_id, e.topic_id, e.offset, e.seq), []).append(label)
     if not states:
-        raise click.ClickException(f"no timeline rows for {topic}-{partition}")
-    t = Table(title=f"{topic}-{partition}")
-    for c in ("offset", "time (UTC)", "change", "leader", "epochs L/P", "isr", "elr", "lke",
-              "replicas", "recovery", "events"):
-        t.add_column(c)
+        raise BadInput(f"no timeline rows for {topic}-{partition}")
+    rows = []
     for s in states:
         fmt = lambda a: "" if a is None else ",".join(map(str, a))  # noqa: E731
         reass = ""
         if s.adding_replicas or s.removing_replicas:
             reass = f" +{fmt(s.adding_replicas)} -{fmt(s.removing_replicas)}"
-        t.add_row(str(s.valid_from_offset), str(s.valid_from_ts)[:23], s.record_type,
-                  str(s.leader), f"{s.leader_epoch}/{s.partition_epoch}", fmt(s.isr),
-                  fmt(s.eligible_leader_replicas), fmt(s.last_known_elr),
-                  fmt(s.replicas) + reass,
-                  "RECOVERING" if s.leader_recovery_state == RECOVERING else "",
-                  ", ".join(by.get((s.cluster_id, s.topic_id, s.valid_from_offset, s.seq), [])))
-    _console().print(t)
+        rows.append([str(s.valid_from_offset), _utc(s.valid_from_ts), s.record_type,
+                     str(s.leader), f"{s.leader_epoch}/{s.partition_epoch}", fmt(s.isr),
+                     fmt(s.eligible_leader_replicas), fmt(s.last_known_elr),
+                     fmt(s.replicas) + reass,
+                     "RECOVERING" if s.leader_recovery_state == RECOVERING else "",
+                     ", ".join(by.get((s.cluster_id, s.topic_id, s.valid_from_offset, s.seq),
+                                      []))])
+    print_table(["offset", "time (UTC)", "change", "leader", "epochs L/P", "isr", "elr", "lke",
+                 "replicas", "recovery", "events"], rows, title=f"{topic}-{partition}")
     dels = [e for e in evs if e.event_type == "partition_deleted"]
     for e in dels:
         click.echo(f"deleted at offset {e.offset}")

@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 
 from ..uris import join, to_uri
 from .hadoopfs import HadoopFS
+from .location import PROGRESS_TABLE, not_a_lake
 from .schema import table_names, table_schema
 
 # what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts
@@ -62,10 +63,6 @@ TABLE_PROPERTIES = {
 
 class LakeLayoutError(ValueError):
     """A table on disk does not have the layout this version of kraftlake writes."""
-
-
-class NotALakeError(ValueError):
-    """The location holds no kraftlake lake (no `ingest_progress` table)."""
 
 
 def sql_eq(col: str, value: str) -> str:
@@ -122,14 +119,13 @@ class Lake:
 
     def is_lake(self) -> bool:
         """A kraftlake lake has an `ingest_progress` table (every increment ends with it)."""
-        return self.exists("ingest_progress")
+        return self.exists(PROGRESS_TABLE)
 
     def require(self) -> Lake:
         """This lake, or `NotALakeError` (a reader on a wrong `--lake` gets an error, not an
         empty answer)."""
         if not self.is_lake():
-            raise NotALakeError(f"{self.root}: no kraftlake lake here (no ingest_progress "
-                                f"table); run `kraftlake ingest ... --lake {self.root}` first")
+            raise not_a_lake(self.root)
         return self
 
     def _snapshot(self, name: str):
