@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ..kraft.partition import RECOVERING
 from . import main, spark_options
+from .serve import remote_option
 
 
 def _plain(v):
@@ -34,7 +35,17 @@ def _console() -> Console:
     return c if c.is_terminal else Console(width=200)
 
 
-def _session(lake: str | None, master: str | None, conf_file: str | None):
+def _session(lake: str | None, master: str | None, conf_file: str | None,
+             remote: str | None = None):
+    """The session and the lake's tables: a local Spark over `--lake`, or the client
+    session of a `kraftlake serve` endpoint (`--remote`; no JVM here)."""
+    if remote is not None:
+        from .serve import remote_session
+
+        if lake is not None:
+            raise click.UsageError("--lake is the server's (kraftlake serve --lake): give "
+                                   "--remote or --lake, not both")
+        return remote_session(remote)
     from ..config import load_config
     from ..lake.delta import Lake
     from ..spark import get_spark
@@ -55,50 +66,85 @@ def _spark_error(exc: Exception) -> str:
     return " ".join(first.split())
 
 
+class Refused(Exception):
+    """Spark refused a statement; the message is Spark's, on one line."""
+
+
+def run_query(spark, query: str, limit: int) -> tuple[list[str], list[list], bool]:
+    """The columns and (at most `limit`, 0: all) rows of one statement, as plain Python
+    values, and whether there were more rows; `Refused` when Spark refuses it (a syntax
+    error, an unknown table or column)."""
+    from pyspark.errors import AnalysisException, ParseException
+
+    try:
+        df = spark.sql(query)
+        got = (df.limit(limit + 1) if limit else df).collect()
+    except (AnalysisException, ParseException) as exc:
+        raise Refused(_spark_error(exc)) from None
+    more = bool(limit) and len(got) > limit
+    return df.columns, [[_plain(v) for v in r] for r in got[:limit or None]], more
+
+
+def print_rows(columns: list[str], rows: list[list], fmt: str) -> None:
+    """Print a result in the chosen format: the one place a result of `sql` reaches the
+    console."""
+    if not columns:  # a statement without a result (SET, CREATE VIEW ...)
+        return
+    if fmt == "json":
+        click.echo(json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=1,
+                              default=str))
+    elif fmt == "csv":
+        w = csv.writer(sys.stdout)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([json.dumps(v) if isinstance(v, (list, dict)) else v for v in r])
+    else:
+        t = Table()
+        for c in columns:
+            t.add_column(c)
+        for r in rows:
+            t.add_row(*["" if v is None else str(v) for v in r])
+        _console().print(t)
+
+
+def note_more(limit: int) -> None:
+    click.echo(f"note: the first {limit} rows; --limit N for more (0: all)", err=True)
+
+
 @main.command()
 @click.argument("query")
 @click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
 @click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT, show_default=True,
               help="print at most this many rows (0: all of them)")
+@remote_option
 @spark_options
-def sql(query: str, lake: str | None, fmt: str, limit: int, master: str | None,
-        conf_file: str | None) -> None:
+def sql(query: str, lake: str | None, fmt: str, limit: int, remote: str | None,
+        master: str | None, conf_file: str | None) -> None:
     """Run Spark SQL over the lake; every table is a view under its own name.
 
     Exit status 2 when Spark refuses the query (a syntax error, an unknown table or
-    column), with Spark's message on one line."""
-    from pyspark.errors import AnalysisException, ParseException
+    column), with Spark's message on one line.
+
+    \b
+    Examples:
+      kraftlake sql "SELECT * FROM partition_current LIMIT 5" --lake lake
+      kraftlake sql --remote sc://127.0.0.1:15002 "SELECT count(*) FROM records"
+    """
     from pyspark.logger import PySparkLogger
 
     # PySpark logs a refused SQL query with its JVM stack trace as one JSON line on stderr;
     # the user gets Spark's message once, below
     PySparkLogger.getLogger("SQLQueryContextLogger").disabled = True
-    spark, _ = _session(lake, master, conf_file)
+    spark, _ = _session(lake, master, conf_file, remote)
     try:
-        df = spark.sql(query)
-        got = (df.limit(limit + 1) if limit else df).collect()
-    except (AnalysisException, ParseException) as exc:
-        click.echo(f"Error: {_spark_error(exc)}", err=True)
+        columns, rows, more = run_query(spark, query, limit)
+    except Refused as exc:
+        click.echo(f"Error: {exc}", err=True)
         raise SystemExit(2) from None
-    if limit and len(got) > limit:
-        got = got[:limit]
-        click.echo(f"note: the first {limit} rows; --limit N for more (0: all)", err=True)
-    rows = [{k: _plain(v) for k, v in r.asDict().items()} for r in got]
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=1, default=str))
-    elif fmt == "csv":
-        w = csv.writer(sys.stdout)
-        w.writerow(df.columns)
-        for r in rows:
-            w.writerow([json.dumps(v) if isinstance(v, (list, dict)) else v for v in r.values()])
-    else:
-        t = Table()
-        for c in df.columns:
-            t.add_column(c)
-        for r in rows:
-            t.add_row(*["" if v is None else str(v) for v in r.values()])
-        _console().print(t)
+    if more:
+        note_more(limit)
+    print_rows(columns, rows, fmt)
 
 
 @main.command()
@@ -106,13 +152,14 @@ def sql(query: str, lake: str | None, fmt: str, limit: int, master: str | None,
 @click.option("--topic", required=True, help="topic name")
 @click.option("--partition", "partition", required=True, type=int)
 @click.option("--cluster-id", default=None)
+@remote_option
 @spark_options
 def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | None,
-             master: str | None, conf_file: str | None) -> None:
+             remote: str | None, master: str | None, conf_file: str | None) -> None:
     """One partition's history: every state with its events, oldest first."""
     from pyspark.sql import functions as F
 
-    spark, lk = _session(lake, master, conf_file)
+    spark, lk = _session(lake, master, conf_file, remote)
     # DataFrame filters, not SQL with named parameters: Spark leaves those unbound once
     # Delta's SQL extension is in the session ([UNBOUND_SQL_PARAMETER])
     cond = (F.col("topic_name") == topic) & (F.col("partition_id") == partition)

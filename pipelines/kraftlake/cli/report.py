@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from . import main, spark_options
+from .serve import remote_option, remote_session
 
 TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
@@ -21,8 +22,8 @@ def _partition(value: str) -> tuple[str, int]:
 
 
 @main.command()
-@click.option("--lake", required=True, type=click.Path(exists=True, file_okay=False,
-                                                       path_type=Path), help="lake directory")
+@click.option("--lake", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="lake directory (or --remote)")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="HTML file to write")
 @click.option("--cluster", "cluster_id", default=None,
@@ -33,10 +34,11 @@ def _partition(value: str) -> tuple[str, int]:
               help="end of the range, UTC")
 @click.option("--partition", "partitions", multiple=True,
               help="topic:N to show in detail (repeatable; default: the ten most affected)")
+@remote_option
 @spark_options
-def report(lake: Path, out: Path, cluster_id: str | None, since: dt.datetime | None,
-           until: dt.datetime | None, partitions: tuple[str, ...], master: str | None,
-           conf_file: str | None) -> None:
+def report(lake: Path | None, out: Path, cluster_id: str | None, since: dt.datetime | None,
+           until: dt.datetime | None, partitions: tuple[str, ...], remote: str | None,
+           master: str | None, conf_file: str | None) -> None:
     """Write one self-contained HTML incident report (charts and tables, no network needed
     to view it) for a postmortem."""
     from ..config import load_config
@@ -45,12 +47,18 @@ def report(lake: Path, out: Path, cluster_id: str | None, since: dt.datetime | N
     from ..report.data import Window
     from ..spark import get_spark
 
+    if (lake is None) == (remote is None):
+        raise click.UsageError("give --lake or --remote")
     chosen = [_partition(p) for p in partitions]
-    cfg = load_config(conf_file, lake=lake)
     t0 = time.time()
-    spark = get_spark(cfg, master=master)
+    if remote is not None:
+        spark, lk = remote_session(remote)
+    else:
+        cfg = load_config(conf_file, lake=lake)
+        spark = get_spark(cfg, master=master)
+        lk = Lake(cfg.lake).require()
     try:
-        path = write_report(spark, Lake(cfg.lake).require(), out, cluster_id=cluster_id,
+        path = write_report(spark, lk, out, cluster_id=cluster_id,
                             window=Window(since, until), partitions=chosen)
     except ValueError as e:
         raise click.ClickException(str(e)) from e
