@@ -4,7 +4,8 @@ by `kraftlake sql/timeline/report --remote`; every answer equals the local comma
 
 Clients run as processes of their own: a Connect session in the test process would switch
 pyspark into Connect mode for every later test of the worker (`SPARK_CONNECT_MODE_ENABLED`).
-One server (one JVM) serves the whole module.
+One server (one JVM) serves the whole module; the prompt is driven through a
+pseudo-terminal over that server, so it adds no JVM start.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pexpect
 import pytest
 from click.testing import CliRunner
 
@@ -154,3 +156,65 @@ def test_an_endpoint_that_is_not_there_is_one_line(tmp_path) -> None:
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "no Spark Connect endpoint answers" in lines[0], lines
     assert time.monotonic() - t0 < 60
+
+
+def test_the_prompt(server, tmp_path) -> None:
+    """Two statements (the second refused, the first spread over two lines), `\\d`, and `\\q`,
+    through a pseudo-terminal; the statements are in the history afterwards."""
+    env = cli_env(XDG_STATE_HOME=str(tmp_path), TERM="dumb")
+    child = pexpect.spawn(KRAFTLAKE, ["sql", "--remote", server], env=env, encoding="utf-8",
+                          timeout=300, dimensions=(40, 200))
+    try:
+        child.expect_exact("kraftlake> ")
+        child.sendline("SELECT count(*) AS n")
+        child.expect_exact("-> ")
+        child.sendline("FROM partition_events WHERE event_type = 'unclean_election';")
+        child.expect_exact("kraftlake> ")
+        count = re.search(r"\b(\d+)\b", child.before.split("unclean_election';")[-1])
+        assert count and int(count.group(1)) > 0, child.before
+        child.sendline("SELECT nothing FROM partition_events;")
+        child.expect_exact("Error: [UNRESOLVED_COLUMN")
+        child.expect_exact("kraftlake> ")
+        child.sendline("\\d")
+        child.expect_exact("kraftlake> ")
+        listing = child.before
+        for table, column in (("partition_events", "event_type"), ("incidents", "cause"),
+                              ("records", "record_type")):
+            assert re.search(rf"{table}\W+{column}\W", listing), listing
+        child.sendline("\\q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    history = (tmp_path / "kraftlake" / "sql_history").read_text()
+    assert "unclean_election" in history and "SELECT nothing" in history
+
+
+def test_a_file_of_statements(sim_lake, tmp_path) -> None:
+    lake = sim_lake[0]
+    script = tmp_path / "three.sql"
+    script.write_text("-- three statements; one session\n"
+                      "SELECT count(*) AS n FROM partition_events;\n"
+                      "SELECT ';' AS semicolon,\n"
+                      "       count(*) AS n FROM incidents;\n"
+                      "SELECT max(offset) AS last FROM records\n")
+    out = _local_sql(lake, "-f", str(script), "--format", "json")
+    assert out.exit_code == 0, out.output
+    results, text, dec = [], out.stdout.strip(), json.JSONDecoder()
+    while text:
+        value, end = dec.raw_decode(text)
+        results.append(value)
+        text = text[end:].lstrip()
+    expect = [json.loads(_local_sql(lake, q, "--format", "json").stdout) for q in (
+        "SELECT count(*) AS n FROM partition_events",
+        "SELECT ';' AS semicolon, count(*) AS n FROM incidents",
+        "SELECT max(offset) AS last FROM records")]
+    assert results == expect
+
+    bad = tmp_path / "bad.sql"
+    bad.write_text("SELECT 1 AS one;\n\nSELECT *\n  FROM no_such_table;\nSELECT 3 AS three;\n")
+    out = _local_sql(lake, "-f", str(bad), "--format", "json")
+    assert out.exit_code == 2, out.output
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {bad}:3: [TABLE_OR_VIEW_NOT_FOUND]")
+    assert json.loads(out.stdout) == [{"one": 1}]  # the statements after it did not run

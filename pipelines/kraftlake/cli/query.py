@@ -6,6 +6,7 @@ import csv
 import datetime as dt
 import json
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -86,8 +87,8 @@ def run_query(spark, query: str, limit: int) -> tuple[list[str], list[list], boo
 
 
 def print_rows(columns: list[str], rows: list[list], fmt: str) -> None:
-    """Print a result in the chosen format: the one place a result of `sql` reaches the
-    console."""
+    """Print a result in the chosen format: the one place any result of `sql` (a query, a
+    prompt's statement, a file's, the prompt's table listing) reaches the console."""
     if not columns:  # a statement without a result (SET, CREATE VIEW ...)
         return
     if fmt == "json":
@@ -112,31 +113,52 @@ def note_more(limit: int) -> None:
 
 
 @main.command()
-@click.argument("query")
+@click.argument("query", required=False)
+@click.option("-f", "--file", "script", type=click.Path(exists=True, dir_okay=False,
+                                                        path_type=Path),
+              help="run the ;-separated statements of FILE in one session")
 @click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
 @click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT, show_default=True,
               help="print at most this many rows (0: all of them)")
 @remote_option
 @spark_options
-def sql(query: str, lake: str | None, fmt: str, limit: int, remote: str | None,
-        master: str | None, conf_file: str | None) -> None:
+def sql(query: str | None, script: Path | None, lake: str | None, fmt: str, limit: int,
+        remote: str | None, master: str | None, conf_file: str | None) -> None:
     """Run Spark SQL over the lake; every table is a view under its own name.
 
+    With QUERY: its result. With `-f FILE`: every statement of the file, in order, in one
+    session. With neither: an interactive prompt (statements end with `;`, `\\d` lists the
+    tables and their columns, `\\q` or Ctrl-D leaves).
+
     Exit status 2 when Spark refuses the query (a syntax error, an unknown table or
-    column), with Spark's message on one line.
+    column), with Spark's message on one line; for a file, at its first refused statement,
+    naming the line it starts on.
 
     \b
     Examples:
       kraftlake sql "SELECT * FROM partition_current LIMIT 5" --lake lake
+      kraftlake sql --lake lake                       # the prompt
+      kraftlake sql -f checks.sql --lake lake
       kraftlake sql --remote sc://127.0.0.1:15002 "SELECT count(*) FROM records"
     """
     from pyspark.logger import PySparkLogger
 
+    if query is not None and script is not None:
+        raise click.UsageError("give a QUERY or -f FILE, not both")
     # PySpark logs a refused SQL query with its JVM stack trace as one JSON line on stderr;
     # the user gets Spark's message once, below
     PySparkLogger.getLogger("SQLQueryContextLogger").disabled = True
     spark, _ = _session(lake, master, conf_file, remote)
+    if script is not None:
+        from .prompt import run_file
+
+        raise SystemExit(run_file(spark, script, fmt, limit))
+    if query is None:
+        from .prompt import run_prompt
+
+        run_prompt(spark, fmt, limit)
+        return
     try:
         columns, rows, more = run_query(spark, query, limit)
     except Refused as exc:
