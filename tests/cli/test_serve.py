@@ -36,15 +36,18 @@ EVENTS_BY_TYPE = ("SELECT event_type, count(*) AS n, max(offset) AS last FROM pa
 
 
 @pytest.fixture(scope="module")
-def server(sim_lake) -> Iterator[str]:
+def server(sim_lake, tmp_path_factory) -> Iterator[str]:
     """`kraftlake serve` on a port the system picks on loopback; its `sc://` URL."""
-    proc = subprocess.Popen([KRAFTLAKE, "serve", "--lake", str(sim_lake[0]), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=cli_env())
+    log = tmp_path_factory.mktemp("serve") / "stderr"
+    with log.open("w") as err:
+        proc = subprocess.Popen([KRAFTLAKE, "serve", "--lake", str(sim_lake[0]), "--port",
+                                 "0"], stdout=subprocess.PIPE, stderr=err, text=True,
+                                env=cli_env())
     try:
         line = proc.stdout.readline()  # the JVM start and the tables' registration first
         found = URL.search(line)
-        assert found, f"serve printed {line!r} (exit status {proc.poll()})"
+        assert found, (f"serve printed {line!r} (exit status {proc.poll()}): "
+                       f"{log.read_text()[-2000:]}")
         yield found.group(0)
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -34,13 +34,15 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
     """
     from ..config import load_config
     from ..lake.delta import Lake
-    from ..serve import connect_conf, start_service, stop_service, wait_for_signal
+    from ..lake.schema import table_names
+    from ..serve import connect_conf, start_service, stop_service, wait_for_signal, warm_up
     from ..spark import get_spark
 
     cfg = load_config(conf_file, lake=lake)
     spark = get_spark(cfg, master=master, extra_conf=connect_conf(host, port))
     lk = Lake(cfg.lake, spark).require()
     lk.register_views(spark)
+    warm_up(spark, table_names())
     try:
         bound = start_service(spark)
     except Exception as exc:  # py4j's error: the bind failed (port taken, no such address)
