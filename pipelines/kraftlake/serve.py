@@ -43,6 +43,18 @@ def connect_conf(host: str, port: int) -> dict[str, str]:
             "spark.connect.grpc.binding.port": str(port)}
 
 
+def check_bindable(host: str, port: int) -> None:
+    """Refuse an address Spark Connect could not listen on (a port taken, an address not
+    of this host) before Spark starts, not after a minute of JVM start; `RemoteError`."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        with socket.socket(infos[0][0], socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's server
+            probe.bind(infos[0][4])
+    except OSError as exc:
+        raise RemoteError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
 def warm_up(spark: SparkSession, names: list[str]) -> None:
     """Read one row of every table before clients come: a JVM's first query pays for class
     loading, JIT compilation and each table's Delta snapshot (19.6 s of a cold one-row

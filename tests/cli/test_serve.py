@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -159,6 +160,20 @@ def test_an_endpoint_that_is_not_there_is_one_line(tmp_path) -> None:
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "no Spark Connect endpoint answers" in lines[0], lines
     assert time.monotonic() - t0 < 60
+
+
+def test_a_port_taken_is_refused_before_spark_starts(sim_lake) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        t0 = time.monotonic()
+        out = subprocess.run([KRAFTLAKE, "serve", "--lake", str(sim_lake[0]), "--port",
+                              str(port)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip() == (f"Error: cannot listen on 127.0.0.1:{port}: "
+                                  "Address already in use"), out.stderr
+    assert time.monotonic() - t0 < 30  # no JVM started (one takes a minute here)
 
 
 def test_the_prompt(server, tmp_path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -35,9 +36,21 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
     from ..config import load_config
     from ..lake.delta import Lake
     from ..lake.schema import table_names
-    from ..serve import connect_conf, start_service, stop_service, wait_for_signal, warm_up
+    from ..serve import (
+        RemoteError,
+        check_bindable,
+        connect_conf,
+        start_service,
+        stop_service,
+        wait_for_signal,
+        warm_up,
+    )
     from ..spark import get_spark
 
+    try:
+        check_bindable(host, port)
+    except RemoteError as exc:
+        raise click.ClickException(str(exc)) from None
     cfg = load_config(conf_file, lake=lake)
     spark = get_spark(cfg, master=master, extra_conf=connect_conf(host, port))
     lk = Lake(cfg.lake, spark).require()
@@ -45,9 +58,10 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
     warm_up(spark, table_names())
     try:
         bound = start_service(spark)
-    except Exception as exc:  # py4j's error: the bind failed (port taken, no such address)
-        first = next((ln for ln in str(exc).splitlines() if "Exception" in ln), str(exc))
-        raise click.ClickException(f"cannot listen on {host}:{port}: {first.strip()}") from None
+    except Exception as exc:  # py4j's error: the port was taken since the check above
+        found = re.search(r"java\.net\.\w+: [^!]*?(?=: Service|$)", str(exc), re.MULTILINE)
+        why = found.group(0) if found else type(exc).__name__
+        raise click.ClickException(f"cannot listen on {host}:{port}: {why}") from None
     click.echo(f"serving {lk.root} at sc://{host}:{bound} (Ctrl-C to stop)")
     wait_for_signal()
     stop_service(spark)
