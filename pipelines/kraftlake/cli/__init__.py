@@ -129,6 +129,6 @@ def spark_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 # Each module registers its commands on `main` when imported.
 for _name in ("decode", "simulate", "ingest", "stream", "query", "demo", "quality",
-              "maintain", "report", "tables"):
+              "maintain", "report", "tables", "serve"):
     if importlib.util.find_spec(f"{__name__}.{_name}") is not None:
         importlib.import_module(f"{__name__}.{_name}")

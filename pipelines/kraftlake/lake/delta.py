@@ -368,13 +368,20 @@ class Lake:
         """Every table in the session catalog under its own name, over its Delta location.
 
         Catalog tables (not temp views) so that time travel works in SQL:
-        `SELECT * FROM partition_current VERSION AS OF 3` or `TIMESTAMP AS OF '...'`. A table
-        nothing was written to yet is an empty view of its schema, so a query names every
-        table whatever the lake has seen.
+        `SELECT * FROM partition_current VERSION AS OF 3` or `TIMESTAMP AS OF '...'`, and so
+        that every session of the SparkContext sees them (a Spark Connect client's session
+        is a clone of the server's: `kraftlake.serve`). A table nothing was written to yet
+        is a catalog view of its empty schema, so a query names every table whatever the
+        lake has seen.
         """
         for name in table_names():
-            spark.sql(f"DROP TABLE IF EXISTS {name}")
+            spark.catalog.dropTempView(name)  # it would hide the catalog's table
+            if spark.catalog.tableExists(name):
+                kind = "VIEW" if spark.catalog.getTable(name).tableType == "VIEW" else "TABLE"
+                spark.sql(f"DROP {kind} {name}")
             if self.exists(name):
                 spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{self.path(name)}'")
             else:
-                spark.createDataFrame([], table_schema(name).spark).createOrReplaceTempView(name)
+                cols = ", ".join(f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
+                                 for f in table_schema(name).spark.fields)
+                spark.sql(f"CREATE VIEW {name} AS SELECT {cols} WHERE false")

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from ..kraft.events import ELR_EVENTS, HARM_EVENTS
 from ..lake.delta import Lake
+from ..serve import ServedLake
 
 TOP_PARTITIONS = 10
 
@@ -62,12 +63,12 @@ def lake_current(spark: SparkSession, lake: Path | str, cluster_id: str
     return {(r["topic_name"], r["partition_id"]): r.asDict() for r in df.collect()}
 
 
-def clusters(spark: SparkSession, lake: Lake) -> list[str]:
+def clusters(spark: SparkSession, lake: Lake | ServedLake) -> list[str]:
     return sorted(r.cluster_id for r in lake.read(spark, "partition_timeline")
                   .select("cluster_id").distinct().collect())
 
 
-def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
+def load(spark: SparkSession, lake: Lake | ServedLake, cluster_id: str, window: Window,
          partitions: list[tuple[str, int]] | None = None) -> ReportData:
     """Everything the report shows for one cluster; `partitions` default: the TOP_PARTITIONS
     partitions with the most harmful events in the window."""
