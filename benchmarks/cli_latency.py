@@ -62,7 +62,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lake", help="lake to query (default: examples/real-3-broker ingested)")
     lake = ap.parse_args().lake
-    tmp = Path(tempfile.mkdtemp(prefix="kraftlake-latency-"))
+    with tempfile.TemporaryDirectory(prefix="kraftlake-latency-") as tmp:
+        measure(lake, Path(tmp))
+
+
+def measure(lake: str | None, tmp: Path) -> None:
     if lake is None:
         lake = str(tmp / "lake")
         run("ingest", str(REPO / "examples/real-3-broker"), "--lake", lake)
