@@ -5,6 +5,7 @@ visible event.
     .venv/bin/python benchmarks/bench_pipeline.py                        # mixed, 6 simulated hours
     .venv/bin/python benchmarks/bench_pipeline.py --scenario large       # 7 days, 100k partitions
     .venv/bin/python benchmarks/bench_pipeline.py --cluster /tmp/large   # an already simulated dir
+    .venv/bin/python benchmarks/bench_pipeline.py --commit-threads 1,3 --increments 6  # A/B
     .venv/bin/python benchmarks/bench_pipeline.py --cluster /tmp/large --work /tmp/b
         # keeps the lakes in /tmp/b; run again with the same --work to re-measure steps 2 and
         # 3 (e.g. after a code change) without the first ingest
@@ -51,6 +52,7 @@ import pyarrow.compute as pc
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.codec.logfiles import list_log_dir
 from kraftlake.config import load_config
+from kraftlake.jobs import increment
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_schema
@@ -215,16 +217,26 @@ def rows(lake: Lake, name: str) -> int:
     return lake.read(None, name).count()
 
 
-def increments(spark, cfg, log_copy: Path, tails: list[bytes]) -> list[float]:  # type: ignore[no-untyped-def]
+def increments(spark, cfg, log_copy: Path, tails: list[bytes],  # type: ignore[no-untyped-def]
+               threads: list[int]) -> list[float]:
+    """Wall seconds of each tail's increment; `threads`: increment.COMMIT_THREADS for each
+    increment in turn (an A/B in one run, under the same load), none: as configured."""
     took = []
-    for tail in tails:
+    by_threads: dict[int, list[float]] = {}
+    for i, tail in enumerate(tails):
+        if threads:
+            increment.COMMIT_THREADS = threads[i % len(threads)]
         append(log_copy, tail)
         t = time.perf_counter()
         res = ingest(spark, cfg, [log_copy])
         took.append(time.perf_counter() - t)
+        by_threads.setdefault(increment.COMMIT_THREADS, []).append(took[-1])
         stages = ", ".join(f"{k} {v:.1f}" for k, v in res[0].stage_seconds.items())
-        print(f"    increment of {sum(r.records for r in res):,} records: {took[-1]:.1f} s "
-              f"({stages})")
+        print(f"    increment of {sum(r.records for r in res):,} records "
+              f"(COMMIT_THREADS={increment.COMMIT_THREADS}): {took[-1]:.1f} s ({stages})")
+    if len(by_threads) > 1:
+        print("    median by COMMIT_THREADS: " + ", ".join(
+            f"{n}: {statistics.median(v):.1f} s" for n, v in sorted(by_threads.items())))
     return took
 
 
@@ -299,7 +311,7 @@ def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory,
           f"in {yard:.1f} s ({len(steps):,} steps); ingest / replay = {wall / yard:.1f}")
     # rows each stage handles (jobs/increment.py says what each stage does)
     stage_rows = {"decode": r.records, "fold": r.changes, "kernel": r.changes,
-                  "bronze": r.records, "gold": r.timeline, "current": r.timeline}
+                  "commit": r.records, "current": r.timeline}
     for name, secs in r.stage_seconds.items():
         n = stage_rows.get(name)
         rate = f"{n / secs:>10,.0f} rows/s" if n and secs else ""
@@ -339,6 +351,8 @@ def main() -> None:
     ap.add_argument("--cluster", type=Path, help="an already simulated cluster directory")
     ap.add_argument("--increments", type=int, default=3)
     ap.add_argument("--appends", type=int, default=3, help="stream appends (0 = no stream)")
+    ap.add_argument("--commit-threads", default="", metavar="N,M,...",
+                    help="increment.COMMIT_THREADS for the increments in turn (A/B)")
     ap.add_argument("--pad-history", type=int, default=0, metavar="ROWS",
                     help="add ROWS closed timeline states (deleted topics) to the history lake")
     ap.add_argument("--cut-at", type=int, metavar="OFFSET",
@@ -351,6 +365,7 @@ def main() -> None:
         tmp = args.work or Path(tmp_s)
         tmp.mkdir(parents=True, exist_ok=True)
         n_inc, n_app = args.increments, args.appends
+        threads = [int(n) for n in args.commit_threads.split(",") if n]
         memory = PeakMemory()
         if (tmp / "base" / "setup.json").is_file():
             print(f"1. reusing the lakes built earlier in {tmp / 'base'}")
@@ -375,7 +390,7 @@ def main() -> None:
             print(f"2. cost of a ~{TAIL_RECORDS:,}-record increment")
             print(f"  snapshot lake (from snapshot {snap:,}): "
                   f"{rows(Lake(snap_cfg.lake), 'partition_timeline'):,} timeline rows")
-            small = increments(spark, snap_cfg, tmp / "snapshot-log", tails[:n_inc])
+            small = increments(spark, snap_cfg, tmp / "snapshot-log", tails[:n_inc], threads)
             if args.pad_history:
                 t = time.perf_counter()
                 pad_history(Lake(hist_cfg.lake), setup["cluster_id"], args.pad_history)
@@ -383,7 +398,7 @@ def main() -> None:
                       f"topics in {time.perf_counter() - t:.1f} s")
             print(f"  history lake: {rows(Lake(hist_cfg.lake), 'partition_timeline'):,} "
                   f"timeline rows")
-            big = increments(spark, hist_cfg, tmp / "history-log", tails[:n_inc])
+            big = increments(spark, hist_cfg, tmp / "history-log", tails[:n_inc], threads)
             ratio = statistics.median(big) / statistics.median(small)
             print(f"  median {statistics.median(big):.1f} s with history vs "
                   f"{statistics.median(small):.1f} s without: ratio {ratio:.2f} (target <= 1.5)")

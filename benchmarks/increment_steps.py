@@ -7,6 +7,7 @@ asked.
     .venv/bin/python benchmarks/increment_steps.py                    # examples/real-3-broker
     .venv/bin/python benchmarks/increment_steps.py --log DIR -n 5
     .venv/bin/python benchmarks/increment_steps.py --set KEY=VALUE    # A/B a Spark setting
+    .venv/bin/python benchmarks/increment_steps.py -n 8 --commit-threads 1,3  # in turn
 
 The first increment in a session is mostly JVM warm-up (`profile_increment.py` looks at
 that one); from the third on the figures are steady (±2-3 s between lakes). The steps are
@@ -34,6 +35,7 @@ from tests.conftest import TEST_SPARK_CONF  # noqa: E402
 
 import kraftlake  # noqa: E402
 from kraftlake.config import load_config  # noqa: E402
+from kraftlake.jobs import increment  # noqa: E402
 from kraftlake.jobs.batch import ingest  # noqa: E402
 from kraftlake.lake.delta import Lake  # noqa: E402
 from kraftlake.lake.work import Work  # noqa: E402
@@ -72,6 +74,8 @@ def main() -> None:
     ap.add_argument("--log", type=Path, default=REPO / "examples" / "real-3-broker")
     ap.add_argument("-n", type=int, default=4, help="increments (new lakes); the last is shown")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--commit-threads", default=None, metavar="N,M,...",
+                    help="increment.COMMIT_THREADS for each increment in turn (an A/B run)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="kraftlake-steps-"))
     conf = {**TEST_SPARK_CONF, **dict(kv.split("=", 1) for kv in args.set)}
@@ -83,13 +87,19 @@ def main() -> None:
     for action in ("count", "first", "collect", "isEmpty", "toArrow"):
         timed(DataFrame, action, lambda a, m=action: f"{m} at {caller()}")
 
+    threads = [int(n) for n in args.commit_threads.split(",")] if args.commit_threads else []
     for i in range(args.n):
         SECONDS.clear()
+        label = ""
+        if threads:
+            increment.COMMIT_THREADS = threads[i % len(threads)]
+            label = f" (COMMIT_THREADS={increment.COMMIT_THREADS})"
         t0 = time.perf_counter()
         (res,) = ingest(spark, load_config(lake=str(work / f"lake{i}")), [args.log])
         took = time.perf_counter() - t0
-        print(f"increment {i + 1}: {took:.1f} s, {res.records} records; the steps below "
-              f"account for {sum(SECONDS.values()):.1f} s (first counts collect twice)")
+        print(f"increment {i + 1}{label}: {took:.1f} s, {res.records} records; the steps "
+              f"below account for {sum(SECONDS.values()):.1f} s (first counts collect twice;"
+              f" concurrent commits overlap)")
     for step, s in SECONDS.items():
         print(f"  {s:6.2f}  {step}")
     spark.stop()

@@ -111,6 +111,9 @@ def cli_env(**extra: str) -> dict[str, str]:
 # TEST_SPARK_CONF as its configuration instead (test_wheel.py removes it for the installed
 # demo, which runs the defaults).
 os.environ["KRAFTLAKE_CONF"] = _conf_file(TEST_SPARK_CONF)
+# Spark's logs and warehouse (`kraftlake.spark.state_dir`) away from the user's home: the run's
+# own temporary directory, shared by the jobs it starts as processes
+os.environ.setdefault("KRAFTLAKE_STATE_DIR", tempfile.mkdtemp(prefix="kraftlake-state-"))
 
 
 # ------------------------------------------------------------ running on two workers

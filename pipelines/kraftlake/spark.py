@@ -7,12 +7,21 @@ Delta is Spark's own connector (delta-spark): its SQL extension and catalog are 
 and its jars come from the pinned set resolved at setup (`kraftlake.jvm`), plus hadoop-aws
 when a URI the job touches is `s3a://`. A launcher that already brings jars (`spark-submit
 --packages io.delta:...`, or `spark.jars` in the conf) is left to do so.
+
+Quiet by default: the JVM kraftlake launches writes its stdout and stderr (Spark's log4j
+lines, the JVM's own warnings, what Delta prints, such as VACUUM's "Deleted N files") to a
+log file under the user's state directory (`spark_log()`), not to the console a command's
+answer goes to; `--verbose` or `KRAFTLAKE_VERBOSE=1` leaves them on the console. Under
+`spark-submit` the driver JVM is the launcher's (it is up before Python starts), so its
+output stays where the launcher sends it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -70,6 +79,71 @@ def driver_memory(input_bytes: int) -> str:
                 DRIVER_MEMORY_MAX)
 
 
+VERBOSE_ENV = "KRAFTLAKE_VERBOSE"
+STATE_ENV = "KRAFTLAKE_STATE_DIR"
+LOGS_KEPT = 20  # a new JVM log per command; older ones beyond this many are deleted
+
+
+def verbose() -> bool:
+    """Whether Spark's and the JVM's own output goes to the console (`--verbose`)."""
+    return os.environ.get(VERBOSE_ENV, "").lower() not in ("", "0", "false", "no")
+
+
+def state_dir() -> Path:
+    """kraftlake's per-user directory for what it keeps between runs and away from the
+    user's working directory (Spark's logs, its warehouse): $KRAFTLAKE_STATE_DIR, else
+    $XDG_STATE_HOME/kraftlake, else ~/.local/state/kraftlake."""
+    named = os.environ.get(STATE_ENV)
+    if named:
+        return Path(named)
+    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(base) / "kraftlake"
+
+
+_log: Path | None = None  # the log of the JVM this process launched
+
+
+def spark_log() -> Path | None:
+    """The file the JVM this process launched writes its output to (None: none launched
+    here, or `--verbose`)."""
+    return _log
+
+
+def _new_log() -> Path:
+    """A new log file for this process's JVM; the oldest beyond LOGS_KEPT are deleted."""
+    logs = state_dir() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    for old in sorted(logs.glob("spark-*.log"))[:-LOGS_KEPT]:
+        old.unlink(missing_ok=True)
+    return logs / f"spark-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.log"
+
+
+def _launch_quietly(conf: dict[str, str]) -> None:
+    """Start the JVM with its stdout and stderr in a log file, unless one is running or
+    the launcher started it (`spark-submit`, PYSPARK_GATEWAY_PORT) or `--verbose`.
+
+    pyspark starts the JVM on the first SparkContext with the console as its output; the
+    gateway launched here first, with the same settings, is the one that context then uses.
+    """
+    global _log
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ \
+            or verbose():
+        return
+    spark_conf = SparkConf(loadDefaults=False)
+    for k, v in conf.items():
+        spark_conf.set(k, v)
+    log = _new_log()
+    with open(log, "ab") as out:
+        try:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
+        finally:
+            _log = log
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
 def get_spark(cfg: Config | None = None, master: str | None = None,
               extra_conf: dict[str, str] | None = None,
               uris: list[str] | None = None, input_bytes: int | None = None) -> SparkSession:
@@ -84,10 +158,14 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
     cfg = cfg or load_config()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(cfg.spark_app_name)
+    conf = {"spark.app.name": cfg.spark_app_name, **DELTA_CONF,
+            **cfg.spark_conf, **(extra_conf or {})}
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not spark-submit's JVM, whose conf rules
+        # Spark's default is ./spark-warehouse: a directory left wherever a command ran
+        conf.setdefault("spark.sql.warehouse.dir",
+                        (state_dir() / "spark-warehouse").resolve().as_uri())
     if master or "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
-        builder = builder.master(master or cfg.spark_master)
-    conf = {**DELTA_CONF, **cfg.spark_conf, **(extra_conf or {})}
+        conf["spark.master"] = master or cfg.spark_master
     launcher = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if input_bytes is not None and "spark.driver.memory" not in conf \
             and "--driver-memory" not in launcher and "spark.driver.memory" not in launcher:
@@ -98,6 +176,8 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
         conf["spark.jars"] = jars
     if any(u.startswith(("s3a://", "s3://")) for u in locations):
         conf.update(_s3a_conf(conf))
+    _launch_quietly(conf)
+    builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -43,3 +43,29 @@ def test_a_huge_result_is_bounded_by_limit(sim_lake) -> None:
     assert len(json.loads(out.stdout)) == 7
     out = _sql(lake, "SELECT offset FROM records", "--format", "json", "--limit", "0")
     assert len(json.loads(out.stdout)) == total["n"] and "note:" not in out.stderr
+
+
+def test_json_timestamps_are_utc_with_their_zone(sim_lake) -> None:
+    """An instant in JSON names its zone: `...Z`, not a bare local-looking time."""
+    import datetime as dt
+
+    out = _sql(sim_lake[0], "SELECT max(timestamp) AS ts FROM records", "--format", "json")
+    (row,) = json.loads(out.stdout)
+    assert row["ts"].endswith("Z"), row
+    when = dt.datetime.fromisoformat(row["ts"])
+    assert when.utcoffset() == dt.timedelta(0)
+
+
+def test_describe_history_to_a_pipe_shows_whole_timestamps(sim_lake) -> None:
+    """The timestamp `TIMESTAMP AS OF` needs, whole (rich cut it in a narrow table), and
+    usable as printed."""
+    import re
+
+    out = _sql(sim_lake[0], "DESCRIBE HISTORY partition_current")
+    assert out.exit_code == 0, out.output
+    assert "…" not in out.stdout
+    stamps = re.findall(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z", out.stdout)
+    assert stamps, out.stdout
+    back = _sql(sim_lake[0], f"SELECT count(*) AS n FROM partition_current TIMESTAMP AS OF "
+                             f"'{stamps[0]}'", "--format", "json")
+    assert back.exit_code == 0, back.output

@@ -49,5 +49,5 @@ def test_deleted_partition(sim_lake) -> None:
 def test_unknown_partition(sim_lake) -> None:
     lake, _ = sim_lake
     out = _timeline(lake, "no-such-topic", 0)
-    assert out.exit_code == 1
+    assert out.exit_code == 2
     assert "no timeline rows for no-such-topic-0" in out.output

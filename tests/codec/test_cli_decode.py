@@ -55,17 +55,17 @@ def test_default_table_folds_noop_runs() -> None:
 
 def test_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
     missing = kraftlake("decode", str(tmp_path / "nope.log"))
-    assert missing.returncode == 1
+    assert missing.returncode == 2
     assert missing.stderr.strip() == f"Error: {tmp_path / 'nope.log'}: no such file or directory"
     text = tmp_path / "notes.txt"
     text.write_text("this is not a metadata log, just some notes\n" * 3)
     bad = kraftlake("decode", str(text))
-    assert bad.returncode == 1 and "not a Kafka metadata log" in bad.stderr
+    assert bad.returncode == 2 and "not a Kafka metadata log" in bad.stderr
     assert "Traceback" not in bad.stderr
     empty_dir = tmp_path / "empty"
     empty_dir.mkdir()
     nodir = kraftlake("decode", str(empty_dir))
-    assert nodir.returncode == 1 and "not a KRaft metadata-log directory" in nodir.stderr
+    assert nodir.returncode == 2 and "not a KRaft metadata-log directory" in nodir.stderr
 
 
 def test_truncated_active_segment_decodes_up_to_the_last_complete_batch(tmp_path: Path) -> None:

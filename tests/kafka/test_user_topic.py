@@ -60,7 +60,7 @@ def refused_alone(out: subprocess.CompletedProcess[str], lake: Path, *needles: s
     assert out.returncode == 2, out
     assert out.stdout == "" and "Traceback" not in out.stderr
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("refused: "), out.stderr
+    assert len(lines) == 1 and lines[0].startswith("Error: "), out.stderr
     for n in needles:
         assert n in lines[0], lines[0]
     assert not lake.exists()  # refused before anything was written
@@ -95,7 +95,8 @@ def test_after_the_metadata_log_the_user_topic_is_reported_and_none_of_it_is_kep
     table = out.stdout
     assert str(incidents.controller_log) in table and str(orders) in table
     assert "refused" in table
-    assert f"refused: {orders}: the directory of partition 0 of topic 'orders'" in out.stderr
+    assert f"Error: refused {orders}: the directory of partition 0 of topic 'orders'" \
+        in out.stderr
 
     every = {t.name: deltalake.DeltaTable(str(t)).to_pyarrow_table()
              for t in sorted(lake.iterdir()) if (t / "_delta_log").is_dir()}

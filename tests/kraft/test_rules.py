@@ -20,7 +20,14 @@ from kraftlake.kraft.configs import (
     partition_min_isr,
     resolve_min_isr,
 )
-from kraftlake.kraft.events import CHANGED, step_events, under_min_isr
+from kraftlake.kraft.events import (
+    CHANGED,
+    ELR_EVENTS,
+    EVENT_TYPES,
+    HARM_EVENTS,
+    step_events,
+    under_min_isr,
+)
 from kraftlake.kraft.partition import InvalidRecord, PartitionRegistration
 from kraftlake.reference.replay import CREATED, Replay
 from kraftlake.simulate.controller import Controller, ControllerConfig, ListSink
@@ -171,3 +178,8 @@ def test_reconcile_leaves_a_refused_snapshot_partition_out(spark):
                                       "data string")
     got = {(r.partition_id, r.leader_recovery_state) for r in snapshot_states(src).collect()}
     assert got == {(0, 0), (1, 1)}
+
+
+def test_the_event_groups_name_only_event_types() -> None:
+    """A misspelt name in a group would silently leave that event out of a report."""
+    assert set(HARM_EVENTS) <= set(EVENT_TYPES) and set(ELR_EVENTS) <= set(EVENT_TYPES)

@@ -6,9 +6,9 @@ The whole process group is killed (the Python driver and its Spark JVM), which i
 `kill -9` of a job does. Stream kills are placed after the job announced it is streaming, at
 a random delay (seeded, and printed on failure), so they land inside micro-batches: between
 Delta commits of one increment, or inside one. Ingest kills are placed after a stage message
-of the increment ("bronze: records", "fold: ...": each follows the commits of the stage
-before it), a different stage for every kill, so they land between or inside different
-table commits.
+of the increment ("fold: ...", "commit: ...": each follows the commits of the stage before
+it), a different stage for every kill, so they land between or inside different table
+commits, one of them always inside the wave of tables that commit concurrently.
 
 Each test runs the fixed seeds (`FIXED_SEEDS`: the same kill schedules every run, so a
 failure reproduces), shown in the test id and printed; `KILL_SEED=N` runs that seed alone.
@@ -154,15 +154,15 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
 
 
 # Stage messages of one increment (jobs/increment.py), in the order they come; each one is
-# said after the commits of the stage before it: "fold:" and "kernel:" before any commit,
-# "bronze:" after `partition_events`, before `records` and `quarantine`, "silver:" before
-# `brokers` and `configs`, "gold:" before `partition_changes` and `partition_timeline`,
-# "detect:" after `partition_intervals`, before `incidents`, "current:" before
-# `partition_current`. A kill is drawn within 2 s of one of the first six: a run restarted
-# after a kill skips the tables already committed, so from a late stage on it may finish in
-# a few seconds (merges into empty tables are appends, tables are created by their first
-# write), and a kill drawn later than that would find it done (8 s did, at seed 11).
-STAGES = ["decode:", "fold:", "kernel:", "bronze:", "silver:", "detect:"]
+# said after the commits of the stage before it: "decode:", "fold:" and "kernel:" before any
+# commit, "commit:" after `partition_events`, when the wave of `records` ... `incidents`
+# starts committing on several threads, "current:" after that wave, before
+# `partition_current`. Two kills are drawn within 2 s of two of the first three, one within
+# 2 s of "commit:" (inside the wave: some of its tables committed, others not); a run
+# restarted after a kill skips the tables already committed, so from a late stage on it may
+# finish in a few seconds (merges into empty tables are appends, tables are created by their
+# first write), and a kill drawn later than that would find it done (8 s did, at seed 11).
+EARLY_STAGES = ["decode:", "fold:", "kernel:"]
 MAX_DELAY = 2.0
 
 
@@ -184,9 +184,10 @@ def _next_commit(lake: Path, name: str) -> Path:
 def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
         spark, tmp_path, cfg_factory, seed):
     """`kraftlake ingest` of a real log (about 2,000 records, 159 partition changes) killed
-    three times at a random instant within a random stage, a different one each time, then
-    once just after `partition_current` committed (the window before `ingest_progress`
-    commits is a few milliseconds, no stage message reaches it); then restarted until it
+    three times at a random instant within a stage, a different one each time (the last
+    within the wave of concurrent commits), then once just after `partition_current`
+    committed (the window before `ingest_progress` commits is a few milliseconds, no stage
+    message reaches it); then restarted until it
     exits 0. A further run (in this process) finds nothing new and commits nothing, and
     every table, including `ingest_progress` (one increment in both lakes), equals one clean
     ingest's."""
@@ -203,8 +204,8 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
     tty = {"TTY_COMPATIBLE": "1"}
     print(f"KILL_SEED={seed}")
     rng = random.Random(seed)
-    plan = [(s, rng.uniform(0, MAX_DELAY)) for s in sorted(
-        rng.sample(STAGES, 3), key=STAGES.index)] + [("current:", None)]
+    plan = [(s, rng.uniform(0, MAX_DELAY)) for s in [*sorted(
+        rng.sample(EARLY_STAGES, 2), key=EARLY_STAGES.index), "commit:"]] + [("current:", None)]
     kills: list[tuple[str, float | None, list[str]]] = []  # landed: stage, delay, committed
     runs, completed = 0, False
     for stage, delay in plan:

@@ -67,3 +67,45 @@ def test_a_table_of_another_layout_is_refused(spark, tmp_path) -> None:
         str(tmp_path / "partition_timeline"))
     with pytest.raises(LakeLayoutError, match="written by an older version"):
         Lake(tmp_path).append("partition_timeline", spark.createDataFrame([], schema))
+
+
+def test_merges_committing_on_several_threads_keep_their_own_transaction_ids(
+        spark, tmp_path) -> None:
+    """Concurrent merges into different tables (an increment's second commit wave): each
+    table records the transaction id of the thread that merged into it, none another's.
+    The id is a session setting, so threads sharing one session would swap them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lake = Lake(tmp_path, spark)
+    tables = ["partition_current", "partition_timeline"]
+    for name in tables:  # merges need rows in the target, else they are appends
+        row = {f.name: _current_row("c", "AAAAAAAAAAAAAAAAAAAAAQ", 0).get(f.name)
+               for f in table_schema(name).arrow}
+        lake.append(name, pa.Table.from_pylist([row], schema=table_schema(name).arrow))
+    keys = spark.createDataFrame([("c", "AAAAAAAAAAAAAAAAAAAAAQ", 9)],
+                                 "cluster_id string, topic_id string, partition_id int")
+
+    def merge_all(name: str) -> None:
+        for v in range(1, 6):
+            assert lake.upsert(name, table_schema(name).arrow.empty_table(), f"app-{name}", v,
+                               delete_keys=keys)
+
+    with ThreadPoolExecutor(2, initializer=lake.own_session) as pool:
+        list(pool.map(merge_all, tables))
+    for name in tables:
+        assert lake.txn_version(name, f"app-{name}") == 5
+        other = next(t for t in tables if t != name)
+        assert lake.txn_version(name, f"app-{other}") is None
+
+
+def test_a_table_another_writer_creates_later_is_seen(spark, tmp_path) -> None:
+    """A process that looked at a table while another one was writing its first commit
+    sees the table once that commit lands (the other writer here: delta-rs)."""
+    import deltalake
+
+    lake = Lake(tmp_path, spark)
+    (tmp_path / "brokers" / "_delta_log").mkdir(parents=True)  # a first write under way
+    assert not lake.exists("brokers")
+    deltalake.write_deltalake(str(tmp_path / "brokers"),
+                              table_schema("brokers").arrow.empty_table())
+    assert lake.exists("brokers") and lake.version("brokers") == 0

@@ -24,8 +24,11 @@ from tests.lake_rows import table_rows
 from tests.pipeline.test_ingest_growth import _cut_copy, _recreated_topic_log
 
 TABLES = [t for t in table_names() if t != "quality_results"]
-# each point leaves a different set of tables committed (see increment.ORDER)
-POINTS = ["records", "partition_timeline", "partition_intervals", "partition_current", "topics"]
+# each point leaves a different set of tables committed (see increment.ORDER); the second
+# wave's tables commit concurrently, so a stop there leaves what the other threads had
+# committed by then, and on one thread (the second value) a deterministic half of the wave
+POINTS = [("records", None), ("partition_timeline", None), ("partition_timeline", 1),
+          ("partition_intervals", None), ("partition_current", None), ("topics", None)]
 
 
 @pytest.fixture(scope="module")
@@ -49,12 +52,15 @@ def setup(spark, tmp_path_factory, cfg_factory) -> dict:
     return {"grown": grown, "first": first, "clean": clean, "res": res}
 
 
-@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize(("point", "threads"), POINTS,
+                         ids=[f"{p}-{t or 'threads'}" for p, t in POINTS])
 def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
-        spark, tmp_path, cfg_factory, setup, point, monkeypatch):
+        spark, tmp_path, cfg_factory, setup, point, threads, monkeypatch):
     lake = tmp_path / "lake"
     shutil.copytree(setup["first"], lake)
     monkeypatch.setattr(increment, "FAIL_AFTER", point)
+    if threads:
+        monkeypatch.setattr(increment, "COMMIT_THREADS", threads)
     before = set(spark.sparkContext._jsc.getPersistentRDDs().keys())
     with pytest.raises(increment.InjectedFailure):
         ingest(spark, cfg_factory(lake), [setup["grown"]])
@@ -70,6 +76,11 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
     assert Lake(lake).committed(point, app_id, 1) == Lake(setup["clean"]).committed(point,
                                                                                    app_id, 1)
     assert not Lake(lake).committed("ingest_progress", app_id, 1)
+    wave = {t: Lake(lake).committed(t, app_id, 1) for t in increment.WAVE}
+    if threads == 1:  # the tables after the point in the wave's order had not started
+        clean = {t for t in increment.WAVE if Lake(setup["clean"]).committed(t, app_id, 1)}
+        assert wave[point] and {t for t in clean if not wave[t]}, (wave, clean)
+    print(f"stopped after {point}: wave tables committed {wave}")
     monkeypatch.setattr(increment, "FAIL_AFTER", None)
 
     (res,) = ingest(spark, cfg_factory(lake), [setup["grown"]])

@@ -15,13 +15,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from kraftlake.cli import main
 from kraftlake.config import load_config
 from kraftlake.lake.delta import Lake
 from kraftlake.quality.derive import INPUTS
 from kraftlake.quality.runner import Outcome, QualityContext, QualityRun, run_quality
 from kraftlake.quality.suites import SUITES
 from tests.conftest import real
+from tests.quality import crafted
 
 REAL_DEFAULT = ["nomanazeem__Kafka-java/kafka-logs"]
 REAL_MORE = ["ogs59__docker-compose-kafka4.10/data/kafka-1",
@@ -71,6 +74,33 @@ def real_lake(spark, tmp_path_factory, sim_dir) -> Lake:
         assert src.is_dir(), src
         ingest(spark, cfg, [src], cluster_id=cid)
     return Lake(root)
+
+
+@pytest.fixture(scope="session")
+def good_run(spark, real_lake, tmp_path_factory):
+    """`kraftlake quality --lake <real lake> --report DIR` (all suites; freshness, a warning,
+    is the only failure): (CLI result, report directory)."""
+    report = tmp_path_factory.mktemp("report_good")
+    res = CliRunner().invoke(main, ["quality", "--lake", str(real_lake.root),
+                                    "--report", str(report)])
+    return res, report
+
+
+@pytest.fixture(scope="session")
+def broken_run(spark, real_lake, tmp_path_factory):
+    """The same command on a copy of the lake where one timeline state has leader 9999 (an
+    error-severity failure): (CLI result, report directory, lake)."""
+    root = tmp_path_factory.mktemp("broken")
+
+    def edit(t):
+        i = crafted.find_row(t, lambda r: r["valid_to_offset"] is not None)
+        return crafted.set_cell(t, i, "leader", 9999)
+
+    lake = crafted.copy_lake(real_lake, root / "lake", {"partition_timeline": edit})
+    report = root / "report"
+    res = CliRunner().invoke(main, ["quality", "--lake", str(lake.root), "--report",
+                                    str(report), "--suite", "partition_timeline"])
+    return res, report, lake
 
 
 def validate(spark, qctx: QualityContext, lake: Lake, suites: list[str] | None = None, *,

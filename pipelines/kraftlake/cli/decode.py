@@ -12,10 +12,11 @@ from typing import Any
 
 import click
 
-from kraftlake.cli import main
+from kraftlake.cli import BadInput, main
 from kraftlake.codec.batch import Problem
-from kraftlake.codec.errors import KraftCodecError
-from kraftlake.codec.logfiles import iter_path
+from kraftlake.codec.dumplog import looks_like_dump_log
+from kraftlake.codec.errors import KraftCodecError, NotTheMetadataLogError
+from kraftlake.codec.logfiles import METADATA_LOG_DIR, iter_path
 from kraftlake.codec.records import Record, to_json
 from kraftlake.kraft.records import NO_OP_RECORD
 
@@ -33,10 +34,10 @@ def _fmt_ts(ms: int) -> str:
 
 
 def _summary(data: dict[str, Any] | None, error: str | None) -> str:
+    """The whole record (its every field, as JSON): a long one wraps, none is cut."""
     if data is None:
         return f"<undecodable: {error}>"
-    text = to_json(data)
-    return text if len(text) <= 160 else text[:157] + "..."
+    return to_json(data)
 
 
 def _print_table(records: Iterator[Record]) -> Counter[str]:
@@ -71,7 +72,29 @@ def _print_table(records: Iterator[Record]) -> Counter[str]:
     return counts
 
 
-@main.command()
+def _refuse_user_data(path: Path) -> None:
+    """Refuse another topic's partition (a directory or a segment in one) as `ingest` does
+    (`sources.files.require_metadata_log`): its records are a user's payloads, not metadata
+    to decode. What is no Kafka log at all is left to the decoder, which says so itself."""
+    from kraftlake.sources.files import require_metadata_log, require_metadata_segment
+
+    try:
+        if path.is_dir():
+            child = path / METADATA_LOG_DIR
+            require_metadata_log(str(child if child.is_dir() else path))
+        elif path.is_file() and not looks_like_dump_log(path):
+            require_metadata_segment(str(path.resolve()))
+    except NotTheMetadataLogError:
+        raise
+    except (KraftCodecError, OSError):
+        return
+
+
+@main.command(epilog="""\b
+Examples:
+  kraftlake decode /var/lib/kafka/data/__cluster_metadata-0
+  kraftlake decode 00000000000000000000.log --jsonl > records.jsonl
+  kraftlake decode dump.txt --count        # kafka-dump-log.sh output""")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--jsonl", "mode", flag_value="jsonl", help="One JSON object per record.")
 @click.option("--count", "mode", flag_value="count", help="Record counts by type.")
@@ -86,6 +109,8 @@ def decode(paths: tuple[Path, ...], mode: str | None) -> None:
     counts: Counter[str] = Counter()
     path = paths[0] if paths else Path()
     try:
+        for path in paths:  # every path before the first record is printed
+            _refuse_user_data(path)
         for path in paths:
             records = iter_path(path, problems)
             if mode == "jsonl":
@@ -99,12 +124,12 @@ def decode(paths: tuple[Path, ...], mode: str | None) -> None:
             else:
                 counts.update(_print_table(records))
     except KraftCodecError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadInput(str(exc)) from None
     except BrokenPipeError:  # `kraftlake decode ... | head` is a normal way to look
         sys.stderr.close()
         sys.exit(0)
     except OSError as exc:
-        raise click.ClickException(f"{exc.filename or path}: {exc.strerror or exc}") from None
+        raise BadInput(f"{exc.filename or path}: {exc.strerror or exc}") from None
     if mode == "count":
         width = max((len(t) for t in counts), default=4)
         for name, n in counts.most_common():

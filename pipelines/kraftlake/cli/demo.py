@@ -72,7 +72,11 @@ def _run_example(name: str, lake: Path, master: str | None, conf_file: str | Non
         raise SystemExit(1)
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake demo                                  # 3 simulated hours
+  kraftlake demo --scenario elr --seed 3 --lake demo-lake
+  kraftlake demo --example real-incident""")
 @click.option("--lake", default=None, type=click.Path(path_type=Path),
               help="Lake directory (default: lake/ in a new temporary directory). Must not "
                    "exist or be empty, unless --force.")

@@ -7,14 +7,18 @@ import time
 import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from . import main, spark_options
+from . import BadInput, lake_option, main, spark_options
+from .render import print_table
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake ingest /var/lib/kafka/data/__cluster_metadata-0 --lake lake
+  kraftlake ingest dump.txt --cluster-id MkU3OEVBNTcwNTJENDM2Qg --lake lake
+  kraftlake ingest s3a://bucket/logs/cluster-a --lake s3a://bucket/lake""")
 @click.argument("sources", nargs=-1, required=True)
-@click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
+@lake_option
 @click.option("--cluster-id", default=None, help="cluster id when meta.properties is absent")
 @spark_options
 def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
@@ -36,7 +40,7 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
     inputs = find_inputs(list(sources), cluster_id, cfg)
     if all(i.refused for i in inputs):  # before Spark starts or the lake is created
         for i in inputs:
-            console.print(f"[red]refused:[/red] {i.refused}", soft_wrap=True)
+            console.print(f"Error: {i.refused}", soft_wrap=True, highlight=False)
         raise SystemExit(2)
     t0 = time.time()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -49,26 +53,26 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
                           log=lambda m: progress.update(task, description=m))
         except (ValueError, KraftCodecError) as exc:  # e.g. a dump text that breaks off
             progress.stop()
-            console.print(f"[red]refused:[/red] {exc}", soft_wrap=True)
-            raise SystemExit(2) from None
-    table = Table(title=f"ingested into {cfg.lake} in {time.time() - t0:.1f}s")
-    for col in ("source", "cluster", "offsets", "records", "quarantined", "changes",
-                "timeline", "events", "unclean", "snapshot mismatches", "orphans"):
-        table.add_column(col)
+            raise BadInput(str(exc)) from None
+    rows = []
     for r in results:
         if r.version < 0:
-            table.add_row(r.source, r.cluster_id, "refused" if r.refused else "nothing new",
-                          *["0"] * 8)
+            rows.append([r.source, r.cluster_id or "", "refused" if r.refused else "nothing new",
+                         *["0"] * 8])
             continue
-        table.add_row(r.source, r.cluster_id, f"{r.start_offset}..{r.end_offset}",
-                      str(r.records), str(r.quarantined), str(r.changes), str(r.timeline),
-                      str(r.events), str(r.event_counts.get("unclean_election", 0)),
-                      str(r.mismatches), str(r.orphans))
-    Console().print(table)
+        rows.append([r.source, r.cluster_id, f"{r.start_offset}..{r.end_offset}",
+                     str(r.records), str(r.quarantined), str(r.changes), str(r.timeline),
+                     str(r.events), str(r.event_counts.get("unclean_election", 0)),
+                     str(r.mismatches), str(r.orphans)])
+    counts = ("records", "quarantined", "changes", "timeline", "events", "unclean",
+              "snapshot mismatches", "orphans")
+    print_table(("source", "cluster", "offsets", *counts), rows, right=counts,
+                title=f"ingested into {cfg.lake} in {time.time() - t0:.1f}s")
     for r in results:
         if r.refused:
             kept = " (kept in `quarantine`, kind 'diverged')" if r.cluster_id else ""
-            console.print(f"[red]refused:[/red] {r.refused}{kept}", soft_wrap=True)
+            console.print(f"Error: refused {r.refused}{kept}", soft_wrap=True,
+                          highlight=False)
         if r.quarantined:
             console.print(f"[yellow]{r.cluster_id}: {r.quarantined} quarantined item(s); "
                           f"see table `quarantine`")

@@ -11,10 +11,9 @@ import time
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from . import main, spark_options
+from . import lake_config, lake_option, main, spark_options
+from .render import print_table
 
 if TYPE_CHECKING:
     from ..lake.maintain import TableMaintenance
@@ -29,26 +28,24 @@ def _size(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _report(results: list[TableMaintenance], title: str) -> Table:
+def _report(results: list[TableMaintenance], title: str) -> None:
     """One line per table ("vacuumed": files deleted by vacuum); the error column only when
     a table failed."""
     errors = any(r.error for r in results)
-    table = Table(title=title)
-    table.add_column("table", no_wrap=True)
-    for col in ("files", "size", "rows", "vacuumed", "seconds"):
-        table.add_column(col, justify="right", no_wrap=True)
-    if errors:
-        table.add_column("error")
-    for r in results:
-        table.add_row(r.table, f"{r.files_before} -> {r.files_after}",
-                      f"{_size(r.bytes_before)} -> {_size(r.bytes_after)}", str(r.rows),
-                      str(r.vacuumed), f"{r.seconds:.2f}", *((r.error or "",) if errors else ()))
-    return table
+    figures = ("files", "size", "rows", "vacuumed", "seconds")
+    rows = [[r.table, f"{r.files_before} -> {r.files_after}",
+             f"{_size(r.bytes_before)} -> {_size(r.bytes_after)}", str(r.rows),
+             str(r.vacuumed), f"{r.seconds:.2f}", *((r.error or "",) if errors else ())]
+            for r in results]
+    print_table(("table", *figures, *(("error",) if errors else ())), rows, title=title,
+                right=figures)
 
 
-@main.command()
-@click.option("--lake", "lake_dir", required=True,
-              help="Lake location: a path, file:// or s3a:// URI.")
+@main.command(epilog="""\b
+Examples:
+  kraftlake maintain --lake lake                  # daily, after the ingest
+  kraftlake maintain --lake lake --no-compact     # beside a running stream""")
+@lake_option
 @click.option("--table", "tables", multiple=True,
               help="Table to maintain (repeatable; default: every table).")
 @click.option("--retention-hours", type=click.IntRange(min=0), default=168, show_default=True,
@@ -59,7 +56,7 @@ def _report(results: list[TableMaintenance], title: str) -> Table:
 @click.option("--no-compact", "no_compact", is_flag=True,
               help="Only vacuum and checkpoint: safe beside a running ingest or stream.")
 @spark_options
-def maintain(lake_dir: str, tables: tuple[str, ...], retention_hours: int,
+def maintain(lake: str | None, tables: tuple[str, ...], retention_hours: int,
              allow_short_retention: bool, no_compact: bool, master: str | None,
              conf_file: str | None) -> None:
     """Compact small files, vacuum unreferenced ones, checkpoint the Delta log of each table."""
@@ -73,24 +70,19 @@ def maintain(lake_dir: str, tables: tuple[str, ...], retention_hours: int,
         if t not in known:
             raise click.BadParameter(f"unknown table {t!r}; known: {', '.join(known)}",
                                      param_hint="--table")
-    from ..config import load_config
-    from ..spark import get_spark
-
-    cfg = load_config(conf_file, lake=lake_dir)
-    lake = Lake(cfg.lake, get_spark(cfg, master=master))
-    lake.require()
     if retention_hours < DEFAULT_RETENTION_HOURS and not allow_short_retention:
         raise click.BadParameter(
             f"{retention_hours} h is below Delta's default retention of "
             f"{DEFAULT_RETENTION_HOURS} h: a reader of an older snapshot could lose its "
             f"files; add --allow-short-retention if none can", param_hint="--retention-hours")
+    from ..spark import get_spark
+
+    cfg = lake_config(conf_file, lake)  # before a JVM starts
+    lk = Lake(cfg.lake, get_spark(cfg, master=master)).require()
     t0 = time.time()
-    results = run(lake, list(tables) or None, compact=not no_compact,
+    results = run(lk, list(tables) or None, compact=not no_compact,
                   retention_hours=retention_hours, enforce_retention=not allow_short_retention)
-    console = Console()
-    if not console.is_terminal:  # a scheduler's log: rich would squeeze the table to 80
-        console = Console(width=120)
-    console.print(_report(results, f"maintained {lake.root} in {time.time() - t0:.1f}s "
-                                     f"(retention {retention_hours} h)"))
+    _report(results, f"maintained {lk.root} in {time.time() - t0:.1f}s "
+                     f"(retention {retention_hours} h)")
     if any(r.error for r in results):
         raise SystemExit(1)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import click
 
-from . import main
+from ..quality.suites import verdict
+from . import lake_config, lake_option, main, spark_options
 
 
 def _summary(run) -> str:
@@ -31,15 +32,18 @@ def _summary(run) -> str:
     errors = len(run.failed_errors)
     warnings = len(run.failed) - errors
     lines.append(f"run {run.run_id}: {len(run.outcomes)} expectations, {errors} error(s) "
-                 f"failed, {warnings} warning(s) failed")
+                 f"failed, {warnings} warning(s) failed: {verdict(o.severity for o in run.failed)}")
     return "\n".join(lines)
 
 
-@main.command()
-@click.option("--lake", "lake_dir", required=True,
-              help="Lake location: a path, file:// or s3a:// URI.")
+@main.command(epilog="""\b
+Examples:
+  kraftlake quality --lake lake --report quality-report
+  kraftlake quality --lake lake --suite partition_timeline --max-age 3600""")
+@lake_option
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="Render Great Expectations Data Docs into this directory.")
+              default=None,
+              help="Render Great Expectations Data Docs into this directory (they open offline).")
 @click.option("--suite", "suites", multiple=True,
               help="Suite to run (repeatable; default: every suite).")
 @click.option("--max-age", "max_age", type=float, default=None,
@@ -47,12 +51,16 @@ def _summary(run) -> str:
                    "(default 86400).")
 @click.option("--now", "now", type=click.DateTime(), default=None,
               help="Reference time for freshness, UTC (default: now).")
-@click.option("--master", default=None, help="Spark master (default: from the config).")
-def quality(lake_dir: str, report_dir: Path | None, suites: tuple[str, ...],
-            max_age: float | None, now: datetime | None, master: str | None) -> None:
-    """Validate the lake with the expectation suites; exit 1 if an error-level check failed."""
+@spark_options
+def quality(lake: str | None, report_dir: Path | None, suites: tuple[str, ...],
+            max_age: float | None, now: datetime | None, master: str | None,
+            conf_file: str | None) -> None:
+    """Validate the lake with the expectation suites; exit 1 if an error-level check failed.
+
+    Every expectation's result is appended to the lake's `quality_results` table (one row
+    per expectation and run), so the lake keeps the history of its checks."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from ..config import load_config
+    cfg = lake_config(conf_file, lake)  # before a JVM starts
     from ..lake.delta import Lake
     from ..quality.runner import DEFAULT_MAX_AGE_SECONDS, run_quality
     from ..quality.suites import SUITES
@@ -62,11 +70,8 @@ def quality(lake_dir: str, report_dir: Path | None, suites: tuple[str, ...],
         if s not in SUITES:
             raise click.BadParameter(f"unknown suite {s!r}; known: {', '.join(SUITES)}",
                                      param_hint="--suite")
-    cfg = load_config(lake=lake_dir)
     spark = get_spark(cfg, master=master)
-    lake = Lake(cfg.lake, spark)
-    lake.require()
-    run = run_quality(spark, lake, suites=list(suites) or None,
+    run = run_quality(spark, Lake(cfg.lake, spark).require(), suites=list(suites) or None,
                       report_dir=report_dir,
                       now=now.replace(tzinfo=UTC) if now else None,
                       max_age_seconds=max_age if max_age is not None else

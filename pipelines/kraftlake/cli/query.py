@@ -6,17 +6,22 @@ import csv
 import datetime as dt
 import json
 import sys
+from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from ..kraft.partition import RECOVERING
-from . import main, spark_options
+from . import BadInput, lake_config, lake_option, main, spark_options
+from .render import print_table
+from .serve import remote_option
 
 
 def _plain(v):
-    if isinstance(v, (dt.datetime, dt.date)):
+    """A value of a Spark row as JSON has it. A timestamp is an instant: UTC with its zone
+    (pyspark hands it over as a naive datetime in this process's local time)."""
+    if isinstance(v, dt.datetime):
+        return v.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(v, dt.date):
         return v.isoformat()
     if isinstance(v, (bytes, bytearray)):
         return v.hex()
@@ -27,19 +32,54 @@ def _plain(v):
     return v
 
 
-def _console() -> Console:
-    """The terminal's width on a terminal; wide when piped or captured, so that a scheduler's
-    log or a grep sees whole cells instead of a table squeezed into 80 columns."""
-    c = Console()
-    return c if c.is_terminal else Console(width=200)
+def _utc(ts: dt.datetime | None) -> str:
+    """A timestamp for a table: UTC, to the millisecond, no zone suffix (the header says)."""
+    return "" if ts is None else ts.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def _session(lake: str | None, master: str | None, conf_file: str | None):
-    from ..config import load_config
+def _cell(v) -> str:
+    """A plain value as a table cell: text as is, lists and structs as JSON, null empty."""
+    if v is None:
+        return ""
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    return str(v)
+
+
+def print_rows(columns: list[str], rows: list[list], fmt: str = "table") -> None:
+    """A query's result on stdout, the one way every command prints one (a query, a prompt's
+    statement, a file's, the prompt's table listing): `table` (whole cells: `render`), `json`
+    (an array of objects) or `csv`. `rows`: lists of plain values (`_plain`), in the order of
+    `columns`. A statement without a result (SET, CREATE VIEW ...) prints nothing."""
+    if not columns:
+        return
+    if fmt == "json":
+        click.echo(json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=1,
+                              default=str))
+    elif fmt == "csv":
+        w = csv.writer(sys.stdout)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([json.dumps(v) if isinstance(v, (list, dict)) else v for v in r])
+    else:
+        print_table(columns, [[_cell(v) for v in r] for r in rows])
+
+
+def _session(lake: str | None, master: str | None, conf_file: str | None,
+             remote: str | None = None):
+    """The session and the lake's tables: a local Spark over `--lake`, or the client
+    session of a `kraftlake serve` endpoint (`--remote`; no JVM here)."""
+    if remote is not None:
+        from .serve import remote_session
+
+        if lake is not None:
+            raise click.UsageError("--lake is the server's (kraftlake serve --lake): give "
+                                   "--remote or --lake, not both")
+        return remote_session(remote)
+    cfg = lake_config(conf_file, lake)  # before a JVM starts
     from ..lake.delta import Lake
     from ..spark import get_spark
 
-    cfg = load_config(conf_file, lake=lake)
     spark = get_spark(cfg, master=master)
     lk = Lake(cfg.lake, spark).require()
     lk.register_views(spark)
@@ -55,64 +95,101 @@ def _spark_error(exc: Exception) -> str:
     return " ".join(first.split())
 
 
-@main.command()
-@click.argument("query")
-@click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
+class Refused(Exception):
+    """Spark refused a statement; the message is Spark's, on one line."""
+
+
+def run_query(spark, query: str, limit: int) -> tuple[list[str], list[list], bool]:
+    """The columns and (at most `limit`, 0: all) rows of one statement, as plain Python
+    values, and whether there were more rows; `Refused` when Spark refuses it (a syntax
+    error, an unknown table or column)."""
+    from pyspark.errors import AnalysisException, ParseException
+
+    try:
+        df = spark.sql(query)
+        got = (df.limit(limit + 1) if limit else df).collect()
+    except (AnalysisException, ParseException) as exc:
+        raise Refused(_spark_error(exc)) from None
+    more = bool(limit) and len(got) > limit
+    return df.columns, [[_plain(v) for v in r] for r in got[:limit or None]], more
+
+
+def note_more(limit: int) -> None:
+    click.echo(f"note: the first {limit} rows; --limit N for more (0: all)", err=True)
+
+
+@main.command(epilog="""\b
+Examples:
+  kraftlake sql "SELECT * FROM partition_events WHERE event_type = 'unclean_election'"
+  kraftlake sql 'DESCRIBE HISTORY partition_current' --lake lake
+  kraftlake sql 'SELECT * FROM incidents' --lake lake --format json > incidents.json
+  kraftlake sql --lake lake                       # the prompt
+  kraftlake sql -f checks.sql --lake lake
+  kraftlake sql --remote sc://127.0.0.1:15002 'SELECT count(*) FROM records'""")
+@click.argument("query", required=False)
+@click.option("-f", "--file", "script", type=click.Path(exists=True, dir_okay=False,
+                                                        path_type=Path),
+              help="run the ;-separated statements of FILE in one session")
+@lake_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
 @click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT, show_default=True,
               help="print at most this many rows (0: all of them)")
+@remote_option
 @spark_options
-def sql(query: str, lake: str | None, fmt: str, limit: int, master: str | None,
-        conf_file: str | None) -> None:
+def sql(query: str | None, script: Path | None, lake: str | None, fmt: str, limit: int,
+        remote: str | None, master: str | None, conf_file: str | None) -> None:
     """Run Spark SQL over the lake; every table is a view under its own name.
 
+    With QUERY: its result. With `-f FILE`: every statement of the file, in order, in one
+    session. With neither: an interactive prompt (statements end with `;`, `\\d` lists the
+    tables and their columns, `\\q` or Ctrl-D leaves).
+
     Exit status 2 when Spark refuses the query (a syntax error, an unknown table or
-    column), with Spark's message on one line."""
-    from pyspark.errors import AnalysisException, ParseException
+    column), with Spark's message on one line; for a file, at its first refused statement,
+    naming the line it starts on."""
+    if query is not None and script is not None:
+        raise click.UsageError("give a QUERY or -f FILE, not both")
+    spark, _ = _session(lake, master, conf_file, remote)
     from pyspark.logger import PySparkLogger
 
     # PySpark logs a refused SQL query with its JVM stack trace as one JSON line on stderr;
     # the user gets Spark's message once, below
     PySparkLogger.getLogger("SQLQueryContextLogger").disabled = True
-    spark, _ = _session(lake, master, conf_file)
+    if script is not None:
+        from .prompt import run_file
+
+        raise SystemExit(run_file(spark, script, fmt, limit))
+    if query is None:
+        from .prompt import run_prompt
+
+        run_prompt(spark, fmt, limit)
+        return
     try:
-        df = spark.sql(query)
-        got = (df.limit(limit + 1) if limit else df).collect()
-    except (AnalysisException, ParseException) as exc:
-        click.echo(f"Error: {_spark_error(exc)}", err=True)
+        columns, rows, more = run_query(spark, query, limit)
+    except Refused as exc:
+        click.echo(f"Error: {exc}", err=True)
         raise SystemExit(2) from None
-    if limit and len(got) > limit:
-        got = got[:limit]
-        click.echo(f"note: the first {limit} rows; --limit N for more (0: all)", err=True)
-    rows = [{k: _plain(v) for k, v in r.asDict().items()} for r in got]
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=1, default=str))
-    elif fmt == "csv":
-        w = csv.writer(sys.stdout)
-        w.writerow(df.columns)
-        for r in rows:
-            w.writerow([json.dumps(v) if isinstance(v, (list, dict)) else v for v in r.values()])
-    else:
-        t = Table()
-        for c in df.columns:
-            t.add_column(c)
-        for r in rows:
-            t.add_row(*["" if v is None else str(v) for v in r.values()])
-        _console().print(t)
+    if more:
+        note_more(limit)
+    print_rows(columns, rows, fmt)
 
 
-@main.command()
-@click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
+@main.command(epilog="""\b
+Examples:
+  kraftlake timeline --lake lake --topic orders --partition 0
+  kraftlake timeline --remote sc://127.0.0.1:15002 --topic orders --partition 0""")
+@lake_option
 @click.option("--topic", required=True, help="topic name")
 @click.option("--partition", "partition", required=True, type=int)
 @click.option("--cluster-id", default=None)
+@remote_option
 @spark_options
 def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | None,
-             master: str | None, conf_file: str | None) -> None:
+             remote: str | None, master: str | None, conf_file: str | None) -> None:
     """One partition's history: every state with its events, oldest first."""
+    spark, lk = _session(lake, master, conf_file, remote)
     from pyspark.sql import functions as F
 
-    spark, lk = _session(lake, master, conf_file)
     # DataFrame filters, not SQL with named parameters: Spark leaves those unbound once
     # Delta's SQL extension is in the session ([UNBOUND_SQL_PARAMETER])
     cond = (F.col("topic_name") == topic) & (F.col("partition_id") == partition)
@@ -131,23 +208,22 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
             label += f" after {e.recovery_duration_ms / 1000:.1f}s"
         by.setdefault((e.cluster_id, e.topic_id, e.offset, e.seq), []).append(label)
     if not states:
-        raise click.ClickException(f"no timeline rows for {topic}-{partition}")
-    t = Table(title=f"{topic}-{partition}")
-    for c in ("offset", "time (UTC)", "change", "leader", "epochs L/P", "isr", "elr", "lke",
-              "replicas", "recovery", "events"):
-        t.add_column(c)
+        raise BadInput(f"no timeline rows for {topic}-{partition}")
+    rows = []
     for s in states:
         fmt = lambda a: "" if a is None else ",".join(map(str, a))  # noqa: E731
         reass = ""
         if s.adding_replicas or s.removing_replicas:
             reass = f" +{fmt(s.adding_replicas)} -{fmt(s.removing_replicas)}"
-        t.add_row(str(s.valid_from_offset), str(s.valid_from_ts)[:23], s.record_type,
-                  str(s.leader), f"{s.leader_epoch}/{s.partition_epoch}", fmt(s.isr),
-                  fmt(s.eligible_leader_replicas), fmt(s.last_known_elr),
-                  fmt(s.replicas) + reass,
-                  "RECOVERING" if s.leader_recovery_state == RECOVERING else "",
-                  ", ".join(by.get((s.cluster_id, s.topic_id, s.valid_from_offset, s.seq), [])))
-    _console().print(t)
+        rows.append([str(s.valid_from_offset), _utc(s.valid_from_ts), s.record_type,
+                     str(s.leader), f"{s.leader_epoch}/{s.partition_epoch}", fmt(s.isr),
+                     fmt(s.eligible_leader_replicas), fmt(s.last_known_elr),
+                     fmt(s.replicas) + reass,
+                     "RECOVERING" if s.leader_recovery_state == RECOVERING else "",
+                     ", ".join(by.get((s.cluster_id, s.topic_id, s.valid_from_offset, s.seq),
+                                      []))])
+    print_table(["offset", "time (UTC)", "change", "leader", "epochs L/P", "isr", "elr", "lke",
+                 "replicas", "recovery", "events"], rows, title=f"{topic}-{partition}")
     dels = [e for e in evs if e.event_type == "partition_deleted"]
     for e in dels:
         click.echo(f"deleted at offset {e.offset}")

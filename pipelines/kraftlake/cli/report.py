@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from . import main, spark_options
+from . import BadInput, lake_config, lake_option, main, spark_options
+from .serve import remote_option, remote_session
 
 TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
@@ -20,39 +21,52 @@ def _partition(value: str) -> tuple[str, int]:
     return topic, int(num)
 
 
-@main.command()
-@click.option("--lake", required=True, type=click.Path(exists=True, file_okay=False,
-                                                       path_type=Path), help="lake directory")
+@main.command(epilog="""\b
+Examples:
+  kraftlake report --lake lake --out report.html
+  kraftlake report --lake lake --out r.html --since 2025-01-01 --partition orders:0
+  kraftlake report --remote sc://127.0.0.1:15002 --out report.html""")
+@lake_option
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="HTML file to write")
-@click.option("--cluster", "cluster_id", default=None,
+@click.option("--cluster-id", default=None,
               help="cluster id (needed when the lake holds several clusters)")
+@click.option("--cluster", "cluster_alias", default=None, hidden=True)  # its name until 0.x
 @click.option("--since", type=click.DateTime(TIME_FORMATS), default=None,
               help="start of the range, UTC")
 @click.option("--until", type=click.DateTime(TIME_FORMATS), default=None,
               help="end of the range, UTC")
 @click.option("--partition", "partitions", multiple=True,
               help="topic:N to show in detail (repeatable; default: the ten most affected)")
+@remote_option
 @spark_options
-def report(lake: Path, out: Path, cluster_id: str | None, since: dt.datetime | None,
-           until: dt.datetime | None, partitions: tuple[str, ...], master: str | None,
-           conf_file: str | None) -> None:
+def report(lake: str | None, out: Path, cluster_id: str | None, cluster_alias: str | None,
+           since: dt.datetime | None, until: dt.datetime | None, partitions: tuple[str, ...],
+           remote: str | None, master: str | None, conf_file: str | None) -> None:
     """Write one self-contained HTML incident report (charts and tables, no network needed
     to view it) for a postmortem."""
-    from ..config import load_config
-    from ..lake.delta import Lake
+    chosen = [_partition(p) for p in partitions]
+    cluster_id = cluster_id or cluster_alias
+    if remote is not None and lake is not None:
+        raise click.UsageError("--lake is the server's (kraftlake serve --lake): give "
+                               "--remote or --lake, not both")
+    cfg = None if remote is not None else lake_config(conf_file, lake)  # before a JVM starts
     from ..report import write_report
     from ..report.data import Window
-    from ..spark import get_spark
 
-    chosen = [_partition(p) for p in partitions]
-    cfg = load_config(conf_file, lake=lake)
     t0 = time.time()
-    spark = get_spark(cfg, master=master)
+    if cfg is None:
+        spark, lk = remote_session(remote)
+    else:
+        from ..lake.delta import Lake
+        from ..spark import get_spark
+
+        spark = get_spark(cfg, master=master)
+        lk = Lake(cfg.lake, spark).require()
     try:
-        path = write_report(spark, Lake(cfg.lake).require(), out, cluster_id=cluster_id,
+        path = write_report(spark, lk, out, cluster_id=cluster_id,
                             window=Window(since, until), partitions=chosen)
-    except ValueError as e:
-        raise click.ClickException(str(e)) from e
+    except ValueError as e:  # e.g. a lake of several clusters and no --cluster-id
+        raise BadInput(str(e)) from None
     size = path.stat().st_size
     click.echo(f"report: {path} ({size / 1e6:.1f} MB, {time.time() - t0:.0f} s)")

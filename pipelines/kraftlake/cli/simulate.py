@@ -16,7 +16,10 @@ from kraftlake.simulate.run import simulate_cluster
 from kraftlake.simulate.scenarios import SCENARIOS
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake simulate --out /tmp/cluster --scenario mixed --seed 1
+  kraftlake simulate --out /tmp/elr --scenario elr --metadata-version 4.1-IV0""")
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path),
               help="Directory to create: __cluster_metadata-0/, meta.properties, "
                    "bootstrap.checkpoint, labels.jsonl, final_state.json.")

@@ -5,12 +5,15 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from . import main, spark_options
+from . import BadInput, lake_option, main, spark_options
 
 
-@main.command()
+@main.command(epilog="""\b
+Examples:
+  kraftlake stream /var/lib/kafka/data/__cluster_metadata-0 --lake lake --trigger 5s
+  kraftlake stream /tmp/cluster/__cluster_metadata-0 --lake lake --available-now""")
 @click.argument("source")
-@click.option("--lake", default=None, help="lake location: a path, file:// or s3a:// URI")
+@lake_option
 @click.option("--cluster-id", default=None)
 @click.option("--trigger", default=None, help="micro-batch interval, e.g. 1s (default: configured)")
 @click.option("--available-now", is_flag=True, help="ingest what is there now, then stop")
@@ -23,17 +26,23 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
            master: str | None, conf_file: str | None) -> None:
     """Stream new records of a __cluster_metadata-0 directory into the lake (exactly once)."""
     from ..config import load_config
+    from ..jobs.trigger import processing_time
+
+    cfg = load_config(conf_file, lake=lake, cluster_id=cluster_id, checkpoint=checkpoint)
+    if not available_now:  # a trigger Spark would refuse only once the query starts
+        try:
+            processing_time(trigger or cfg.trigger)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--trigger") from None
     from ..jobs.batch import find_inputs, input_bytes
     from ..jobs.stream import start_stream
     from ..spark import get_spark
 
     console = Console(stderr=True)
-    cfg = load_config(conf_file, lake=lake, cluster_id=cluster_id, checkpoint=checkpoint)
     (first, *_) = find_inputs([source], cluster_id, cfg)
     if first.refused or first.kind != "dir":  # before Spark starts or the lake is created
         why = first.refused or f"{source}: a stream tails a metadata-log directory, not a text"
-        console.print(f"[red]refused:[/red] {why}", soft_wrap=True)
-        raise SystemExit(2)
+        raise BadInput(why)
     spark = get_spark(cfg, master=master, uris=[source], input_bytes=input_bytes([first]))
 
     def report(r) -> None:
@@ -53,8 +62,7 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
         q = start_stream(spark, cfg, source, cluster_id, trigger, available_now, max_offsets,
                          report)
     except (DivergedLogError, ValueError, KraftCodecError) as exc:
-        console.print(f"[red]refused:[/red] {exc}")
-        raise SystemExit(2) from None
+        raise BadInput(str(exc)) from None
     console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
     try:
         q.awaitTermination()

@@ -5,20 +5,25 @@ Both `kraftlake ingest` (one increment per cluster and run) and every micro-batc
 transaction id (app_id, version); a table that already committed that id is skipped, so a
 job killed at any instant and re-run with the same input writes exactly the missing tables.
 
-Write order matters for that argument: `partition_current` (the seed of the next increment)
-is written after everything derived from the old seed; `topics` after it, because the gold
-layer needs the topics alive *before* the increment, which a re-run can only read back while
-`topics` has not committed yet (once `partition_current` has, gold is not recomputed:
-its counts come back from that commit's metadata); `ingest_progress` last. Within those
-bounds `partition_events` commits first, as soon as the kernel has run: it is what someone
-watching a stream waits for, and nothing it is computed from is a table this increment
-writes.
+Write order matters for that argument, and the commits come in waves that keep it:
+1. `partition_events`, alone, as soon as the kernel has run: it is what someone watching a
+   stream waits for, and nothing it is computed from is a table this increment writes;
+2. every other table computed from the seed as pinned at the start and from this
+   increment's own frames (records, quarantine, brokers, configs, partition_changes, the
+   timeline, reconciliation, intervals, incidents), concurrently: none reads another;
+3. `partition_current` (the seed of the next increment), after everything derived from the
+   old seed; `topics` after it, because the gold layer needs the topics alive *before* the
+   increment, which a re-run can only read back while `topics` has not committed yet (once
+   `partition_current` has, gold is not recomputed: its counts come back from that commit's
+   metadata); `ingest_progress` last.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -57,11 +62,19 @@ from ..quality.record_checks import check_records
 # The frames derived from it are kept as files instead (`Work.frame`).
 SPILL = StorageLevel.DISK_ONLY
 
-ORDER = ["partition_events", "records", "quarantine", "brokers", "configs", "partition_changes",
-         "partition_timeline", "snapshot_reconciliation",
-         "partition_intervals", "incidents", "partition_current", "topics", "ingest_progress"]
+# The tables in the order of the commit waves (module docstring): the second wave's
+# commits, `records` to `incidents`, are under way together.
+WAVE = ("records", "quarantine", "brokers", "configs", "partition_changes", "partition_timeline",
+        "snapshot_reconciliation", "partition_intervals", "incidents")
+ORDER = ["partition_events", *WAVE, "partition_current", "topics", "ingest_progress"]
 ALWAYS_COMMITTED = ("partition_current", "ingest_progress")  # even when empty: markers
 GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
+
+# Threads committing the tables of one wave (`_commit_concurrently`). A commit is mostly the
+# driver's work (planning, writing the Delta log entry, bringing the snapshot up to date),
+# during which the executors idle; with several tables in flight one table's commit overlaps
+# another's tasks. 1: one table after another.
+COMMIT_THREADS = 3
 
 # Fault injection for the restart tests: the name of a table after whose commit an increment
 # stops, leaving the lake exactly as a job killed at that point would.
@@ -271,9 +284,10 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         gold = _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default,
                      write, say, work)
 
-    # ---- bronze
-    say("bronze: records")
-    write("records", records, count=res.records)
+    # ---- every other table computed from the pinned seed and this increment's frames: none
+    # reads another's commit, so they commit together (`_commit_concurrently`)
+    say("commit: records, quarantine, brokers, configs, partition changes, timeline, "
+        "reconciliation, intervals, incidents")
     problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
         "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),
         F.when(F.col("row_kind") == "record", F.lit(-1)).otherwise(
@@ -284,21 +298,27 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"))
     problems = problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
                                         "offset"])
-    res.quarantined = write("quarantine", problems.unionByName(invalid))
 
-    # ---- silver
-    say("silver: brokers, configs")
-    write("brokers", new_brokers)
-    write("configs", new_cfg)
+    def quarantine() -> None:
+        res.quarantined = write("quarantine", problems.unionByName(invalid))
 
+    tasks = [lambda: write("records", records, count=res.records), quarantine,
+             lambda: write("brokers", new_brokers), lambda: write("configs", new_cfg)]
     if gold_done:
         res.skipped += ["partition_changes", "partition_timeline", "partition_events",
                         "snapshot_reconciliation", "partition_intervals", "incidents",
                         "partition_current"]
         _restore_gold_counts(res, lake.commit_metadata("partition_current", app_id, version))
+        _commit_concurrently(lake, tasks)
     else:
         brokers = _cluster(seed.read(spark, "brokers"), cid).unionByName(new_brokers)
-        _gold(spark, seed, src, gold, brokers, configs, res, write, say, work)
+        _commit_concurrently(lake, _gold(spark, seed, src, gold, brokers, configs, res, write,
+                                         work) + tasks)
+        say("current: partition_current")
+        write("partition_current", conform(gold.part("timeline").filter("is_current"),
+                                           "partition_current"), "upsert",
+              delete_keys=gold.part("gone").select(*KEY), target_filter=_same_cluster(cid),
+              metadata=_gold_counts(res))
     write("topics", changed_topics, "upsert")
 
     say("progress: ingest_progress")
@@ -313,6 +333,28 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         "records": [res.records], "changes": [res.changes], "events": [res.events]})
     write("ingest_progress", prog)
     return res
+
+
+def _commit_concurrently(lake: Lake, tasks: list[Callable[[], None]]) -> None:
+    """Run the commits of one wave on `COMMIT_THREADS` threads, each with a session of its
+    own for merges (`Lake.own_session`). The first failure stops the wave: commits not
+    started are dropped, those under way finish, and the failure is raised, so a failed wave
+    leaves some of its tables committed and others not, which a re-run completes (each
+    table's transaction id says whether it holds this increment)."""
+    if COMMIT_THREADS <= 1:
+        for task in tasks:
+            task()
+        return
+    lake.spark  # noqa: B018  (resolved here: a new thread has no active session)
+    with ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix="kraftlake-commit",
+                            initializer=lake.own_session) as pool:
+        futures = [pool.submit(task) for task in tasks]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        for f in futures:
+            f.cancel()  # those not started yet, after a failure
+        for f in futures:
+            if not f.cancelled():
+                f.result()  # the first failure, once the commits under way are done
 
 
 def _is_empty(data: pa.Table | DataFrame, count: int | None) -> bool:
@@ -385,21 +427,31 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
     return k
 
 
-def _gold(spark, seed, src, k: _Kernel, brokers, configs, res, write, say, work):
-    """The other gold tables, from the kernel's output: partition_changes, the timeline,
-    reconciliation, intervals, incidents, and last the current states."""
+def _gold(spark, seed, src, k: _Kernel, brokers, configs, res, write,
+          work) -> list[Callable[[], None]]:
+    """The commits of the other gold tables, from the kernel's output: partition_changes,
+    the timeline, reconciliation, intervals and incidents (`partition_current` comes after
+    them all); the slowest first."""
     cid = res.cluster_id
-    say("gold: partition_changes, partition_timeline")
-    res.changes = k.changes.count()
-    write("partition_changes", k.changes, count=res.changes)
     tl = conform(k.part("timeline"), "partition_timeline")
-    # Only current states are ever closed, so the merge reads the current partition alone.
-    write("partition_timeline", tl, "upsert", count=res.timeline,
-          target_filter=f"t.is_current = true AND {_same_cluster(cid)}")
-    points = check_points(src)
-    lo, hi = points.agg(F.min("snapshot_end_offset"), F.max("snapshot_end_offset")).first()
-    if lo is not None:
-        say("reconcile: snapshots")
+    iv = conform(k.part("interval"), "partition_intervals")
+    # asked before this run writes: a run stopped after that commit wrote them already
+    rerun = seed.committed("partition_intervals", res.app_id, res.version)
+
+    def changes() -> None:
+        res.changes = k.changes.count()
+        write("partition_changes", k.changes, count=res.changes)
+
+    def timeline() -> None:
+        # Only current states are ever closed, so the merge reads the current partition alone
+        write("partition_timeline", tl, "upsert", count=res.timeline,
+              target_filter=f"t.is_current = true AND {_same_cluster(cid)}")
+
+    def reconciliation() -> None:
+        points = check_points(src)
+        lo, hi = points.agg(F.min("snapshot_end_offset"), F.max("snapshot_end_offset")).first()
+        if lo is None:
+            return
         # only states valid at some check point; literal bounds let Delta skip the files of
         # older history by their statistics, so the cost does not grow with the history
         old = _cluster(seed.read(spark, "partition_timeline"), cid).filter(
@@ -412,22 +464,19 @@ def _gold(spark, seed, src, k: _Kernel, brokers, configs, res, write, say, work)
             reconcile(snapshot_states(src), points, old), "snapshot_reconciliation"))
         res.mismatches = m.count()
         write("snapshot_reconciliation", m, "upsert", count=res.mismatches)
-    iv = conform(k.part("interval"), "partition_intervals")
-    # asked before this run writes: a run stopped between the two commits wrote them already
-    rerun = seed.committed("partition_intervals", res.app_id, res.version)
-    write("partition_intervals", iv, "upsert", count=k.intervals,
-          target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")
-    _incidents(spark, seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
-               brokers, configs, res, rerun, write, say, work)
-    say("current: partition_current")
-    write("partition_current", conform(k.part("timeline").filter("is_current"),
-                                       "partition_current"), "upsert",
-          delete_keys=k.part("gone").select(*KEY), target_filter=_same_cluster(cid),
-          metadata=_gold_counts(res))
+
+    def intervals() -> None:
+        write("partition_intervals", iv, "upsert", count=k.intervals,
+              target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")
+
+    def incidents_() -> None:
+        _incidents(spark, seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
+                   brokers, configs, res, rerun, write, work)
+
+    return [incidents_, timeline, changes, reconciliation, intervals]
 
 
-def _incidents(spark, seed, iv, open_iv, ev, brokers, configs, res, rerun, write, say,
-               work):
+def _incidents(spark, seed, iv, open_iv, ev, brokers, configs, res, rerun, write, work):
     """incidents of this increment, upserted on their key.
 
     Inputs grow with the increment, not the lake: the intervals this increment wrote and
@@ -439,7 +488,6 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, configs, res, rerun, write
     cid, since = res.cluster_id, res.start_offset
     if since is None:  # no log record: nothing can open or close
         return
-    say("detect: incidents")
     if rerun:  # a run stopped after that commit: the table holds this increment's intervals
         troubles = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
             F.col("end_offset").isNull() | (F.col("end_offset") >= since))

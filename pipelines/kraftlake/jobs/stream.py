@@ -16,7 +16,6 @@ running stream (`--no-compact`) and whose retention protects readers of older sn
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,25 +32,7 @@ from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
 from .batch import app_id_for, finish_open_ingest, refuse_if_diverged, write_plan
 from .increment import IncrementResult, cluster_progress, furthest, last_of, process_increment
-
-_UNITS = {"ms": "milliseconds", "s": "seconds", "sec": "seconds", "m": "minutes",
-          "min": "minutes", "h": "hours"}
-
-
-def processing_time(trigger: str) -> str:
-    """A trigger interval as Spark parses it: "1s" -> "1 seconds" ("500ms", "5m", "1h" too).
-
-    The README and the defaults use the short form; Spark's processingTime rejects it ("1s" is
-    not an interval to Spark) and would only fail once the query starts. Spark's own
-    spelling ("1 second") passes through.
-    """
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*", trigger.lower())
-    if m and m.group(2) in _UNITS:
-        return f"{m.group(1)} {_UNITS[m.group(2)]}"
-    if m and m.group(2).rstrip("s") in {"millisecond", "second", "minute", "hour"}:
-        return trigger.strip()
-    raise ValueError(f"trigger {trigger!r}: expected a number and a unit, e.g. 500ms, 1s, "
-                     f"5m, 1h")
+from .trigger import processing_time
 
 
 def _state(lake: Lake, app_id: str, checkpoint: str, log_dir: str, rows: list[dict]) -> dict:

@@ -55,6 +55,11 @@ EVENT_TYPES = (
     "reassignment_started", "reassignment_completed", "reassignment_cancelled",
     "partition_created", "partition_deleted",
 )
+# the events that say a partition was hurt (creations, deletions, reassignments and
+# recoveries do not): what a report ranks partitions by
+HARM_EVENTS = ("unclean_election", "leader_offline", "under_min_isr", "isr_shrink",
+               "elr_election", "clean_election", "elr_change")
+ELR_EVENTS = ("elr_change", "elr_election")  # KIP-966's two
 
 # How an unclean election was detected: the record sets LeaderRecoveryState = RECOVERING;
 # or, where that signal cannot exist, the heuristic (partition already RECOVERING, or

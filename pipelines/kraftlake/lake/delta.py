@@ -7,7 +7,9 @@ identifiers, kept in the table itself (no side files):
 * appends carry the writer options `txnAppId` / `txnVersion`: Delta skips a write whose
   version it already committed for that app id;
 * merges (`partition_current`, closing timeline states, topics) carry the same pair as the
-  session settings `spark.databricks.delta.write.txnAppId` / `txnVersion`.
+  session settings `spark.databricks.delta.write.txnAppId` / `txnVersion`, in a session of
+  the writing thread's own (`own_session`) when an increment commits independent tables
+  from several threads: one thread's transaction id must never reach another's merge.
 
 Before computing a table's rows the increment asks `committed` (the table's last version for
 the app id, from its Delta snapshot), so a job killed at any instant and re-run writes
@@ -21,6 +23,7 @@ the versions current when it was called: one increment reads all its inputs at o
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +35,7 @@ from pyspark.sql import functions as F
 
 from ..uris import join, to_uri
 from .hadoopfs import HadoopFS
+from .location import PROGRESS_TABLE, not_a_lake
 from .schema import table_names, table_schema
 
 # what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts
@@ -61,10 +65,6 @@ class LakeLayoutError(ValueError):
     """A table on disk does not have the layout this version of kraftlake writes."""
 
 
-class NotALakeError(ValueError):
-    """The location holds no kraftlake lake (no `ingest_progress` table)."""
-
-
 def sql_eq(col: str, value: str) -> str:
     """`col = 'value'` as a SQL predicate, the value quoted (ids come from the input)."""
     return "{} = '{}'".format(col, value.replace("'", "''"))
@@ -90,13 +90,17 @@ class Lake:
         self._spark = spark
         self._pins = pins  # table -> version this view reads (None: the latest)
         self._checked: set[str] = set()  # tables whose layout was checked
+        self._threads = threading.local()  # a committing thread's own session (own_session)
 
     @property
     def spark(self) -> SparkSession:
-        s = self._spark or SparkSession.getActiveSession()
-        if s is None:
+        """The lake's session: the one given, else the active one when first asked (kept:
+        the active session is per thread, and a lake is also used by commit threads)."""
+        if self._spark is None:
+            self._spark = SparkSession.getActiveSession()
+        if self._spark is None:
             raise RuntimeError("the lake needs a SparkSession (kraftlake.spark.get_spark)")
-        return s
+        return self._spark
 
     @property
     def fs(self) -> HadoopFS:
@@ -108,18 +112,20 @@ class Lake:
         return join(self.root, name)
 
     def exists(self, name: str) -> bool:
-        return bool(DeltaTable.isDeltaTable(self.spark, self.path(name)))
+        """The table has a commit, as the file system says now. (`DeltaTable.isDeltaTable`
+        answers from Delta's cached view of the path, which a process that looked before
+        another writer's first commit keeps for up to an hour.)"""
+        return self.version(name) is not None
 
     def is_lake(self) -> bool:
         """A kraftlake lake has an `ingest_progress` table (every increment ends with it)."""
-        return self.exists("ingest_progress")
+        return self.exists(PROGRESS_TABLE)
 
     def require(self) -> Lake:
         """This lake, or `NotALakeError` (a reader on a wrong `--lake` gets an error, not an
         empty answer)."""
         if not self.is_lake():
-            raise NotALakeError(f"{self.root}: no kraftlake lake here (no ingest_progress "
-                                f"table); run `kraftlake ingest ... --lake {self.root}` first")
+            raise not_a_lake(self.root)
         return self
 
     def _snapshot(self, name: str):
@@ -131,15 +137,14 @@ class Lake:
 
     def version(self, name: str) -> int | None:
         """The table's current version (None: no table)."""
-        if not self.exists(name):
-            return None
-        return int(self._snapshot(name).version())
+        v = int(self._snapshot(name).version())
+        return v if v >= 0 else None
 
     def txn_version(self, name: str, app_id: str) -> int | None:
         """Last transaction version `app_id` committed to table `name` (None = never)."""
-        if not self.exists(name):
-            return None
         snap = self._snapshot(name)
+        if int(snap.version()) < 0:  # no table
+            return None
         # The version's checksum file lists the table's transactions: reading it costs
         # milliseconds, where the snapshot's own state reconstruction runs a Spark job.
         crc = snap.checksumOpt()
@@ -262,16 +267,29 @@ class Lake:
     def _has_rows(self, name: str) -> bool:
         """The table exists and holds a data file (read from the version's checksum when
         Delta wrote one, which costs no Spark job)."""
-        if not self.exists(name):
-            return False
         snap = self._snapshot(name)
+        if int(snap.version()) < 0:  # no table
+            return False
         crc = snap.checksumOpt()
         return (crc.get().numFiles() if crc.isDefined() else snap.numOfFiles()) > 0
 
+    def own_session(self) -> None:
+        """Give the calling thread a session of its own for merges, before it commits
+        beside other threads: a merge's transaction id is a session setting (`_txn`), and a
+        setting of a session is seen by every thread using it. A new session shares the
+        SparkContext, the catalog and the cache; only its settings and temporary views are
+        its own. Threads that did not ask use the lake's session."""
+        self._threads.session = self.spark.newSession()
+
+    def _dml_session(self) -> SparkSession:
+        return getattr(self._threads, "session", None) or self.spark
+
     @contextmanager
-    def _txn(self, app_id: str, version: int, metadata: dict[str, str] | None) -> Iterator[None]:
-        """Session settings that make the next DML command (a MERGE) idempotent."""
-        conf = self.spark.conf
+    def _txn(self, session: SparkSession, app_id: str, version: int,
+             metadata: dict[str, str] | None) -> Iterator[None]:
+        """Session settings that make the next DML command (a MERGE) of `session`
+        idempotent."""
+        conf = session.conf
         conf.set(_TXN_CONF[0], app_id)
         conf.set(_TXN_CONF[1], str(version))
         conf.set(_USER_META_CONF, self._meta(app_id, version, metadata))
@@ -307,8 +325,9 @@ class Lake:
         if target_filter:
             on = f"{on} AND ({target_filter})"
         cols = {c: f"s.{c}" for c in schema.names}
-        with self._txn(app_id, version, metadata):
-            (DeltaTable.forPath(self.spark, self.path(name)).alias("t")
+        session = self._dml_session()
+        with self._txn(session, app_id, version, metadata):
+            (DeltaTable.forPath(session, self.path(name)).alias("t")
              .merge(source.alias("s"), on)
              .whenMatchedDelete(condition="s._delete")
              .whenMatchedUpdate(condition="NOT s._delete", set=cols)
@@ -349,13 +368,20 @@ class Lake:
         """Every table in the session catalog under its own name, over its Delta location.
 
         Catalog tables (not temp views) so that time travel works in SQL:
-        `SELECT * FROM partition_current VERSION AS OF 3` or `TIMESTAMP AS OF '...'`. A table
-        nothing was written to yet is an empty view of its schema, so a query names every
-        table whatever the lake has seen.
+        `SELECT * FROM partition_current VERSION AS OF 3` or `TIMESTAMP AS OF '...'`, and so
+        that every session of the SparkContext sees them (a Spark Connect client's session
+        is a clone of the server's: `kraftlake.serve`). A table nothing was written to yet
+        is a catalog view of its empty schema, so a query names every table whatever the
+        lake has seen.
         """
         for name in table_names():
-            spark.sql(f"DROP TABLE IF EXISTS {name}")
+            spark.catalog.dropTempView(name)  # it would hide the catalog's table
+            if spark.catalog.tableExists(name):
+                kind = "VIEW" if spark.catalog.getTable(name).tableType == "VIEW" else "TABLE"
+                spark.sql(f"DROP {kind} {name}")
             if self.exists(name):
                 spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{self.path(name)}'")
             else:
-                spark.createDataFrame([], table_schema(name).spark).createOrReplaceTempView(name)
+                cols = ", ".join(f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
+                                 for f in table_schema(name).spark.fields)
+                spark.sql(f"CREATE VIEW {name} AS SELECT {cols} WHERE false")

@@ -20,12 +20,14 @@ def _site_name(report_dir: Path) -> str:
 
 
 def _site_config(report_dir: Path) -> dict[str, Any]:
-    """Filesystem site config (GX 1.x: only `base_directory` is meant to be changed)."""
+    """Filesystem site config with kraftlake's renderers (`datadocs`: verdicts as text)."""
+    from .datadocs import site_config
+
     return {
         "class_name": "SiteBuilder",
         "store_backend": {"class_name": "TupleFilesystemStoreBackend",
                           "base_directory": str(Path(report_dir).resolve())},
-        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        **site_config(),
     }
 
 
@@ -47,15 +49,24 @@ def _validation_pages(report_dir: Path, suite: str, run_id: str) -> list[Path]:
     return sorted(base.rglob("*.html")) if base.is_dir() else []
 
 
-def write_summary(run: Any) -> Path:
-    """A landing page for the run that needs nothing from the network.
+def publish(run: Any) -> Path:
+    """Finish the run's report directory: GX's pages made self-contained
+    (`offline.make_offline`) and kraftlake's summary page written; the summary's path."""
+    from .offline import make_offline
 
-    GX's own index page builds its tables with JavaScript loaded from public CDNs, so it
-    shows an empty list where those cannot be reached (scheduled jobs, air-gapped sites).
-    Its validation-result pages are plain HTML and work anywhere; this page lists every
-    suite with its result and links to them.
+    make_offline(run.report_dir)
+    return write_summary(run)
+
+
+def write_summary(run: Any) -> Path:
+    """A landing page for the run: every suite with its verdict, linking GX's pages.
+
+    It is plain HTML with its style inline, one page to open (or mail) first; GX's index
+    lists the same validations with its own search and filters.
     """
     from html import escape
+
+    from .suites import verdict
 
     rdir: Path = run.report_dir
     rows = []
@@ -64,8 +75,7 @@ def write_summary(run: Any) -> Path:
         suites.setdefault(o.suite, []).append(o)
     for suite, outs in suites.items():
         failed = [o for o in outs if not o.success]
-        err = [o for o in failed if o.severity == "error"]
-        status = "FAILED" if err else ("WARNING" if failed else "PASSED")
+        status = verdict(o.severity for o in failed)
         pages = _validation_pages(rdir, suite, run.run_id)
         link = (f'<a href="{escape(str(pages[0].relative_to(rdir)))}">{escape(suite)}</a>'
                 if pages else escape(suite))
@@ -73,23 +83,25 @@ def write_summary(run: Any) -> Path:
             f"<li>[{escape(o.severity)}] {escape(o.expectation)}"
             f"{'' if o.unexpected_count is None else f' ({o.unexpected_count} unexpected)'}"
             f"</li>" for o in failed)
-        rows.append(f'<tr class="{status.lower()}"><td>{link}</td><td>{status}</td>'
+        css = status.replace(" ", "-")
+        rows.append(f'<tr class="{css}"><td>{link}</td><td>{status}</td>'
                     f"<td>{len(outs) - len(failed)} of {len(outs)} passed</td>"
                     f"<td><ul>{detail}</ul></td></tr>")
-    verdict = "FAILED (error-severity expectations failed)" if run.exit_code else "PASSED"
+    overall = verdict(o.severity for o in run.failed)
     page = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>kraftlake quality {escape(run.run_id)}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #999;padding:4px 8px;vertical-align:top}}
 tr.failed td:nth-child(2){{color:#b00;font-weight:bold}}
-tr.warning td:nth-child(2){{color:#a60;font-weight:bold}}
+tr.passed-with-warnings td:nth-child(2){{color:#a60;font-weight:bold}}
 tr.passed td:nth-child(2){{color:#070;font-weight:bold}}</style></head>
 <body><h1>kraftlake data quality</h1>
-<p>Run <b>{escape(run.run_id)}</b> at {escape(run.run_time.isoformat())}: <b>{verdict}</b></p>
+<p>Run <b>{escape(run.run_id)}</b> at {escape(run.run_time.isoformat())}: <b>{overall}</b>
+(exit status {run.exit_code})</p>
 <table><tr><th>suite</th><th>result</th><th>expectations</th><th>failed</th></tr>
 {''.join(rows)}</table>
-<p>Great Expectations Data Docs: <a href="index.html">index</a> (needs network access for
-its scripts); the suite links above open its validation pages.</p></body></html>
+<p>Great Expectations Data Docs: <a href="index.html">index</a>; the suite links above open
+its validation pages. Every page opens offline.</p></body></html>
 """
     out = rdir / SUMMARY_PAGE
     out.write_text(page)

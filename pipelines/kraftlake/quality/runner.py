@@ -209,7 +209,7 @@ def run_quality(spark: SparkSession, lake: Lake, *, suites: list[str] | None = N
                               max_age_seconds=max_age_seconds, report_dir=rdir, qctx=qctx)
     run = QualityRun(rid, run_time, outcomes, rdir)
     if rdir is not None:
-        report.write_summary(run)
+        report.publish(run)
     if write_results:
         from .results import append_results
 

@@ -7,7 +7,10 @@ for the ingest path. Each expectation's `meta` carries what GX itself does not:
 * `name` - stable id used in results, reports and tests (unique within the suite);
 * `severity` - `error` (the run fails, exit 1) or `warning` (reported only);
 * `scope` - `record` if it can be decided on one bronze row (then ingest also runs it);
-* `invariant` - the invariant's number in docs/semantics.md section 5, when there is one.
+* `invariant` - the invariant's number in docs/semantics.md section 5, when there is one;
+* `found` - optional: what Data Docs says was found when the expectation fails, a template
+  of `$unexpected_count`, `$checked_count` (non-null values checked), `$element_count` (rows)
+  and the expectation's kwargs (`$max_value`...), for a check whose values are not rows.
 
 GX silently drops an expectation whose configuration it cannot parse (it only logs), so
 loading verifies that every JSON entry became an expectation.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -26,6 +30,15 @@ from ..packaged import EXPECTATIONS
 SUITES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "partition_intervals", "incidents"]
 SEVERITIES = ("error", "warning")
+# The verdict of a run or a suite, the same words in the terminal summary and Data Docs.
+PASSED, WARNINGS, FAILED = "passed", "passed with warnings", "failed"
+
+
+def verdict(failed_severities: Iterable[str]) -> str:
+    """failed when an error-severity expectation failed (exit status 1), passed with warnings
+    when only warning-severity ones did (exit status 0), else passed."""
+    failed = set(failed_severities)
+    return FAILED if "error" in failed else WARNINGS if failed else PASSED
 
 
 @dataclass(frozen=True)

@@ -253,10 +253,6 @@ class Replay:
             steps.extend(self._apply_data(r))
         return steps
 
-    def pending_transaction(self) -> list[Record]:
-        """Records of a transaction still open (not committed: not applied)."""
-        return list(self._txn or ())
-
     def _problem(self, offset: int, kind: str, message: str, topic_id: str | None = None,
                  partition_id: int | None = None) -> None:
         self.problems.append(Problem(offset, kind, message, topic_id, partition_id))

@@ -11,15 +11,16 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ..lake.delta import Lake
+from ..serve import ServedLake
 from .data import Window, clusters, load
 from .page import render
 
 
-def write_report(spark: SparkSession, lake: Lake, out: Path, *, cluster_id: str | None = None,
-                 window: Window | None = None,
+def write_report(spark: SparkSession, lake: Lake | ServedLake, out: Path, *,
+                 cluster_id: str | None = None, window: Window | None = None,
                  partitions: list[tuple[str, int]] | None = None) -> Path:
-    """Write the report of one cluster of `lake` to `out`; `cluster_id` may be omitted when
-    the lake holds one cluster."""
+    """Write the report of one cluster of `lake` (local, or a `kraftlake serve` endpoint's)
+    to `out`; `cluster_id` may be omitted when the lake holds one cluster."""
     if cluster_id is None:
         ids = clusters(spark, lake)
         if len(ids) != 1:

@@ -12,13 +12,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..kraft.events import ELR_EVENTS, HARM_EVENTS
 from ..lake.delta import Lake
+from ..serve import ServedLake
 
 TOP_PARTITIONS = 10
-# events that say a partition was hurt (creation, deletion and recoveries do not)
-HARM = ("unclean_election", "leader_offline", "under_min_isr", "isr_shrink", "elr_election",
-        "clean_election", "elr_change")
-ELR_EVENTS = ("elr_change", "elr_election")
 
 
 @dataclass(frozen=True)
@@ -65,12 +63,12 @@ def lake_current(spark: SparkSession, lake: Path | str, cluster_id: str
     return {(r["topic_name"], r["partition_id"]): r.asDict() for r in df.collect()}
 
 
-def clusters(spark: SparkSession, lake: Lake) -> list[str]:
+def clusters(spark: SparkSession, lake: Lake | ServedLake) -> list[str]:
     return sorted(r.cluster_id for r in lake.read(spark, "partition_timeline")
                   .select("cluster_id").distinct().collect())
 
 
-def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
+def load(spark: SparkSession, lake: Lake | ServedLake, cluster_id: str, window: Window,
          partitions: list[tuple[str, int]] | None = None) -> ReportData:
     """Everything the report shows for one cluster; `partitions` default: the TOP_PARTITIONS
     partitions with the most harmful events in the window."""
@@ -97,7 +95,7 @@ def load(spark: SparkSession, lake: Lake, cluster_id: str, window: Window,
                     .orderBy("offset"))
     incident_events = _incident_events(in_window, incidents)
     if not partitions:
-        top = (in_window.filter(F.col("event_type").isin(*HARM)).groupBy(
+        top = (in_window.filter(F.col("event_type").isin(*HARM_EVENTS)).groupBy(
             "topic_name", "partition_id").count()
             .orderBy(F.col("count").desc(), "topic_name", "partition_id")
             .limit(TOP_PARTITIONS).collect())

@@ -11,10 +11,11 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from ..kraft.events import ELR_EVENTS
 from ..kraft.partition import RECOVERING
 from ..kraft.troubles import REASSIGNING, RECOVERING_KIND
 from .charts import cluster_figure, partition_figure
-from .data import ELR_EVENTS, ReportData, recovery_of
+from .data import ReportData, recovery_of
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;

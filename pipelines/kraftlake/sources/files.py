@@ -88,19 +88,34 @@ def require_metadata_log(uri: str) -> None:
     with no data record yet (empty segments, snapshots only) is accepted: nothing of it can
     leak.
     """
+    _refuse_partition_dir(uri)
+    segments, _ = list_log_dir(uri)
+    _refuse_user_records(uri, [uris.to_location(uri, str(seg.path)) for seg in segments])
+
+
+def require_metadata_segment(uri: str) -> None:
+    """The same refusal for one segment file named on its own (`kraftlake decode
+    telemetry-0/00000000000000000000.log`): its directory's name, then its first records."""
+    _refuse_partition_dir(uris.parent(uri))
+    _refuse_user_records(uri, [uri])
+
+
+def _refuse_partition_dir(uri: str) -> None:
     name = uris.basename(uri.rstrip("/"))
     m = _PARTITION_DIR.match(name)
     if m and name != METADATA_LOG_DIR:
         raise NotTheMetadataLogError(
             f"{uri}: the directory of partition {m['partition']} of topic '{m['topic']}', "
             f"not the KRaft metadata log ({METADATA_LOG_DIR}); refusing to read user data")
-    segments, _ = list_log_dir(uri)
+
+
+def _refuse_user_records(what: str, segments: list[str]) -> None:
+    """Refuse when the first records of `segments` (in log order) are not metadata records."""
     seen = 0
-    for seg in segments:
-        location = uris.to_location(uri, str(seg.path))
+    for location in segments:
         head = uris.read_bytes(location, 0, _SNIFF_BYTES)
         batches = 0
-        for item in scan_batches(head, seg.name):
+        for item in scan_batches(head, uris.basename(location)):
             if not isinstance(item, Batch):
                 continue
             batches += 1
@@ -119,8 +134,8 @@ def require_metadata_log(uri: str) -> None:
             break
     if seen:
         raise NotTheMetadataLogError(
-            f"{uri}: its first {seen} records are not KRaft metadata records: this is not "
-            f"a {METADATA_LOG_DIR} directory; refusing to read user data")
+            f"{what}: its first {seen} records are not KRaft metadata records: not the KRaft "
+            f"metadata log ({METADATA_LOG_DIR}); refusing to read user data")
 
 
 def log_dir_bytes(uri: str) -> int:

@@ -1,0 +1,83 @@
+"""`kraftlake serve`: the lake as a resident Spark Connect endpoint (`kraftlake.serve`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..serve import DEFAULT_HOST, DEFAULT_PORT
+from . import lake_config, lake_option, main, spark_options
+
+
+@main.command(epilog="""\b
+Examples:
+  kraftlake serve --lake lake &
+  kraftlake sql --remote sc://127.0.0.1:15002 'SELECT count(*) FROM partition_events'""")
+@lake_option
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
+              help="port to listen on (Spark Connect's default; 0: any free port)")
+@click.option("--host", default=DEFAULT_HOST, show_default=True,
+              help="address to listen on (0.0.0.0: every interface; no authentication)")
+@spark_options
+def serve(lake: str | None, port: int, host: str, master: str | None,
+          conf_file: str | None) -> None:
+    """Serve the lake to Spark Connect clients until Ctrl-C or SIGTERM.
+
+    One Spark with every lake table registered under its own name; `kraftlake sql`,
+    `timeline` and `report` take `--remote sc://HOST:PORT` to use it, and so does any
+    Spark Connect client (`SparkSession.builder.remote("sc://localhost:15002")`).
+    Prints `serving LAKE at sc://HOST:PORT` once it listens."""
+    from ..lake.delta import Lake
+    from ..lake.schema import table_names
+    from ..serve import (
+        RemoteError,
+        check_bindable,
+        connect_conf,
+        start_service,
+        stop_service,
+        wait_for_signal,
+        warm_up,
+    )
+    from ..spark import get_spark
+
+    try:
+        check_bindable(host, port)
+    except RemoteError as exc:
+        raise click.ClickException(str(exc)) from None
+    cfg = lake_config(conf_file, lake)  # before a JVM starts
+    spark = get_spark(cfg, master=master, extra_conf=connect_conf(host, port))
+    lk = Lake(cfg.lake, spark).require()
+    lk.register_views(spark)
+    warm_up(spark, table_names())
+    try:
+        bound = start_service(spark)
+    except Exception as exc:  # py4j's error: the port was taken since the check above
+        found = re.search(r"java\.net\.\w+: [^!]*?(?=: Service|$)", str(exc), re.MULTILINE)
+        why = found.group(0) if found else type(exc).__name__
+        raise click.ClickException(f"cannot listen on {host}:{port}: {why}") from None
+    click.echo(f"serving {lk.root} at sc://{host}:{bound} (Ctrl-C to stop)")
+    wait_for_signal()
+    stop_service(spark)
+    spark.stop()
+
+
+def remote_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`--remote sc://HOST:PORT` of the commands that read the lake, passed on as `remote`."""
+    return click.option(
+        "--remote", default=None, metavar="sc://HOST:PORT",
+        help="read through a `kraftlake serve` endpoint (no local Spark: --lake, --master "
+             "and --conf are the server's)")(f)
+
+
+def remote_session(url: str) -> tuple[Any, Any]:
+    """The client session of the endpoint at `url` and its lake (`kraftlake.serve`); an
+    endpoint that does not answer is one line and exit status 1."""
+    from ..serve import RemoteError, ServedLake, connect
+
+    try:
+        return connect(url), ServedLake(url)
+    except RemoteError as exc:
+        raise click.ClickException(str(exc)) from None

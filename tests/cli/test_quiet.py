@@ -1,0 +1,76 @@
+"""Quiet by default: the commands that start Spark print their answer and nothing of the
+JVM's or Spark's own log, leave no `spark-warehouse/` in the working directory, and a
+failure inside Spark names the log file instead. Real commands, each in its own process
+(its own JVM), as a user runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import cli_env
+
+# what a JVM kraftlake launched printed on the console before (issue 22)
+NOISE = ("WARN ", "log4j", "setLogLevel", "Using incubator modules", "Setting default log level",
+         "Deleted ", "NativeCodeLoader")
+
+
+def _run(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kraftlake", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=900, check=False,
+                          env=cli_env(KRAFTLAKE_STATE_DIR=str(cwd / "state"), **env))
+
+
+def _assert_quiet(out: subprocess.CompletedProcess[str]) -> None:
+    for line in (out.stdout + out.stderr).splitlines():
+        assert not any(n in line for n in NOISE), line
+
+
+def _logs(cwd: Path) -> list[Path]:
+    return sorted((cwd / "state" / "logs").glob("spark-*.log"))
+
+
+def test_sql_and_maintain_print_only_their_answer(sim_lake, tmp_path: Path) -> None:
+    lake = sim_lake[0]
+    out = _run(tmp_path, "sql", "SELECT count(*) AS n FROM topics", "--lake", str(lake),
+               "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    assert out.stdout.strip().startswith("[") and '"n"' in out.stdout
+    _assert_quiet(out)
+    assert not (tmp_path / "spark-warehouse").exists()
+    (log,) = _logs(tmp_path)  # where the JVM's output went instead
+    assert "log4j" in log.read_text()
+
+    out = _run(tmp_path, "maintain", "--lake", str(lake), "--table", "topics", "--no-compact")
+    assert out.returncode == 0, out.stderr
+    _assert_quiet(out)
+    assert out.stderr == ""
+    assert "topics" in out.stdout and "maintained" in out.stdout
+    assert not (tmp_path / "spark-warehouse").exists()
+    # Delta's VACUUM printed "Deleted N files and directories ..." on the JVM's stdout
+    assert "Deleted " in _logs(tmp_path)[-1].read_text()
+
+
+def test_a_failure_inside_spark_names_its_log(sim_lake, tmp_path: Path) -> None:
+    out = _run(tmp_path, "sql", "SELECT 1", "--lake", str(sim_lake[0]),
+               "--master", "nonsense://x")
+    assert out.returncode == 1, out
+    _assert_quiet(out)
+    (line,) = out.stderr.strip().splitlines()
+    (log,) = _logs(tmp_path)
+    assert line.startswith("Error: ") and str(log) in line, line
+    assert "Master must" in line  # the cause, from the log of the JVM that died
+    assert "Traceback" not in out.stderr
+
+
+def test_verbose_puts_the_jvm_output_on_the_console(sim_lake, tmp_path: Path) -> None:
+    """`--verbose` (or KRAFTLAKE_VERBOSE=1): what went to the log file is on stderr, and no
+    log file is written (a JVM that dies at start is quick to run)."""
+    for how in (["--verbose"], []):
+        out = _run(tmp_path, "sql", "SELECT 1", "--lake", str(sim_lake[0]), "--master",
+                   "nonsense://x", *how, **({} if how else {"KRAFTLAKE_VERBOSE": "1"}))
+        assert out.returncode == 1, out
+        assert "Master must" in out.stderr and "log4j" in out.stderr, out.stderr
+        assert _logs(tmp_path) == []

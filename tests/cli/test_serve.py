@@ -1,0 +1,238 @@
+"""`kraftlake serve`: a real server process over the simulated lake of the read commands'
+tests, queried by a real Spark Connect client (pyspark's `SparkSession.builder.remote`) and
+by `kraftlake sql/timeline/report --remote`; every answer equals the local command's.
+
+Clients run as processes of their own: a Connect session in the test process would switch
+pyspark into Connect mode for every later test of the worker (`SPARK_CONNECT_MODE_ENABLED`).
+One server (one JVM) serves the whole module; the prompt is driven through a
+pseudo-terminal over that server, so it adds no JVM start.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+from click.testing import CliRunner
+
+from kraftlake.cli import main
+from kraftlake.lake.delta import Lake
+from kraftlake.lake.schema import table_names
+from tests.conftest import cli_env
+
+KRAFTLAKE = str(Path(sys.executable).with_name("kraftlake"))
+URL = re.compile(r"sc://[\w.]+:\d+")
+EVENTS_BY_TYPE = ("SELECT event_type, count(*) AS n, max(offset) AS last FROM partition_events "
+                  "GROUP BY event_type ORDER BY event_type")
+
+
+@pytest.fixture(scope="module")
+def server(sim_lake, tmp_path_factory) -> Iterator[str]:
+    """`kraftlake serve` on a port the system picks on loopback; its `sc://` URL."""
+    log = tmp_path_factory.mktemp("serve") / "stderr"
+    with log.open("w") as err:
+        proc = subprocess.Popen([KRAFTLAKE, "serve", "--lake", str(sim_lake[0]), "--port",
+                                 "0"], stdout=subprocess.PIPE, stderr=err, text=True,
+                                env=cli_env())
+    try:
+        line = proc.stdout.readline()  # the JVM start and the tables' registration first
+        found = URL.search(line)
+        assert found, (f"serve printed {line!r} (exit status {proc.poll()}): "
+                       f"{log.read_text()[-2000:]}")
+        yield found.group(0)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            status = proc.wait(120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert status == 0, f"serve ended with {status} on SIGTERM"
+
+
+def _local_sql(lake: Path, *args: str):
+    return CliRunner().invoke(main, ["sql", *args, "--lake", str(lake)])
+
+
+# A `kraftlake` command run in a fresh interpreter that then checks it started no JVM (py4j's
+# gateway is what a local SparkSession launches)
+_NO_JVM = textwrap.dedent("""
+    import sys
+    from pyspark import SparkContext
+    from kraftlake.cli import main
+    try:
+        main(sys.argv[1:], prog_name="kraftlake")
+    except SystemExit as e:
+        status = e.code or 0
+    assert SparkContext._gateway is None, "a --remote command started a JVM"
+    sys.exit(status)
+""")
+
+
+def _remote(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", _NO_JVM, *args], capture_output=True,
+                          text=True, env=cli_env(), timeout=timeout)
+
+
+_CLIENT = textwrap.dedent("""
+    import json, sys
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+    out = {"counts": {n: spark.table(n).count() for n in sys.argv[3:]},
+           "events": [r.asDict() for r in spark.sql(sys.argv[2]).collect()],
+           "first_version": spark.sql("SELECT count(*) AS n FROM records VERSION AS OF 0")
+                                 .first().n}
+    print(json.dumps(out))
+""")
+
+
+def test_a_spark_connect_client_reads_every_table(server, sim_lake, spark) -> None:
+    lake = Lake(sim_lake[0], spark)
+    absent = [n for n in table_names() if not lake.exists(n)]
+    assert absent, "every table exists: the empty view of a missing one is not exercised"
+    got = subprocess.run([sys.executable, "-c", _CLIENT, server, EVENTS_BY_TYPE,
+                          *table_names()], capture_output=True, text=True, timeout=600)
+    assert got.returncode == 0, got.stderr[-2000:]
+    answer = json.loads(got.stdout)
+    assert answer["counts"] == {n: lake.read(spark, n).count() for n in table_names()}
+    assert all(answer["counts"][n] == 0 for n in absent)
+    assert answer["events"] == json.loads(
+        _local_sql(sim_lake[0], EVENTS_BY_TYPE, "--format", "json").stdout)
+    assert answer["first_version"] == lake.read(spark, "records", version=0).count()
+
+
+def test_sql_remote_equals_local_and_starts_no_jvm(server, sim_lake) -> None:
+    local = _local_sql(sim_lake[0], EVENTS_BY_TYPE, "--format", "json")
+    assert local.exit_code == 0, local.output
+    remote = _remote("sql", "--remote", server, EVENTS_BY_TYPE, "--format", "json")
+    assert remote.returncode == 0, remote.stderr
+    assert json.loads(remote.stdout) == json.loads(local.stdout)
+    assert len(json.loads(remote.stdout)) > 3
+
+
+def test_sql_remote_refusal_is_one_line_and_exit_2(server) -> None:
+    out = _remote("sql", "--remote", server, "SELECT * FROM no_such_table")
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: [TABLE_OR_VIEW_NOT_FOUND]"), lines
+
+
+def test_timeline_remote_equals_local(server, sim_lake) -> None:
+    lake, labels = sim_lake
+    case = next(x for x in labels if "unclean_election" in x["events"])
+    args = ["timeline", "--topic", case["topic_name"], "--partition", str(case["partition_id"])]
+    local = CliRunner().invoke(main, [*args, "--lake", str(lake)])
+    assert local.exit_code == 0, local.output
+    remote = _remote(*args, "--remote", server)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout
+    assert "unclean_election" in remote.stdout
+
+
+def test_report_remote_equals_local(server, sim_lake, tmp_path) -> None:
+    local, remote = tmp_path / "local.html", tmp_path / "remote.html"
+    out = CliRunner().invoke(main, ["report", "--lake", str(sim_lake[0]), "--out", str(local)])
+    assert out.exit_code == 0, out.output
+    got = _remote("report", "--remote", server, "--out", str(remote))
+    assert got.returncode == 0, got.stderr
+
+    def page(p: Path) -> str:  # less the time it was generated
+        return re.sub(r"Generated [^;<]* UTC", "", p.read_text(encoding="utf-8"))
+
+    assert page(remote) == page(local)
+    assert "unclean" in page(remote)
+
+
+def test_an_endpoint_that_is_not_there_is_one_line(tmp_path) -> None:
+    t0 = time.monotonic()
+    out = _remote("sql", "--remote", "sc://127.0.0.1:1", "SELECT 1", timeout=120)
+    assert out.returncode == 1, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no Spark Connect endpoint answers" in lines[0], lines
+    assert time.monotonic() - t0 < 60
+
+
+def test_a_port_taken_is_refused_before_spark_starts(sim_lake) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        t0 = time.monotonic()
+        out = subprocess.run([KRAFTLAKE, "serve", "--lake", str(sim_lake[0]), "--port",
+                              str(port)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip() == (f"Error: cannot listen on 127.0.0.1:{port}: "
+                                  "Address already in use"), out.stderr
+    assert time.monotonic() - t0 < 30  # no JVM started (one takes a minute here)
+
+
+def test_the_prompt(server, tmp_path) -> None:
+    """Two statements (the second refused, the first spread over two lines), `\\d`, and `\\q`,
+    through a pseudo-terminal; the statements are in the history afterwards."""
+    env = cli_env(XDG_STATE_HOME=str(tmp_path), TERM="dumb")
+    child = pexpect.spawn(KRAFTLAKE, ["sql", "--remote", server], env=env, encoding="utf-8",
+                          timeout=300, dimensions=(40, 200))
+    try:
+        child.expect_exact("kraftlake> ")
+        child.sendline("SELECT count(*) AS n")
+        child.expect_exact("-> ")
+        child.sendline("FROM partition_events WHERE event_type = 'unclean_election';")
+        child.expect_exact("kraftlake> ")
+        count = re.search(r"\b(\d+)\b", child.before.split("unclean_election';")[-1])
+        assert count and int(count.group(1)) > 0, child.before
+        child.sendline("SELECT nothing FROM partition_events;")
+        child.expect_exact("Error: [UNRESOLVED_COLUMN")
+        child.expect_exact("kraftlake> ")
+        child.sendline("\\d")
+        child.expect_exact("kraftlake> ")
+        listing = child.before
+        for table, column in (("partition_events", "event_type"), ("incidents", "cause"),
+                              ("records", "record_type")):
+            assert re.search(rf"{table}\W+{column}\W", listing), listing
+        child.sendline("\\q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    history = (tmp_path / "kraftlake" / "sql_history").read_text()
+    assert "unclean_election" in history and "SELECT nothing" in history
+
+
+def test_a_file_of_statements(sim_lake, tmp_path) -> None:
+    lake = sim_lake[0]
+    script = tmp_path / "three.sql"
+    script.write_text("-- three statements; one session\n"
+                      "SELECT count(*) AS n FROM partition_events;\n"
+                      "SELECT ';' AS semicolon,\n"
+                      "       count(*) AS n FROM incidents;\n"
+                      "SELECT max(offset) AS last FROM records\n")
+    out = _local_sql(lake, "-f", str(script), "--format", "json")
+    assert out.exit_code == 0, out.output
+    results, text, dec = [], out.stdout.strip(), json.JSONDecoder()
+    while text:
+        value, end = dec.raw_decode(text)
+        results.append(value)
+        text = text[end:].lstrip()
+    expect = [json.loads(_local_sql(lake, q, "--format", "json").stdout) for q in (
+        "SELECT count(*) AS n FROM partition_events",
+        "SELECT ';' AS semicolon, count(*) AS n FROM incidents",
+        "SELECT max(offset) AS last FROM records")]
+    assert results == expect
+
+    bad = tmp_path / "bad.sql"
+    bad.write_text("SELECT 1 AS one;\n\nSELECT *\n  FROM no_such_table;\nSELECT 3 AS three;\n")
+    out = _local_sql(lake, "-f", str(bad), "--format", "json")
+    assert out.exit_code == 2, out.output
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {bad}:3: [TABLE_OR_VIEW_NOT_FOUND]")
+    assert json.loads(out.stdout) == [{"one": 1}]  # the statements after it did not run
