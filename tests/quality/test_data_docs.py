@@ -19,7 +19,8 @@ import pytest
 
 from kraftlake.quality.offline import ASSETS, GX_IMAGES, LOGOS, VENDORED, remote_references
 from kraftlake.quality.suites import SUITES, checks
-from tests.quality.browser import Page, needs_chromium, open_offline
+from tests.browser import needs_chromium
+from tests.quality.browser import Page, open_offline
 
 GX_VIEW = Path(great_expectations.__file__).parent / "render" / "view"
 # a status cell followed by its expectation's description ("[error] ..." / "[warning] ...")

@@ -6,64 +6,20 @@ the file loads nothing from the network.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kraftlake.cli import main
+from tests.browser import dom_of, needs_chromium, screenshot, visible_text
 from tests.report.oracle import expected
-
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None and not CHROMIUM.exists(),
-                                    reason="chromium not installed")
-
-
-def _chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess:
-    profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
-    profile.mkdir()
-    return subprocess.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args],
-                          check=True, capture_output=True, text=True, timeout=180)
 
 
 def open_page(path: Path, tmp: Path) -> tuple[str, list[str], Path]:
-    """(rendered text, console errors, screenshot) of `path` in headless Chromium.
-
-    Console messages come from Chromium's own log (`--enable-logging=stderr`: each console
-    call is a `CONSOLE(line)` entry, uncaught exceptions included)."""
-    url = path.resolve().as_uri()
-    shot = tmp / f"{path.stem}.png"
-    run = _chromium(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000",
-                     "--window-size=1300,2000", f"--screenshot={shot}", url], tmp)
-    console = [ln for ln in run.stderr.splitlines() if "CONSOLE" in ln]
-    dom = _chromium(["--virtual-time-budget=10000", "--dump-dom", url], tmp).stdout
-    parser = _Text()
-    parser.feed(dom)
-    return re.sub(r"\s+", " ", " ".join(parser.parts)), console, shot
-
-
-class _Text(HTMLParser):
-    """The text a reader sees: character data outside <script> and <style>."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.parts: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag: str, attrs) -> None:
-        self._skip += tag in ("script", "style")
-
-    def handle_endtag(self, tag: str) -> None:
-        self._skip -= tag in ("script", "style")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skip:
-            self.parts.append(data)
+    """(rendered text, console lines, screenshot) of `path` in headless Chromium."""
+    shot, console = screenshot(path, tmp, "1300,2000")
+    return visible_text(dom_of(path, tmp)), console, shot
 
 
 @pytest.fixture(scope="module")
