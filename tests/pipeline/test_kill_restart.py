@@ -104,6 +104,11 @@ def _kill(p: subprocess.Popen) -> bool:
     return p.returncode == -signal.SIGKILL
 
 
+# offsets the stream's log holds at the start, then after each growth (the real log ends at
+# offset 2,066)
+GROWTH = (1200, 1500, 1800, 2067)
+
+
 def _tail(out: Path, n: int = 3000) -> str:
     """The end of a job's output, without terminal control sequences."""
     return ANSI.sub(b"", out.read_bytes()).decode(errors="replace").replace("\r", "\n")[-n:]
@@ -114,8 +119,13 @@ def _tail(out: Path, n: int = 3000) -> str:
 def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
         spark, tmp_path, cfg_factory, seed):
     log = GrowingLog(tmp_path / "kafka", NOMAN / "00000000000000000000.log", "kill-test")
-    last = max(i for i, b in enumerate(log.batches) if b.base_offset < 1200)
-    end = log.write(0, last + 1)
+    # the log as written at the start and after each growth (batch indexes): a run that
+    # completes before its kill lands (its micro-batches took less than the drawn delay)
+    # finds the log grown by the next part, so three kills land in work however fast it is
+    parts = [max(i for i, b in enumerate(log.batches) if b.base_offset < limit) + 1
+             for limit in GROWTH]
+    end = log.write(0, parts[0])
+    grown = 0
     lake = tmp_path / "lake"
     conf = _conf(tmp_path)
     print(f"KILL_SEED={seed}")
@@ -140,7 +150,12 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
         else:
             p.wait(timeout=600)
         assert p.returncode == 0, f"seed {seed}, run {runs}: {out.read_text()[-3000:]}"
+        if len(kills) < 3 and grown + 1 < len(parts):  # done before its kill: more log
+            grown += 1
+            end = log.write(parts[grown - 1], parts[grown])
+            continue
         break  # completed (before a kill landed, if fewer than 3 kills: checked below)
+    print(f"seed {seed}: {runs} runs, kills after {kills} s, log grown {grown} times")
     assert len([k for k in kills if k >= 0]) >= 3, f"seed {seed}: kills {kills}"
 
     clean = tmp_path / "clean"
