@@ -58,3 +58,13 @@ def test_cluster_id_is_one_name() -> None:
 def test_quality_says_where_its_results_go() -> None:
     out = CliRunner().invoke(main, ["quality", "--help"])
     assert "appended to the lake's `quality_results`" in " ".join(out.output.split())
+
+
+@pytest.mark.parametrize("name", ["sql", "timeline", "report"])
+def test_remote_and_lake_together_is_a_usage_error(name: str) -> None:
+    """With --remote the lake is the server's: a --lake beside it is refused at once."""
+    extra = {"sql": ["SELECT 1"], "timeline": ["--topic", "t", "--partition", "0"],
+             "report": ["--out", "r.html"]}[name]
+    out = CliRunner().invoke(main, [name, "--remote", "sc://127.0.0.1:1", "--lake", "x",
+                                    *extra])
+    assert out.exit_code == 2 and "give --remote or --lake, not both" in out.output

@@ -72,10 +72,7 @@ def _session(lake: str | None, master: str | None, conf_file: str | None,
     if remote is not None:
         from .serve import remote_session
 
-        if lake is not None:
-            raise click.UsageError("--lake is the server's (kraftlake serve --lake): give "
-                                   "--remote or --lake, not both")
-        return remote_session(remote)
+        return remote_session(remote, lake)
     cfg = lake_config(conf_file, lake)  # before a JVM starts
     from ..lake.delta import Lake
     from ..spark import get_spark

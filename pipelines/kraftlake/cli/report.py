@@ -47,16 +47,14 @@ def report(lake: str | None, out: Path, cluster_id: str | None, cluster_alias: s
     to view it) for a postmortem."""
     chosen = [_partition(p) for p in partitions]
     cluster_id = cluster_id or cluster_alias
-    if remote is not None and lake is not None:
-        raise click.UsageError("--lake is the server's (kraftlake serve --lake): give "
-                               "--remote or --lake, not both")
-    cfg = None if remote is not None else lake_config(conf_file, lake)  # before a JVM starts
+    # the lake is checked before anything imports pyspark (a remote lake is the server's)
+    cfg = None if remote is not None else lake_config(conf_file, lake)
     from ..report import write_report
     from ..report.data import Window
 
     t0 = time.time()
     if cfg is None:
-        spark, lk = remote_session(remote)
+        spark, lk = remote_session(remote, lake)
     else:
         from ..lake.delta import Lake
         from ..spark import get_spark

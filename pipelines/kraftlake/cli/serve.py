@@ -72,9 +72,13 @@ def remote_option(f: Callable[..., Any]) -> Callable[..., Any]:
              "and --conf are the server's)")(f)
 
 
-def remote_session(url: str) -> tuple[Any, Any]:
+def remote_session(url: str, lake: str | None) -> tuple[Any, Any]:
     """The client session of the endpoint at `url` and its lake (`kraftlake.serve`); an
-    endpoint that does not answer is one line and exit status 1."""
+    endpoint that does not answer is one line and exit status 1. `lake`: the command's
+    `--lake`, which the server's replaces (given both, a usage error)."""
+    if lake is not None:
+        raise click.UsageError("--lake is the server's (kraftlake serve --lake): give "
+                               "--remote or --lake, not both")
     from ..serve import RemoteError, ServedLake, connect
 
     try:
