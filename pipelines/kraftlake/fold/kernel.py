@@ -347,12 +347,9 @@ def _fold_batches(bc, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
         yield from _batches(out, schema)
 
 
-def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
-        contexts: dict[str, ClusterContext]) -> DataFrame:
-    """The kernel's output rows (`output_schema`) for `changes` (partition_changes rows),
-    `seeds` (partition_current rows of the partitions they touch) and `open_intervals`
-    (partition_intervals rows with no end, of the same partitions); `contexts`: per cluster id
-    (`fold.context.cluster_contexts`)."""
+def input_rows(changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame) -> DataFrame:
+    """The kernel's input, one row per change, seed and open interval, each marked with its
+    `_role`, in no particular order (`run` groups and sorts them)."""
     rows = changes.select(*KEY, F.lit(CHANGE).alias("_role"), "offset", "seq", "timestamp",
                           "record_type", "source", "is_reset", "is_delete", *STATE)
     seed = seeds.select(*KEY, F.lit(SEED).alias("_role"),
@@ -362,8 +359,17 @@ def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_interval
                         *STATE, "recovering_since_offset", "recovering_since_ts")
     opened = open_intervals.select(*KEY, F.lit(OPEN_INTERVAL).alias("_role"), "kind",
                                    "start_offset", "start_seq", "start_ts")
-    every = rows.unionByName(seed, allowMissingColumns=True).unionByName(
+    return rows.unionByName(seed, allowMissingColumns=True).unionByName(
         opened, allowMissingColumns=True)
+
+
+def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
+        contexts: dict[str, ClusterContext]) -> DataFrame:
+    """The kernel's output rows (`output_schema`) for `changes` (partition_changes rows),
+    `seeds` (partition_current rows of the partitions they touch) and `open_intervals`
+    (partition_intervals rows with no end, of the same partitions); `contexts`: per cluster id
+    (`fold.context.cluster_contexts`)."""
+    every = input_rows(changes, seeds, open_intervals)
     n = int(spark.conf.get("spark.sql.shuffle.partitions"))
     ordered = every.repartition(n, *KEY).sortWithinPartitions(*KEY, "_role", "offset", "seq")
     schema = output_schema()

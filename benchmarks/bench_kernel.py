@@ -1,0 +1,122 @@
+"""The kernel's two ways of handing partitions to Python, side by side: `mapInArrow` over
+rows repartitioned and sorted by partition key (what `fold.kernel.run` does) against
+`groupBy(...).applyInArrow` (Spark groups the rows and calls Python once per partition key).
+
+    .venv/bin/python benchmarks/bench_kernel.py                       # large, 1 h, seed 2
+    .venv/bin/python benchmarks/bench_kernel.py --scenario mixed --hours 6 --rounds 3
+
+A log is simulated and ingested once; its `partition_changes` (with no seed states and no
+open intervals: a first ingest) are then folded by both variants in turn, `--rounds` times,
+each run written to Spark's `noop` sink so that only the fold is timed. The two outputs must
+hold the same rows (compared by a hash of every row), or the script exits 1. Wall and the
+driver process's CPU are printed per run; the Python workers' CPU is in the process tree,
+so run it alone, or read `benchmarks/cpu_time.py` of the whole script. Prints figures;
+asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from kraftlake.config import load_config
+from kraftlake.fold import kernel
+from kraftlake.fold.context import cluster_contexts
+from kraftlake.fold.silver import KEY
+from kraftlake.jobs.batch import ingest
+from kraftlake.lake.delta import Lake
+from kraftlake.simulate.run import simulate_cluster
+from kraftlake.spark import get_spark
+
+
+def _apply_one(bc, arrow: pa.Schema, table: pa.Table) -> pa.Table:
+    """One partition's rows (in any order) -> its kernel output, by the same `fold_rows`."""
+    table = table.sort_by([("_role", "ascending"), ("offset", "ascending"),
+                           ("seq", "ascending")])
+    rows = list(kernel.fold_rows(kernel._rows(table.to_batches()), bc.value))
+    return pa.Table.from_batches(list(kernel._batches(rows, arrow)), arrow)
+
+
+def by_apply(spark: SparkSession, changes: DataFrame, seeds: DataFrame, opened: DataFrame,
+             contexts) -> DataFrame:
+    """`kernel.run`'s input grouped by partition key through `applyInArrow`."""
+    schema = kernel.output_schema()
+    arrow = to_arrow_schema(schema, timezone=spark.conf.get("spark.sql.session.timeZone"))
+    bc = spark.sparkContext.broadcast(contexts)
+
+    def fold_group(table: pa.Table) -> pa.Table:  # type hints: how pyspark picks the API
+        return _apply_one(bc, arrow, table)
+
+    return kernel.input_rows(changes, seeds, opened).groupBy(*KEY).applyInArrow(
+        fold_group, schema)
+
+
+def digest(df: DataFrame) -> tuple[int, int]:
+    """(rows, sum of a hash of every row): equal for two frames holding the same rows."""
+    row = df.select(F.count(F.lit(1)), F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)"))).first()
+    return row[0], row[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scenario", default="large")
+    ap.add_argument("--hours", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--master", default="local[2]")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:
+        log = Path(tmp) / "log"
+        t0 = time.perf_counter()
+        simulate_cluster(log, args.scenario, args.seed, args.hours)
+        cfg = load_config(lake=str(Path(tmp) / "lake"))
+        spark = get_spark(cfg, master=args.master, input_bytes=sum(
+            f.stat().st_size for f in log.rglob("*") if f.is_file()))
+        ingest(spark, cfg, [log])
+        print(f"simulated and ingested {args.scenario} {args.hours} h seed {args.seed} in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        lake = Lake(cfg.lake, spark)
+        changes = lake.read(spark, "partition_changes").cache()
+        n_changes = changes.count()
+        seeds = lake.read(spark, "partition_current").filter(F.lit(False))
+        opened = lake.read(spark, "partition_intervals").filter(F.lit(False))
+        topics = lake.read(spark, "topics").select("cluster_id", "topic_id", "topic_name",
+                                                   "deleted_offset")
+        contexts = cluster_contexts(lake.read(spark, "configs"), topics,
+                                    cfg.min_insync_replicas_default)
+        partitions = changes.select(*KEY).distinct().count()
+        print(f"{n_changes:,} changes of {partitions:,} partitions; "
+              f"{spark.conf.get('spark.sql.shuffle.partitions')} shuffle partitions")
+        variants = {"mapInArrow": lambda: kernel.run(spark, changes, seeds, opened, contexts),
+                    "applyInArrow": lambda: by_apply(spark, changes, seeds, opened, contexts)}
+        digests = {name: digest(make()) for name, make in variants.items()}
+        for name, (rows, _h) in digests.items():
+            print(f"{name}: {rows:,} output rows")
+        if len(set(digests.values())) != 1:
+            print("the two variants' outputs differ", file=sys.stderr)
+            return 1
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(args.rounds):
+            for name, make in variants.items():
+                t0, c0 = time.perf_counter(), time.process_time()
+                make().write.format("noop").mode("overwrite").save()
+                wall = time.perf_counter() - t0
+                times[name].append(wall)
+                print(f"{name}: {wall:.1f} s wall, driver CPU "
+                      f"{time.process_time() - c0:.1f} s", flush=True)
+        for name, ts in times.items():
+            print(f"{name}: best {min(ts):.1f} s, {n_changes / min(ts):,.0f} changes/s")
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
