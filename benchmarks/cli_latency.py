@@ -4,12 +4,17 @@ statements in one session (`sql -f`) against one cold query, and the peak reside
 of the process tree of a cold `sql`, `timeline` and `report` (issue 22's goals: <= 2 s
 through serve, <= 8 s cold, ten <= 1.5x one cold, <= 1 GiB each).
 
-    .venv/bin/python benchmarks/cli_latency.py [--lake LAKE]
+    .venv/bin/python benchmarks/cli_latency.py [--lake LAKE] [--before DIR]
 
 Without `--lake` it ingests `examples/real-3-broker` into a temporary lake first (not
-timed). Each command runs in a session of its own and is sampled every 0.2 s
-(`cpu_time.session_usage`). One run, one line per measurement; on a shared machine the
-figures carry its load (printed first).
+timed). `--before DIR`: the `pipelines/` of an earlier commit (`git archive COMMIT
+pipelines | tar -x -C DIR`), run through PYTHONPATH in the same virtual environment; each
+cold command then runs with it and with this checkout, one after the other, so both carry
+the same load. Before the cold commands it makes sure the JVM's class-data archive exists
+(`kraftlake.jvm.cds`), timing the run that writes it. Each command runs in a session of its
+own and is sampled every 0.2 s (`cpu_time.session_usage`): wall seconds, CPU seconds and
+peak RSS of the process tree. On a shared machine the figures carry its load (printed at
+the start and the end).
 """
 
 from __future__ import annotations
@@ -28,78 +33,121 @@ from pathlib import Path
 from cpu_time import session_usage
 
 REPO = Path(__file__).resolve().parents[1]
-KRAFTLAKE = str(Path(sys.executable).with_name("kraftlake"))
 ONE_ROW = ("SELECT topic_name, partition_id, leader FROM partition_current "
            "ORDER BY topic_name, partition_id LIMIT 1")
 GOALS = {"serve": 2.0, "cold": 8.0, "ten/cold": 1.5, "rss": 1.0}
 
 
-def run(*args: str) -> tuple[float, float, str]:
-    """Wall seconds, peak process-tree RSS (GiB) and stdout of `kraftlake ARGS`."""
+def run(*args: str, code: Path | None = None) -> tuple[float, float, float, str]:
+    """Wall seconds, CPU seconds and peak process-tree RSS (GiB) and stdout of `kraftlake
+    ARGS`, of this checkout or of the `pipelines/` directory `code`."""
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code),
+                                                          env.get("PYTHONPATH")]))
     with tempfile.TemporaryFile() as out:
         t0 = time.monotonic()
-        proc = subprocess.Popen([KRAFTLAKE, *args], start_new_session=True, stdout=out,
+        proc = subprocess.Popen([sys.executable, "-m", "kraftlake", *args], env=env,
+                                start_new_session=True, stdout=out,
                                 stderr=subprocess.DEVNULL)
-        peak = 0
+        peak, cpu = 0, {}
         while proc.poll() is None:
-            peak = max(peak, session_usage(proc.pid)[1])
+            seen, rss = session_usage(proc.pid)
+            peak = max(peak, rss)
+            for pid, secs in seen.items():
+                cpu[pid] = max(cpu.get(pid, 0.0), secs)
             time.sleep(0.2)
         wall = time.monotonic() - t0
         out.seek(0)
         text = out.read().decode()
     if proc.returncode != 0:
         raise SystemExit(f"kraftlake {' '.join(args)}: exit status {proc.returncode}")
-    return wall, peak / 2**30, text
+    return wall, sum(cpu.values()), peak / 2**30, text
 
 
-def row(what: str, secs: float | None = None, rss: float | None = None, note: str = "") -> None:
+def row(what: str, secs: float | None = None, rss: float | None = None, note: str = "",
+        cpu: float | None = None) -> None:
     s = f"{secs:7.1f} s" if secs is not None else " " * 9
+    c = f"{cpu:6.1f} s CPU" if cpu is not None else " " * 12
     r = f"{rss:5.2f} GiB" if rss is not None else " " * 9
-    print(f"{what:<44} {s}  {r}  {note}", flush=True)
+    print(f"{what:<46} {s}  {c}  {r}  {note}", flush=True)
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} / {five:.1f} (1 / 5 min) on {os.cpu_count()} cores"
+
+
+def prime_class_archive(lake: str) -> None:
+    """Make sure the class-data archive exists (`kraftlake.jvm.cds`): a first `sql` writes it
+    after its answer, in its JVM's exit; wait for that JVM."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    from kraftlake.jvm.cds import ClassArchive
+
+    archive = ClassArchive(Path(_find_spark_home()) / "jars")
+    if archive.path.exists():
+        row("class-data archive: present", note=str(archive.path))
+        return
+    wall, cpu, rss, _ = run("sql", ONE_ROW, "--lake", lake)
+    row("sql, the first: writes the class archive", wall, rss, "until its answer", cpu)
+    t0 = time.monotonic()
+    for claim in archive.path.parent.glob(f"{archive.path.name}.*.jvm"):
+        pid = claim.read_text().strip()
+        while pid.isdigit() and Path(f"/proc/{pid}").exists():
+            time.sleep(0.5)
+    row("  its JVM writing the archive after that", time.monotonic() - t0)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lake", help="lake to query (default: examples/real-3-broker ingested)")
-    lake = ap.parse_args().lake
+    ap.add_argument("--before", type=Path, help="pipelines/ of an earlier commit")
+    args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kraftlake-latency-") as tmp:
-        measure(lake, Path(tmp))
+        measure(args.lake, Path(tmp), args.before)
 
 
-def measure(lake: str | None, tmp: Path) -> None:
+def measure(lake: str | None, tmp: Path, before: Path | None) -> None:
     if lake is None:
         lake = str(tmp / "lake")
         run("ingest", str(REPO / "examples/real-3-broker"), "--lake", lake)
-    load = os.getloadavg()
-    print(f"lake {lake}; {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} "
-          f"(1 / 5 min)", flush=True)
+    print(f"lake {lake}; at the start: {load()}", flush=True)
 
     t0 = time.monotonic()
     subprocess.run([sys.executable, "-c", "import kraftlake.cli"], check=True)
     row("python: import kraftlake.cli", time.monotonic() - t0)
-
-    cold, cold_rss, text = run("sql", ONE_ROW, "--lake", lake, "--format", "json")
-    first = json.loads(text)[0]
-    row("sql, one row, cold", cold, cold_rss,
-        f"goal <= {GOALS['cold']:.0f} s, <= {GOALS['rss']:.0f} GiB")
+    prime_class_archive(lake)
 
     script = tmp / "ten.sql"
     script.write_text("".join(f"{ONE_ROW.replace('LIMIT 1', f'LIMIT {i}')};\n"
                               for i in range(1, 11)))
-    ten, ten_rss, _ = run("sql", "-f", str(script), "--lake", lake)
-    row("sql -f, ten statements in one session", ten, ten_rss,
-        f"{ten / cold:.2f}x one cold (goal <= {GOALS['ten/cold']}x)")
-
-    tl, tl_rss, _ = run("timeline", "--lake", lake, "--topic", first["topic_name"],
-                        "--partition", str(first["partition_id"]))
-    row("timeline, cold", tl, tl_rss, f"goal <= {GOALS['rss']:.0f} GiB")
-    rp, rp_rss, _ = run("report", "--lake", lake, "--out", str(tmp / "report.html"))
-    row("report, cold", rp, rp_rss, f"goal <= {GOALS['rss']:.0f} GiB")
+    versions = [("before", before), ("after", None)] if before else [("", None)]
+    cold = {}
+    for label, code in versions:
+        wall, cpu, rss, text = run("sql", ONE_ROW, "--lake", lake, "--format", "json",
+                                   code=code)
+        first = json.loads(text)[0]
+        cold[label] = wall
+        row(f"sql, one row, cold {label}", wall, rss,
+            f"goal <= {GOALS['cold']:.0f} s, <= {GOALS['rss']:.0f} GiB", cpu)
+    for label, code in versions:
+        wall, cpu, rss, _ = run("sql", "-f", str(script), "--lake", lake, code=code)
+        row(f"sql -f, ten statements, one session {label}", wall, rss,
+            f"{wall / cold[label]:.2f}x one cold (goal <= {GOALS['ten/cold']}x)", cpu)
+    for label, code in versions:
+        wall, cpu, rss, _ = run("timeline", "--lake", lake, "--topic", first["topic_name"],
+                                "--partition", str(first["partition_id"]), code=code)
+        row(f"timeline, cold {label}", wall, rss, f"goal <= {GOALS['rss']:.0f} GiB", cpu)
+    for label, code in versions:
+        wall, cpu, rss, _ = run("report", "--lake", lake, "--out",
+                                str(tmp / f"report{label}.html"), code=code)
+        row(f"report, cold {label}", wall, rss, f"goal <= {GOALS['rss']:.0f} GiB", cpu)
 
     t0 = time.monotonic()
-    server = subprocess.Popen([KRAFTLAKE, "serve", "--lake", lake, "--port", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                              start_new_session=True)
+    server = subprocess.Popen([sys.executable, "-m", "kraftlake", "serve", "--lake", lake,
+                               "--port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
         found = re.search(r"sc://\S+:\d+", server.stdout.readline())
         if not found:
@@ -108,20 +156,21 @@ def measure(lake: str | None, tmp: Path) -> None:
         row("serve: start until it listens", time.monotonic() - t0,
             session_usage(server.pid)[1] / 2**30)
         for i in (1, 2, 3):
-            secs, rss, _ = run("sql", "--remote", url, ONE_ROW)
-            row(f"sql --remote, one row (#{i})", secs, rss,
-                f"goal <= {GOALS['serve']:.0f} s")
-        secs, rss, _ = run("sql", "-f", str(script), "--remote", url)
-        row("sql -f --remote, ten statements", secs, rss)
-        secs, rss, _ = run("timeline", "--remote", url, "--topic", first["topic_name"],
-                           "--partition", str(first["partition_id"]))
-        row("timeline --remote", secs, rss)
-        secs, rss, _ = run("report", "--remote", url, "--out", str(tmp / "remote.html"))
-        row("report --remote", secs, rss)
+            wall, cpu, rss, _ = run("sql", "--remote", url, ONE_ROW)
+            row(f"sql --remote, one row (#{i})", wall, rss,
+                f"goal <= {GOALS['serve']:.0f} s", cpu)
+        wall, cpu, rss, _ = run("sql", "-f", str(script), "--remote", url)
+        row("sql -f --remote, ten statements", wall, rss, cpu=cpu)
+        wall, cpu, rss, _ = run("timeline", "--remote", url, "--topic", first["topic_name"],
+                                "--partition", str(first["partition_id"]))
+        row("timeline --remote", wall, rss, cpu=cpu)
+        wall, cpu, rss, _ = run("report", "--remote", url, "--out", str(tmp / "remote.html"))
+        row("report --remote", wall, rss, cpu=cpu)
         row("serve: resident after the queries", None, session_usage(server.pid)[1] / 2**30)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(120)
+    print(f"at the end: {load()}", flush=True)
 
 
 if __name__ == "__main__":

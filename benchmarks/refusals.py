@@ -1,16 +1,22 @@
 """How fast kraftlake refuses input it can check before Spark starts (issue 22: under 1 s).
 
 Each case is a real `kraftlake` process, timed from start to exit (the Python interpreter's
-start and kraftlake's imports included); the median of `--repeat` runs is printed. Asserts
+start and kraftlake's imports included); the median of `--repeat` runs is printed, and the
+median CPU seconds of the process, which a loaded machine inflates far less than wall time. Asserts
 nothing (tests/cli/test_refusals.py checks the answers and that no JVM was launched).
 
-Usage: python benchmarks/refusals.py [--repeat N]
+Usage: python benchmarks/refusals.py [--repeat N] [--before DIR]
+
+`--before DIR`: the `pipelines/` of an earlier commit (`git archive COMMIT pipelines | tar -x
+-C DIR`), run through PYTHONPATH in the same virtual environment beside this checkout, so
+both columns carry the same load.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,7 +40,9 @@ def _user_segment(directory: Path) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
-    repeat = ap.parse_args().repeat
+    ap.add_argument("--before", type=Path, help="pipelines/ of an earlier commit")
+    args = ap.parse_args()
+    repeat = args.repeat
     work = Path(tempfile.mkdtemp(prefix="kraftlake-refusals-"))
     empty = work / "empty"
     empty.mkdir()
@@ -52,19 +60,35 @@ def main() -> None:
                                          "--retention-hours", "1"],
         "ingest, not a metadata log": ["ingest", str(empty), "--lake", str(work / "l")],
         "decode of a user topic": ["decode", str(seg)],
+        "sql --remote with --master": ["sql", "SELECT 1", "--remote", "sc://127.0.0.1:1",
+                                       "--master", "local[1]"],
         "kraftlake --help": ["--help"],
     }
     env = {**os.environ, "KRAFTLAKE_STATE_DIR": str(work / "state")}
-    print(f"{'refusal':<32} {'median s':>9} {'max s':>7}  exit")
-    for name, args in cases.items():
-        times, status = [], None
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, "-m", "kraftlake", *args], cwd=work,
-                                 capture_output=True, env=env, check=False)
-            times.append(time.perf_counter() - t0)
-            status = out.returncode
-        print(f"{name:<32} {statistics.median(times):>9.2f} {max(times):>7.2f}  {status}")
+    versions = {"after": env}
+    if args.before:
+        path = os.pathsep.join(filter(None, [str(args.before), env.get("PYTHONPATH")]))
+        versions = {"before": {**env, "PYTHONPATH": path}, **versions}
+    one, five, _ = os.getloadavg()
+    print(f"load average {one:.1f} / {five:.1f} (1 / 5 min) on {os.cpu_count()} cores")
+    print(f"{'refusal':<32}" + "".join(f" {v + ' median s':>17} {'max s':>6} {'CPU s':>6} "
+                                       f"{'exit':>4}" for v in versions))
+    for name, cmd in cases.items():
+        line = f"{name:<32}"
+        for venv in versions.values():
+            times, cpu, status = [], [], None
+            for _ in range(repeat):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t0 = time.perf_counter()
+                out = subprocess.run([sys.executable, "-m", "kraftlake", *cmd], cwd=work,
+                                     capture_output=True, env=venv, check=False)
+                times.append(time.perf_counter() - t0)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+                status = out.returncode
+            line += (f" {statistics.median(times):>17.2f} {max(times):>6.2f} "
+                     f"{statistics.median(cpu):>6.2f} {status:>4}")
+        print(line, flush=True)
     launched = list((work / "state").glob("logs/*.log"))
     print(f"JVMs launched: {len(launched)}")
 

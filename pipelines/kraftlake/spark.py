@@ -14,6 +14,11 @@ log file under the user's state directory (`spark_log()`), not to the console a 
 answer goes to; `--verbose` or `KRAFTLAKE_VERBOSE=1` leaves them on the console. Under
 `spark-submit` the driver JVM is the launcher's (it is up before Python starts), so its
 output stays where the launcher sends it.
+
+The JVM kraftlake launches maps Spark's classes from a class-data archive in kraftlake's JVM
+cache, written by the first JVM that answered one question, at its exit
+(`kraftlake.jvm.cds`), and such a JVM takes a quick JIT and the serial collector
+(`SHORT_JOB_JVM_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -118,42 +123,76 @@ def _new_log() -> Path:
     return logs / f"spark-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.log"
 
 
-def _launch_quietly(conf: dict[str, str]) -> None:
-    """Start the JVM with its stdout and stderr in a log file, unless one is running or
-    the launcher started it (`spark-submit`, PYSPARK_GATEWAY_PORT) or `--verbose`.
+# The JIT and collector of a JVM that answers one question and ends (`get_spark(short=
+# True)`: a `sql` statement or file, timeline, report). C1 alone compiles fast and soon
+# enough for a job of seconds, and the serial collector runs no GC threads beside the two
+# cores' work: a cold one-row `sql` of the demo lake took 13.4-14.1 s of CPU and 0.76 GiB
+# with them, against 29.5 s and 1.08 GiB with C2 and G1 (load ~25). C1 alone would also
+# shrink the code cache to 48 MiB, which Spark and Delta fill within minutes (the JVM then
+# stops compiling, or fails: tests/conftest.py's C1_ONLY), hence the tiered default's size.
+# A long job (ingest of a large log, stream, serve, the prompt) keeps Java's defaults: its
+# executors run in this JVM and want C2's code.
+SHORT_JOB_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m",
+                         "-XX:+UseSerialGC")
+JAVA_OPTIONS_CONF = "spark.driver.extraJavaOptions"
+
+
+def _launch(conf: dict[str, str], short: bool) -> None:
+    """Start the JVM unless one is running or the launcher started it (`spark-submit`,
+    PYSPARK_GATEWAY_PORT): its stdout and stderr in a log file (on the console with
+    `--verbose`), Spark's classes from the class-data archive (`jvm.cds`; a short job's
+    JVM writes it when there is none), and for a short job the options above: added to
+    the driver's Java options the conf already has.
 
     pyspark starts the JVM on the first SparkContext with the console as its output; the
     gateway launched here first, with the same settings, is the one that context then uses.
     """
     global _log
     from pyspark import SparkConf, SparkContext
+    from pyspark.find_spark_home import _find_spark_home
     from pyspark.java_gateway import launch_gateway
 
-    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ \
-            or verbose():
+    from .jvm.cds import ClassArchive
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
+    archive = ClassArchive(Path(_find_spark_home()) / "jars")
+    options = [*(SHORT_JOB_JVM_OPTIONS if short else ()), *archive.jvm_options(write=short)]
+    if options:
+        conf[JAVA_OPTIONS_CONF] = " ".join(filter(None, [conf.get(JAVA_OPTIONS_CONF),
+                                                         *options]))
     spark_conf = SparkConf(loadDefaults=False)
     for k, v in conf.items():
         spark_conf.set(k, v)
-    log = _new_log()
-    with open(log, "ab") as out:
-        try:
-            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
-        finally:
-            _log = log
+    gateway = None
+    try:
+        if verbose():
+            gateway = launch_gateway(spark_conf)
+        else:
+            log = _new_log()
+            with open(log, "ab") as out:
+                try:
+                    gateway = launch_gateway(spark_conf,
+                                             popen_kwargs={"stdout": out, "stderr": out})
+                finally:
+                    _log = log
+    finally:
+        archive.claim(gateway.proc.pid if gateway is not None and gateway.proc else None)
     SparkContext._ensure_initialized(gateway=gateway)
 
 
 def get_spark(cfg: Config | None = None, master: str | None = None,
               extra_conf: dict[str, str] | None = None,
-              uris: list[str] | None = None, input_bytes: int | None = None) -> SparkSession:
+              uris: list[str] | None = None, input_bytes: int | None = None,
+              short: bool = False) -> SparkSession:
     """Get (or create) the session described by the configuration; registers `kraft-metadata`.
 
     Under `spark-submit` the master given on the command line wins (we only set one when
     the launcher did not). `uris`: the sources the job reads (the lake's is in `cfg`), so
     the s3a jars are added when one of them needs them. `input_bytes`: what the job reads,
     which sizes the driver's heap unless the configuration or the launcher sets it (without
-    it, Spark's default: 1g; the commands that read only the lake take that).
+    it, Spark's default: 1g; the commands that read only the lake take that). `short`: the
+    JVM answers one question and ends (`SHORT_JOB_JVM_OPTIONS`).
     """
     cfg = cfg or load_config()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -176,7 +215,7 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
         conf["spark.jars"] = jars
     if any(u.startswith(("s3a://", "s3://")) for u in locations):
         conf.update(_s3a_conf(conf))
-    _launch_quietly(conf)
+    _launch(conf, short)
     builder = SparkSession.builder
     for k, v in conf.items():
         builder = builder.config(k, v)

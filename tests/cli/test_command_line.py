@@ -60,11 +60,15 @@ def test_quality_says_where_its_results_go() -> None:
     assert "appended to the lake's `quality_results`" in " ".join(out.output.split())
 
 
+@pytest.mark.parametrize("option", [["--lake", "x"], ["--master", "local[1]"],
+                                    ["--conf", "x.yaml"]], ids=lambda o: o[0])
 @pytest.mark.parametrize("name", ["sql", "timeline", "report"])
-def test_remote_and_lake_together_is_a_usage_error(name: str) -> None:
-    """With --remote the lake is the server's: a --lake beside it is refused at once."""
+def test_remote_and_a_local_spark_option_together_is_a_usage_error(
+        name: str, option: list[str]) -> None:
+    """With --remote the lake, the master and the settings are the server's: a --lake,
+    --master or --conf beside it is refused at once, not silently ignored."""
     extra = {"sql": ["SELECT 1"], "timeline": ["--topic", "t", "--partition", "0"],
              "report": ["--out", "r.html"]}[name]
-    out = CliRunner().invoke(main, [name, "--remote", "sc://127.0.0.1:1", "--lake", "x",
-                                    *extra])
-    assert out.exit_code == 2 and "give --remote or --lake, not both" in out.output
+    out = CliRunner().invoke(main, [name, "--remote", "sc://127.0.0.1:1", *option, *extra])
+    assert out.exit_code == 2, out.output
+    assert f"give --remote or {option[0]}, not both" in out.output

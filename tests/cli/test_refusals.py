@@ -1,9 +1,11 @@
 """What can be checked before Spark starts is: a bad option value, a `--lake` that holds no
 kraftlake lake (a local directory or an s3a location), a user topic's segment given to
-`decode`. Each command runs as a process, as a user runs it, and must answer without
-launching a JVM: kraftlake launches one only after writing its log file
-(`kraftlake.spark.spark_log`), so an empty log directory is the proof. How long each answer
-takes is printed by benchmarks/refusals.py."""
+`decode`, a source of `ingest` that is no metadata log. Each command runs as a process, as a
+user runs it, and must answer without launching a JVM (kraftlake launches one only after
+writing its log file, `kraftlake.spark.spark_log`, so an empty log directory is the proof)
+and without importing pyspark, whose import alone costs about a second: the process finds a
+`pyspark` package first on its path that fails when imported. How long each answer takes is
+printed by benchmarks/refusals.py."""
 
 from __future__ import annotations
 
@@ -22,15 +24,25 @@ EXAMPLE = REPO / "examples" / "real-3-broker"
 METADATA_LOG = EXAMPLE / "__cluster_metadata-0"
 
 
+NO_PYSPARK = "pyspark was imported"
+
+
 def kraftlake(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """`kraftlake ARGS` in its own process; fails the test if it launched a JVM."""
+    """`kraftlake ARGS` in its own process; fails the test if it launched a JVM or imported
+    pyspark."""
     import os
 
     state = tmp / "state"
+    poison = tmp / "no-pyspark" / "pyspark"
+    poison.mkdir(parents=True, exist_ok=True)
+    (poison / "__init__.py").write_text(f"raise AssertionError({NO_PYSPARK!r})\n")
+    path = os.pathsep.join([str(poison.parent), os.environ.get("PYTHONPATH", "")])
     out = subprocess.run([sys.executable, "-m", "kraftlake", *args], capture_output=True,
                          text=True, timeout=120, check=False, cwd=tmp,
-                         env={**os.environ, "KRAFTLAKE_STATE_DIR": str(state), **env})
+                         env={**os.environ, "KRAFTLAKE_STATE_DIR": str(state),
+                              "PYTHONPATH": path, **env})
     assert not list(state.glob("logs/*.log")), f"a JVM was launched for {args}"
+    assert NO_PYSPARK not in out.stderr, f"{args} imported pyspark: {out.stderr}"
     assert "Traceback" not in out.stderr, out.stderr
     return out
 
@@ -52,6 +64,27 @@ def test_a_trigger_spark_cannot_parse_is_refused_before_spark(tmp_path: Path) ->
     out = kraftlake(tmp_path, "stream", str(METADATA_LOG), "--lake", str(tmp_path / "lake"),
                     "--trigger", "banana")
     _one_error(out, 2, "--trigger", "'banana'", "500ms")
+    assert not (tmp_path / "lake").exists()
+
+
+def test_a_stream_of_a_file_that_is_no_log_is_refused_before_spark(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n")
+    out = kraftlake(tmp_path, "stream", str(hosts), "--lake", str(tmp_path / "lake"))
+    _one_error(out, 2, str(hosts))
+    assert not (tmp_path / "lake").exists()
+
+
+def test_an_ingest_of_sources_that_are_no_log_is_refused_before_spark(tmp_path: Path) -> None:
+    """Every source refused: exit status 2, one line each, no lake created."""
+    hosts, empty = tmp_path / "hosts", tmp_path / "empty"
+    hosts.write_text("127.0.0.1 localhost\n")
+    empty.mkdir()
+    out = kraftlake(tmp_path, "ingest", str(hosts), str(empty), "--lake", str(tmp_path / "lake"))
+    assert out.returncode == 2 and out.stdout == "", out
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 2 and all(ln.startswith("Error: ") for ln in lines), out.stderr
+    assert str(hosts) in lines[0] and str(empty) in lines[1], out.stderr
     assert not (tmp_path / "lake").exists()
 
 

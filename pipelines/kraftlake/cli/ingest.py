@@ -31,9 +31,7 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
     others were ingested; 2 when nothing could be ingested (nothing is written then)."""
     from ..codec.errors import KraftCodecError
     from ..config import load_config
-    from ..jobs.batch import find_inputs, input_bytes
-    from ..jobs.batch import ingest as run
-    from ..spark import get_spark
+    from ..jobs.inputs import find_inputs, input_bytes
 
     console = Console(stderr=True)
     cfg = load_config(conf_file, lake=lake, cluster_id=cluster_id)
@@ -42,6 +40,9 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
         for i in inputs:
             console.print(f"Error: {i.refused}", soft_wrap=True, highlight=False)
         raise SystemExit(2)
+    from ..jobs.batch import ingest as run  # pyspark: only for what will be ingested
+    from ..spark import get_spark
+
     t0 = time.time()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:

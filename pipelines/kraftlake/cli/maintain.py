@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..lake.retention import DEFAULT_RETENTION_HOURS
 from . import lake_config, lake_option, main, spark_options
 from .render import print_table
 
@@ -48,7 +49,8 @@ Examples:
 @lake_option
 @click.option("--table", "tables", multiple=True,
               help="Table to maintain (repeatable; default: every table).")
-@click.option("--retention-hours", type=click.IntRange(min=0), default=168, show_default=True,
+@click.option("--retention-hours", type=click.IntRange(min=0), default=DEFAULT_RETENTION_HOURS,
+              show_default=True,
               help="Vacuum deletes files no snapshot of the last N hours references.")
 @click.option("--allow-short-retention", is_flag=True,
               help="Accept a retention below the tables' deletedFileRetentionDuration (a "
@@ -60,9 +62,6 @@ def maintain(lake: str | None, tables: tuple[str, ...], retention_hours: int,
              allow_short_retention: bool, no_compact: bool, master: str | None,
              conf_file: str | None) -> None:
     """Compact small files, vacuum unreferenced ones, checkpoint the Delta log of each table."""
-    from ..lake.delta import Lake
-    from ..lake.maintain import DEFAULT_RETENTION_HOURS
-    from ..lake.maintain import maintain as run
     from ..lake.schema import table_names
 
     known = table_names()
@@ -75,9 +74,11 @@ def maintain(lake: str | None, tables: tuple[str, ...], retention_hours: int,
             f"{retention_hours} h is below Delta's default retention of "
             f"{DEFAULT_RETENTION_HOURS} h: a reader of an older snapshot could lose its "
             f"files; add --allow-short-retention if none can", param_hint="--retention-hours")
+    cfg = lake_config(conf_file, lake)  # before pyspark is loaded
+    from ..lake.delta import Lake
+    from ..lake.maintain import maintain as run
     from ..spark import get_spark
 
-    cfg = lake_config(conf_file, lake)  # before a JVM starts
     lk = Lake(cfg.lake, get_spark(cfg, master=master)).require()
     t0 = time.time()
     results = run(lk, list(tables) or None, compact=not no_compact,

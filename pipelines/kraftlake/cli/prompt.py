@@ -13,11 +13,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..sqltext import has_statement, split
 from .query import Refused, _spark_error, note_more, print_rows, run_query
+
+if TYPE_CHECKING:
+    from .catalog import LakeCatalog
 
 PROMPT, MORE = "kraftlake> ", "       -> "
 HISTORY_LENGTH = 1000
@@ -58,18 +62,21 @@ def _save_history(path: Path | None) -> None:
         click.echo(f"note: history not saved: {exc}", err=True)
 
 
-def describe(spark, name: str | None) -> tuple[list[str], list[list]]:
+def describe(spark, name: str | None,
+             catalog: LakeCatalog | None = None) -> tuple[list[str], list[list]]:
     """`\\d`: every lake table's columns and types, as Spark's catalog has them (or only
     table `name`'s)."""
     from ..lake.schema import table_names
 
+    if catalog is not None:
+        catalog.prepare(name)
     rows = []
     for table in [name] if name else table_names():
         rows += [[table, f.name, f.dataType.simpleString()] for f in spark.table(table).schema]
     return ["table", "column", "type"], rows
 
 
-def _command(spark, line: str, fmt: str) -> bool:
+def _command(spark, line: str, fmt: str, catalog: LakeCatalog | None) -> bool:
     """Run a backslash command; False when it says to leave."""
     from pyspark.errors import AnalysisException
 
@@ -78,7 +85,7 @@ def _command(spark, line: str, fmt: str) -> bool:
         return False
     if word == "\\d":
         try:
-            print_rows(*describe(spark, arg.strip() or None), fmt)
+            print_rows(*describe(spark, arg.strip() or None, catalog), fmt)
         except AnalysisException as exc:
             click.echo(f"Error: {_spark_error(exc)}", err=True)
     else:
@@ -86,12 +93,12 @@ def _command(spark, line: str, fmt: str) -> bool:
     return True
 
 
-def _execute(spark, text: str, fmt: str, limit: int) -> None:
+def _execute(spark, text: str, fmt: str, limit: int, catalog: LakeCatalog | None) -> None:
     """One statement of the prompt: its result, or Spark's refusal on one line."""
     from pyspark.errors import PySparkException
 
     try:
-        columns, rows, more = run_query(spark, text, limit)
+        columns, rows, more = run_query(spark, text, limit, catalog)
     except Refused as exc:
         click.echo(f"Error: {exc}", err=True)
         return
@@ -103,8 +110,9 @@ def _execute(spark, text: str, fmt: str, limit: int) -> None:
     print_rows(columns, rows, fmt)
 
 
-def run_prompt(spark, fmt: str, limit: int) -> None:
-    """Read statements until `\\q` or end of input (Ctrl-D)."""
+def run_prompt(spark, fmt: str, limit: int, catalog: LakeCatalog | None = None) -> None:
+    """Read statements until `\\q` or end of input (Ctrl-D). `catalog`: a local session's
+    (`run_query`)."""
     interactive = sys.stdin.isatty()
     history = _open_history() if interactive else None
     if interactive:
@@ -123,14 +131,14 @@ def run_prompt(spark, fmt: str, limit: int) -> None:
                     click.echo("")
                 break
             if not buffer.strip() and line.lstrip().startswith("\\"):
-                if not _command(spark, line, fmt):
+                if not _command(spark, line, fmt, catalog):
                     break
                 continue
             buffer += line + "\n"
             statements, buffer = split(buffer)
             for st in statements:
                 try:
-                    _execute(spark, st.text, fmt, limit)
+                    _execute(spark, st.text, fmt, limit, catalog)
                 except KeyboardInterrupt:
                     click.echo("cancelled", err=True)
             if not has_statement(buffer):
@@ -141,13 +149,15 @@ def run_prompt(spark, fmt: str, limit: int) -> None:
         click.echo("note: the last statement had no ; and was not run", err=True)
 
 
-def run_file(spark, path: Path, fmt: str, limit: int) -> int:
+def run_file(spark, path: Path, fmt: str, limit: int,
+             catalog: LakeCatalog | None = None) -> int:
     """Run the statements of `path` in order; the exit status: 0, or 2 at the first one
-    Spark refuses (its line named; the statements after it are not run)."""
+    Spark refuses (its line named; the statements after it are not run). `catalog`: a
+    local session's (`run_query`)."""
     statements, _ = split(path.read_text(encoding="utf-8") + "\n;")  # the last needs no ;
     for st in statements:
         try:
-            columns, rows, more = run_query(spark, st.text, limit)
+            columns, rows, more = run_query(spark, st.text, limit, catalog)
         except Refused as exc:
             click.echo(f"Error: {path}:{st.line}: {exc}", err=True)
             return 2

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,9 @@ from ..kraft.partition import RECOVERING
 from . import BadInput, lake_config, lake_option, main, spark_options
 from .render import print_table
 from .serve import remote_option
+
+if TYPE_CHECKING:
+    from .catalog import LakeCatalog
 
 
 def _plain(v):
@@ -66,21 +70,24 @@ def print_rows(columns: list[str], rows: list[list], fmt: str = "table") -> None
 
 
 def _session(lake: str | None, master: str | None, conf_file: str | None,
-             remote: str | None = None):
-    """The session and the lake's tables: a local Spark over `--lake`, or the client
-    session of a `kraftlake serve` endpoint (`--remote`; no JVM here)."""
+             remote: str | None = None, short: bool = True):
+    """The session, the lake and its catalog: a local Spark over `--lake`, whose tables
+    are registered as statements name them (`LakeCatalog`), or the client session of a
+    `kraftlake serve` endpoint (`--remote`; no JVM here, every table registered there:
+    catalog None). The lake is checked once, before a JVM starts (`lake_config`). `short`:
+    the JVM ends after one question (`kraftlake.spark.get_spark`)."""
     if remote is not None:
         from .serve import remote_session
 
-        return remote_session(remote, lake)
+        return (*remote_session(remote, lake, master, conf_file), None)
     cfg = lake_config(conf_file, lake)  # before a JVM starts
     from ..lake.delta import Lake
     from ..spark import get_spark
+    from .catalog import LakeCatalog
 
-    spark = get_spark(cfg, master=master)
-    lk = Lake(cfg.lake, spark).require()
-    lk.register_views(spark)
-    return spark, lk
+    spark = get_spark(cfg, master=master, short=short)
+    lk = Lake(cfg.lake, spark)
+    return spark, lk, LakeCatalog(spark, lk)
 
 
 DEFAULT_LIMIT = 1000
@@ -96,12 +103,16 @@ class Refused(Exception):
     """Spark refused a statement; the message is Spark's, on one line."""
 
 
-def run_query(spark, query: str, limit: int) -> tuple[list[str], list[list], bool]:
+def run_query(spark, query: str, limit: int,
+              catalog: LakeCatalog | None = None) -> tuple[list[str], list[list], bool]:
     """The columns and (at most `limit`, 0: all) rows of one statement, as plain Python
     values, and whether there were more rows; `Refused` when Spark refuses it (a syntax
-    error, an unknown table or column)."""
+    error, an unknown table or column). `catalog`: a local session's, which registers the
+    tables the statement names first."""
     from pyspark.errors import AnalysisException, ParseException
 
+    if catalog is not None:
+        catalog.prepare(query)
     try:
         df = spark.sql(query)
         got = (df.limit(limit + 1) if limit else df).collect()
@@ -146,7 +157,8 @@ def sql(query: str | None, script: Path | None, lake: str | None, fmt: str, limi
     naming the line it starts on."""
     if query is not None and script is not None:
         raise click.UsageError("give a QUERY or -f FILE, not both")
-    spark, _ = _session(lake, master, conf_file, remote)
+    prompt = query is None and script is None  # a session that may live for hours
+    spark, _, catalog = _session(lake, master, conf_file, remote, short=not prompt)
     from pyspark.logger import PySparkLogger
 
     # PySpark logs a refused SQL query with its JVM stack trace as one JSON line on stderr;
@@ -155,14 +167,14 @@ def sql(query: str | None, script: Path | None, lake: str | None, fmt: str, limi
     if script is not None:
         from .prompt import run_file
 
-        raise SystemExit(run_file(spark, script, fmt, limit))
-    if query is None:
+        raise SystemExit(run_file(spark, script, fmt, limit, catalog))
+    if prompt:
         from .prompt import run_prompt
 
-        run_prompt(spark, fmt, limit)
+        run_prompt(spark, fmt, limit, catalog)
         return
     try:
-        columns, rows, more = run_query(spark, query, limit)
+        columns, rows, more = run_query(spark, query, limit, catalog)
     except Refused as exc:
         click.echo(f"Error: {exc}", err=True)
         raise SystemExit(2) from None
@@ -184,7 +196,7 @@ Examples:
 def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | None,
              remote: str | None, master: str | None, conf_file: str | None) -> None:
     """One partition's history: every state with its events, oldest first."""
-    spark, lk = _session(lake, master, conf_file, remote)
+    spark, lk, _ = _session(lake, master, conf_file, remote)
     from pyspark.sql import functions as F
 
     # DataFrame filters, not SQL with named parameters: Spark leaves those unbound once

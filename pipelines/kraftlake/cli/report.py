@@ -54,13 +54,13 @@ def report(lake: str | None, out: Path, cluster_id: str | None, cluster_alias: s
 
     t0 = time.time()
     if cfg is None:
-        spark, lk = remote_session(remote, lake)
+        spark, lk = remote_session(remote, lake, master, conf_file)
     else:
         from ..lake.delta import Lake
         from ..spark import get_spark
 
-        spark = get_spark(cfg, master=master)
-        lk = Lake(cfg.lake, spark).require()
+        spark = get_spark(cfg, master=master, short=True)
+        lk = Lake(cfg.lake, spark)  # a lake: `lake_config` checked it
     try:
         path = write_report(spark, lk, out, cluster_id=cluster_id,
                             window=Window(since, until), partitions=chosen)

@@ -72,13 +72,19 @@ def remote_option(f: Callable[..., Any]) -> Callable[..., Any]:
              "and --conf are the server's)")(f)
 
 
-def remote_session(url: str, lake: str | None) -> tuple[Any, Any]:
+def remote_session(url: str, lake: str | None, master: str | None = None,
+                   conf_file: str | None = None) -> tuple[Any, Any]:
     """The client session of the endpoint at `url` and its lake (`kraftlake.serve`); an
-    endpoint that does not answer is one line and exit status 1. `lake`: the command's
-    `--lake`, which the server's replaces (given both, a usage error)."""
-    if lake is not None:
-        raise click.UsageError("--lake is the server's (kraftlake serve --lake): give "
-                               "--remote or --lake, not both")
+    endpoint that does not answer is one line and exit status 1. `lake`, `master`,
+    `conf_file`: the command's `--lake`, `--master` and `--conf`, which are the server's
+    (given with `--remote`, a usage error rather than silently ignored)."""
+    given = [opt for opt, value in (("--lake", lake), ("--master", master),
+                                    ("--conf", conf_file)) if value is not None]
+    if given:
+        raise click.UsageError(
+            f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} the server's "
+            f"(kraftlake serve {' '.join(given)}): give --remote or {', '.join(given)}, "
+            f"not both")
     from ..serve import RemoteError, ServedLake, connect
 
     try:

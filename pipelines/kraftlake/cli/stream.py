@@ -34,15 +34,16 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
             processing_time(trigger or cfg.trigger)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--trigger") from None
-    from ..jobs.batch import find_inputs, input_bytes
-    from ..jobs.stream import start_stream
-    from ..spark import get_spark
+    from ..jobs.inputs import find_inputs, input_bytes
 
     console = Console(stderr=True)
     (first, *_) = find_inputs([source], cluster_id, cfg)
     if first.refused or first.kind != "dir":  # before Spark starts or the lake is created
         why = first.refused or f"{source}: a stream tails a metadata-log directory, not a text"
         raise BadInput(why)
+    from ..jobs.stream import start_stream  # pyspark: only once the source is accepted
+    from ..spark import get_spark
+
     spark = get_spark(cfg, master=master, uris=[source], input_bytes=input_bytes([first]))
 
     def report(r) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -364,8 +364,10 @@ class Lake:
             df = df.select(*columns)
         return df.toArrow()
 
-    def register_views(self, spark: SparkSession) -> None:
-        """Every table in the session catalog under its own name, over its Delta location.
+    def register_views(self, spark: SparkSession, names: Iterable[str] | None = None) -> None:
+        """Every table (or those in `names`) in the session catalog under its own name, over
+        its Delta location. Each costs a load of the table's Delta snapshot, so a command
+        that answers one statement registers only the tables it names (`cli.catalog`).
 
         Catalog tables (not temp views) so that time travel works in SQL:
         `SELECT * FROM partition_current VERSION AS OF 3` or `TIMESTAMP AS OF '...'`, and so
@@ -374,7 +376,7 @@ class Lake:
         is a catalog view of its empty schema, so a query names every table whatever the
         lake has seen.
         """
-        for name in table_names():
+        for name in table_names() if names is None else names:
             spark.catalog.dropTempView(name)  # it would hide the catalog's table
             if spark.catalog.tableExists(name):
                 kind = "VIEW" if spark.catalog.getTable(name).tableType == "VIEW" else "TABLE"

@@ -32,9 +32,9 @@ from delta.exceptions import DeltaConcurrentModificationException
 from delta.tables import DeltaTable
 
 from .delta import Lake
+from .retention import DEFAULT_RETENTION_HOURS
 from .schema import table_names
 
-DEFAULT_RETENTION_HOURS = 168  # Delta's default `delta.deletedFileRetentionDuration`
 OWN_OPERATIONS = {"OPTIMIZE", "VACUUM START", "VACUUM END"}
 
 

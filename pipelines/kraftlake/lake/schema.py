@@ -13,11 +13,14 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import types as T
 
 from ..packaged import SCHEMAS
+
+if TYPE_CHECKING:
+    from pyspark.sql import types as T
 
 TABLES_DIR = SCHEMAS / "tables"
 # kraftlake's own directory beside the tables of a lake: work frames (`lake.work`), ingest
@@ -30,12 +33,20 @@ _ARROW = {
     "array<int>": pa.list_(pa.field("element", pa.int32())),
     "array<string>": pa.list_(pa.field("element", pa.string())),
 }
-_SPARK = {
-    "string": T.StringType(), "long": T.LongType(), "int": T.IntegerType(),
-    "boolean": T.BooleanType(), "binary": T.BinaryType(), "timestamp": T.TimestampType(),
-    "double": T.DoubleType(), "array<int>": T.ArrayType(T.IntegerType()),
-    "array<string>": T.ArrayType(T.StringType()),
-}
+
+
+@cache
+def _spark_types() -> dict[str, T.DataType]:
+    """The Spark type of each column type. pyspark is imported here, not with the module:
+    the commands that refuse input before Spark starts read the table names without it."""
+    from pyspark.sql import types as T
+
+    return {
+        "string": T.StringType(), "long": T.LongType(), "int": T.IntegerType(),
+        "boolean": T.BooleanType(), "binary": T.BinaryType(), "timestamp": T.TimestampType(),
+        "double": T.DoubleType(), "array<int>": T.ArrayType(T.IntegerType()),
+        "array<string>": T.ArrayType(T.StringType()),
+    }
 
 
 @dataclass(frozen=True)
@@ -58,8 +69,11 @@ class TableSchema:
 
     @property
     def spark(self) -> T.StructType:
+        from pyspark.sql import types as T
+
         # Spark reads parquet columns as nullable whatever the file says; so do we.
-        return T.StructType([T.StructField(c["name"], _SPARK[c["type"]], True)
+        types = _spark_types()
+        return T.StructType([T.StructField(c["name"], types[c["type"]], True)
                              for c in self.columns])
 
 

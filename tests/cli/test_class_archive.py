@@ -1,0 +1,100 @@
+"""The class-data archive of the JVM kraftlake launches (`kraftlake.jvm.cds`): written once
+by a short job's JVM at its exit, put in place only whole, used by the next JVM, and a
+broken one never stops a command from answering. Real `kraftlake sql` processes and a real
+JVM; the claim and promotion rules on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pyspark.find_spark_home import _find_spark_home
+
+from kraftlake.jvm.cds import DYNAMIC_MAGIC, ClassArchive, is_archive
+from tests.conftest import cli_env
+
+JARS = Path(_find_spark_home()) / "jars"
+QUERY = "SELECT count(*) AS n FROM topics"
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_claim_keeps_others_from_writing_and_only_a_whole_archive_is_used(
+        tmp_path: Path) -> None:
+    first = ClassArchive(JARS, tmp_path)
+    assert first.jvm_options(write=False) == []  # a long job never writes it
+    writes = first.jvm_options(write=True)
+    assert any(o.startswith("-XX:ArchiveClassesAtExit=") for o in writes), writes
+    (claim,) = tmp_path.glob("*.jvm")
+    # while the claiming process (this one) lives, nobody else writes or maps one
+    assert ClassArchive(JARS, tmp_path).jvm_options(write=True) == []
+    # the JVM ended, the archive it wrote is whole: the next process puts it in place
+    claim.write_text(str(_dead_pid()))
+    claim.with_suffix(".tmp").write_bytes(DYNAMIC_MAGIC + b"\0" * 64)
+    uses = ClassArchive(JARS, tmp_path).jvm_options(write=True)
+    assert uses[0] == f"-XX:SharedArchiveFile={first.path}" and is_archive(first.path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [first.path.name]
+
+
+def test_what_a_killed_jvm_left_is_deleted(tmp_path: Path) -> None:
+    archive = ClassArchive(JARS, tmp_path)
+    claim = archive.path.with_name(f"{archive.path.name}.{_dead_pid()}.jvm")
+    claim.write_text(str(_dead_pid()))
+    claim.with_suffix(".tmp").write_bytes(b"\0" * 4096)  # killed before its header
+    options = archive.jvm_options(write=True)
+    assert any(o.startswith("-XX:ArchiveClassesAtExit=") for o in options)  # a new try
+    assert not claim.exists() and not claim.with_suffix(".tmp").exists()
+    assert not archive.path.exists()
+
+
+def _sql(lake: Path, cache: Path, state: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kraftlake", "sql", QUERY, "--lake", str(lake), "--format",
+         "json"], capture_output=True, text=True, timeout=900, check=False, cwd=state.parent,
+        env=cli_env(KRAFTLAKE_JVM_CACHE=str(cache), KRAFTLAKE_STATE_DIR=str(state),
+                    SPARK_PRINT_LAUNCH_COMMAND="1"))
+
+
+def _launch_command(state: Path) -> str:
+    """The java command line of the newest JVM (spark-class prints it to the log)."""
+    log = sorted((state / "logs").glob("spark-*.log"))[-1]
+    return next(ln for ln in log.read_text().splitlines() if ln.startswith("Spark Command:"))
+
+
+def test_the_first_short_job_writes_it_the_next_uses_it_a_broken_one_is_ignored(
+        sim_lake, tmp_path: Path) -> None:
+    lake, cache, state = sim_lake[0], tmp_path / "cache", tmp_path / "state"
+    out = _sql(lake, cache, state)
+    assert out.returncode == 0 and json.loads(out.stdout)[0]["n"] > 0, out
+    expected = out.stdout
+    assert "-XX:ArchiveClassesAtExit=" in _launch_command(state)
+    (claim,) = (cache / "cds").glob("*.jvm")  # the JVM writes on after the process ended
+    jvm = int(claim.read_text())
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and Path(f"/proc/{jvm}").exists():
+        time.sleep(1)
+
+    out = _sql(lake, cache, state)
+    assert out.returncode == 0 and out.stdout == expected, out
+    (archive,) = (cache / "cds").glob("*.jsa")
+    assert is_archive(archive)
+    assert f"-XX:SharedArchiveFile={archive}" in _launch_command(state)
+
+    # the magic of a whole archive, garbage after it: Java refuses to map it, and runs on.
+    # A new file in its place, as kraftlake puts one there: the JVM of the run before may
+    # still be ending with the old one mapped, and a file cut under a mapping is a SIGBUS
+    broken = archive.with_suffix(".broken")
+    with archive.open("rb") as src, broken.open("wb") as dst:
+        dst.write(src.read(4) + b"\x5a" * 4096 + src.read(archive.stat().st_size // 2))
+    os.replace(broken, archive)
+    out = _sql(lake, cache, state)
+    assert out.returncode == 0 and out.stdout == expected, out
+    assert out.stderr == ""
