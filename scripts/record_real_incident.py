@@ -35,7 +35,8 @@ OUT = REPO / "examples" / "real-incident"
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="kraftlake-real-incident-"))
     # the whole log, from offset 0: no retention within the hour the recording takes
-    cluster = KafkaCluster(work / "cluster", overrides={"metadata.max.retention.ms": "3600000"})
+    cluster = KafkaCluster(work / "cluster", overrides={"metadata.max.retention.ms": "3600000"},
+                           node_overrides=scenario.NODE_SETTINGS)
     try:
         cluster.start()
         steps = scenario.run(cluster, work)

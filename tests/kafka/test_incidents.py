@@ -28,10 +28,12 @@ import pytest
 from click.testing import CliRunner
 
 from kraftlake.cli import main
+from kraftlake.kraft.configs import RESOURCE_BROKER
 from kraftlake.kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
+from kraftlake.kraft.timing import TIMING_KEYS, window_history
 
 from .cluster import log_start
-from .scenario import FILTERS, Incidents, Partition, StepView
+from .scenario import FILTERS, LAGGING_STEP, Incidents, Partition, StepView
 
 
 def kraftlake(*args: str) -> str:
@@ -461,3 +463,44 @@ def test_changes_between_describes_have_their_events(incidents: Incidents, histo
                                     f"{before} -> {after} without {' or '.join(kinds)}")
     assert not problems, "\n".join(problems)
     assert checked >= 5, f"only {checked} changes between consecutive describes"
+
+
+def test_under_replication_before_an_unrelated_shutdown_is_its_own_cause(
+        incidents: Incidents, settled) -> None:
+    """The scenario's last two steps: lagging-0 under-replicated (follower 3 held out of its
+    ISR, broker 3 never fenced), then broker 4, which holds no replica of it, shut down
+    cleanly later than the attribution window the rule reads from this log (kraft.timing:
+    no ConfigRecord of its settings, Kafka's defaults). The incident the under-replication
+    opens takes the shutdown in, but names the under-replication its cause, not the
+    shutdown. And Kafka listed lagging-0 under-replicated when it was: that step is compared
+    (the lake's open intervals then equal `--under-replicated-partitions`)."""
+    lake = incidents.stream_lake
+    [(view, at)] = [(v, at) for v, at in settled if v.step == LAGGING_STEP] or [(None, -1)]
+    assert view is not None, f"the step {LAGGING_STEP!r} was not compared"
+    assert ("lagging", 0) in view.listed["under_replicated"], view.listed
+    [span] = [r for r in _as_of(table(lake, "partition_intervals", [
+        "topic_name", "partition_id", "kind", "start_offset", "start_ts", "end_offset"]),
+        at, "start_offset", "end_offset") if (r["topic_name"], r["partition_id"], r["kind"])
+        == ("lagging", 0, "under_replicated")]
+    [inc] = _as_of(table(lake, "incidents", [
+        "incident_id", "start_offset", "end_offset", "cause", "cause_broker", "brokers"]),
+        span["start_offset"], "start_offset", "end_offset")
+    shutdowns = [r for r in table(lake, "brokers", ["offset", "timestamp", "broker_id",
+                                                    "in_controlled_shutdown"])
+                 if r["broker_id"] == 4 and r["in_controlled_shutdown"] and r["offset"] > at]
+    assert shutdowns, "no controlled shutdown of broker 4 after the lagging step"
+    shutdown = min(shutdowns, key=lambda r: r["offset"])
+    configs = [(r["offset"], r["seq"], r["name"], r["resource_name"], r["value"])
+               for r in table(lake, "configs", ["offset", "seq", "kind", "resource_type",
+                                                "resource_name", "name", "value"])
+               if r["kind"] == "config" and r["name"] in TIMING_KEYS
+               and r["resource_type"] == RESOURCE_BROKER]
+    window = [ms for o, _, ms in window_history(configs) if o <= shutdown["offset"]][-1]
+    gap = (shutdown["timestamp"] - span["start_ts"]).total_seconds() * 1000
+    assert gap > window, f"the shutdown came {gap:.0f} ms after the shrink, within {window}"
+    assert inc["start_offset"] == span["start_offset"], \
+        f"the incident began before lagging-0's under-replication: {inc}"
+    assert inc["end_offset"] is None or inc["end_offset"] > shutdown["offset"], inc
+    assert inc["brokers"] == [4], f"broker 4's outage alone in it (3 never fenced): {inc}"
+    assert (inc["cause"], inc["cause_broker"]) == ("under_replicated", None), inc
+
