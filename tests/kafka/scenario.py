@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.kraft.timing import attribution_window_ms
+from kraftlake.report.kafka_view import GAUGES
 
 from .cluster import KafkaCluster, Node, java, tail
 
@@ -142,12 +143,6 @@ def part(c: KafkaCluster, topic: str, p: int = 0) -> dict[str, object]:
     return c.describe(topic)[(topic, p)]
 
 
-# The controller's gauges of its metadata image (kafka.controller:type=KafkaController;
-# ControllerMetadataMetricsPublisher): registered brokers fenced / not fenced, partitions
-# without a leader, partitions whose leader is not their first replica (leaderless ones
-# included), topics and partitions.
-GAUGES = ("FencedBrokerCount", "ActiveBrokerCount", "OfflinePartitionsCount",
-          "PreferredReplicaImbalanceCount", "GlobalTopicCount", "GlobalPartitionCount")
 # The last offset the controller has seen committed. Not LastAppliedRecordOffset: on the
 # active controller that counts records appended but not yet committed
 # (OffsetControlManager.handleScheduleAppend).
@@ -298,8 +293,24 @@ class Incidents:
     describe: dict[tuple[str, int], dict[str, object]]  # kafka-topics --describe
     counters: dict[str, int]  # the controller's election counters (JMX)
     shell: dict[tuple[str, int], dict[str, object]]  # metadata shell, per partition
+    gauges: dict[str, int]  # the controller's GAUGES (JMX)
     stream_lake: Path | None = None  # `kraftlake stream` tailed the live controller log here
     views: list[StepView] = field(default_factory=list)  # Kafka's view after each step
+
+    def kafka_view(self) -> dict[str, Any]:
+        """Kafka's view of the end as `kafka-view.json` holds it beside an example log
+        (scripts/record_real_incident.py), which `kraftlake demo --example` compares with."""
+        return {
+            "kafka_version": self.cluster.version,
+            "cluster_id": self.cluster.cluster_id,
+            "steps": self.steps,
+            "controller_counters": self.counters,
+            "controller_gauges": self.gauges,
+            "describe": [{"topic": t, "partition": p, **row}
+                         for (t, p), row in sorted(self.describe.items())],
+            "metadata_shell": [{"topic": t, "partition": p, **row}
+                               for (t, p), row in sorted(self.shell.items())],
+        }
 
 
 COUNTERS = ("UncleanLeaderElectionsPerSec", "ElectionFromEligibleLeaderReplicasPerSec")
@@ -319,6 +330,7 @@ def observe(c: KafkaCluster, steps: list[str], work: Path) -> Incidents:
     settle(c)
     describe = c.describe()
     counters = {name: c.jmx(name) for name in COUNTERS}
+    at_end = gauges(c, high_watermark(c) - 1)
     # a snapshot the controller writes after this moment holds the state just described
     since = time.time() + 1
     wait_for("a snapshot of the controller's log written after the scenario",
@@ -328,7 +340,8 @@ def observe(c: KafkaCluster, steps: list[str], work: Path) -> Incidents:
     snapshot = max(controller_log.glob("*.checkpoint"))
     return Incidents(c, steps, controller_log,
                      copy_log(c.nodes[2].metadata_log, work / "broker-2"),
-                     describe, counters, shell_partitions(c, snapshot, set(describe)))
+                     describe, counters, shell_partitions(c, snapshot, set(describe)),
+                     at_end)
 
 
 def settle(c: KafkaCluster) -> None:
