@@ -143,9 +143,10 @@ class Node:
 class KafkaCluster:
     """1 controller + `brokers` brokers of Kafka `version` under `root`.
 
-    Four brokers by default: the scenarios put replicas on brokers 2-4 only and keep broker
-    5 up, because Kafka's admin API (describe, elections, configs) needs one live broker
-    while all three replicas of a partition are down."""
+    Four brokers by default: the scenarios put replicas on brokers 2-4 (but for one
+    partition broker 5 leads) and keep broker 5 up, because Kafka's admin API (describe,
+    elections, configs) needs one live broker while all three replicas of a partition are
+    down."""
 
     root: Path
     version: str = VERSIONS[0]

@@ -33,7 +33,7 @@ from typing import Any
 from kraftlake.kraft.timing import attribution_window_ms
 from kraftlake.report.kafka_view import GAUGES
 
-from .cluster import KafkaCluster, Node, java, tail
+from .cluster import KafkaCluster, java, tail
 
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 ELECT = "org.apache.kafka.tools.LeaderElectionCommand"
@@ -103,17 +103,27 @@ def producing(c: KafkaCluster, topic: str, records: int, per_second: int, out: P
     assert proc.returncode == 0, f"the producer exited {proc.returncode}:\n{tail(out)}"
 
 
-def wait_logged(node: Node, text: str, since: int, timeout: float = 30) -> None:
-    """Until `text` is in `node`'s server.log after byte `since`: polled every 0.1 s, where
-    asking a tool (a JVM start) would take seconds."""
+def wait_shrunk(c: KafkaCluster, leader: int, topic: str, out: int, since: int,
+                timeout: float = 30) -> None:
+    """Until broker `leader`'s server.log (after byte `since`) says the ISR of `topic`-0 was
+    updated to one without broker `out`: the leader's shrink committed (Partition's "ISR
+    updated to" line follows the controller's answer). Polled every 0.1 s, where asking a
+    tool (a JVM start, seconds on a busy machine) would leave a paused follower paused until
+    the controller fenced it. (A leader drops a silent follower only while records are
+    written: one with the leader's log end offset is in sync however long it is silent,
+    Partition.getOutOfSyncReplicas.)"""
+    node = c.nodes[leader]
+    line = re.compile(rf"\[Partition {re.escape(topic)}-0 broker={leader}\] "
+                      rf"ISR updated to ([\d,]+) ".encode())
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with open(node.log, "rb") as f:
             f.seek(since)
-            if text.encode() in f.read():
+            if any(str(out).encode() not in m.group(1).split(b",")
+                   for m in line.finditer(f.read())):
                 return
         time.sleep(0.1)
-    raise AssertionError(f"{node.role} {node.node_id} never logged {text!r} "
+    raise AssertionError(f"broker {leader} never logged {topic}-0's ISR without {out} "
                          f"(after {timeout:.0f} s):\n{tail(node.log, 30)}")
 
 
@@ -512,7 +522,7 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
             f.stat().st_size for f in (leader.data / "lagging-0").glob("*.log")))
         c.signal(3, signal.SIGSTOP)
         try:  # the shrink committed: the leader throttles 3 from its next fetch on
-            wait_logged(leader, "[Partition lagging-0 broker=5] ISR updated to 5 ", since)
+            wait_shrunk(c, 5, "lagging", 3, since)
             shrunk = time.monotonic()
         finally:
             c.signal(3, signal.SIGCONT)
