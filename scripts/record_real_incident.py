@@ -7,7 +7,7 @@ elections and their recovery, an ELR election, a reassignment, ...), and keeps:
 - `__cluster_metadata-0/`: the controller's segments and snapshots, `meta.properties`;
 - `kafka-view.json`: what Kafka itself reported at the end (kafka-topics --describe per
   partition, the metadata shell's epochs and recovery state, the controller's election
-  counters over JMX, the steps driven);
+  counters and the gauges of its metadata image over JMX, the steps driven);
 - `kafka-topics-describe.txt` and `kafka-dump-log.txt`: the tools' own text output.
 
 `kraftlake demo --example real-incident` ingests this and compares with kafka-view.json.
@@ -35,7 +35,8 @@ OUT = REPO / "examples" / "real-incident"
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="kraftlake-real-incident-"))
     # the whole log, from offset 0: no retention within the hour the recording takes
-    cluster = KafkaCluster(work / "cluster", overrides={"metadata.max.retention.ms": "3600000"})
+    cluster = KafkaCluster(work / "cluster", overrides={"metadata.max.retention.ms": "3600000"},
+                           node_overrides=scenario.NODE_SETTINGS)
     try:
         cluster.start()
         steps = scenario.run(cluster, work)
@@ -54,17 +55,7 @@ def main() -> int:
                         ",".join(str(f) for f in files)).stdout
     (OUT / "kafka-dump-log.txt").write_text(dump.replace(str(OUT) + "/", ""))
     (OUT / "kafka-topics-describe.txt").write_text(describe_text)
-    view = {
-        "kafka_version": cluster.version,
-        "cluster_id": cluster.cluster_id,
-        "steps": steps,
-        "controller_counters": seen.counters,
-        "describe": [{"topic": t, "partition": p, **row}
-                     for (t, p), row in sorted(seen.describe.items())],
-        "metadata_shell": [{"topic": t, "partition": p, **row}
-                           for (t, p), row in sorted(seen.shell.items())],
-    }
-    (OUT / "kafka-view.json").write_text(json.dumps(view, indent=1) + "\n")
+    (OUT / "kafka-view.json").write_text(json.dumps(seen.kafka_view(), indent=1) + "\n")
     shutil.rmtree(work)
     print(f"wrote {OUT}: {len(files)} files, counters {seen.counters}")
     return 0

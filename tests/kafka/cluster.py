@@ -143,14 +143,16 @@ class Node:
 class KafkaCluster:
     """1 controller + `brokers` brokers of Kafka `version` under `root`.
 
-    Four brokers by default: the scenarios put replicas on brokers 2-4 only and keep broker
-    5 up, because Kafka's admin API (describe, elections, configs) needs one live broker
-    while all three replicas of a partition are down."""
+    Four brokers by default: the scenarios put replicas on brokers 2-4 (but for one
+    partition broker 5 leads) and keep broker 5 up, because Kafka's admin API (describe,
+    elections, configs) needs one live broker while all three replicas of a partition are
+    down."""
 
     root: Path
     version: str = VERSIONS[0]
     brokers: int = 4
     overrides: dict[str, str] = field(default_factory=dict)  # extra controller+broker settings
+    node_overrides: dict[int, dict[str, str]] = field(default_factory=dict)  # one node's own
     cluster_id: str = field(default_factory=lambda: new_cluster_id())
     nodes: dict[int, Node] = field(default_factory=dict)
 
@@ -220,6 +222,7 @@ class KafkaCluster:
             # throttled reassignment of the scenario's 1 MB partition stays ongoing
             common["replica.fetch.max.bytes"] = 65536
         common.update(self.overrides)
+        common.update(self.node_overrides.get(node.node_id, {}))
         return "".join(f"{k}={v}\n" for k, v in common.items())
 
     # -- processes ------------------------------------------------------------------------
@@ -366,11 +369,13 @@ def log_start(log_dir: Path) -> int:
     return min(int(f.stem) for f in log_dir.glob("*.log"))
 
 
-def running_cluster(root: Path, version: str = "4.3.1", brokers: int = 4
+def running_cluster(root: Path, version: str = "4.3.1", brokers: int = 4,
+                    node_overrides: dict[int, dict[str, str]] | None = None
                     ) -> Iterator[KafkaCluster]:
     """A started cluster for a pytest fixture to yield; stopped after. A cluster that cannot
     start fails the test with Kafka's own log tail (never a skip)."""
-    cluster = KafkaCluster(root, version=version, brokers=brokers)
+    cluster = KafkaCluster(root, version=version, brokers=brokers,
+                           node_overrides=node_overrides or {})
     print(f"\nKafka {cluster.version} cluster under {cluster.root}")
     try:
         cluster.start()

@@ -28,7 +28,8 @@ from .cluster import KafkaCluster, log_start, running_cluster
 
 @pytest.fixture(scope="package")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    yield from running_cluster(tmp_path_factory.mktemp("kafka-4.3.1"))
+    yield from running_cluster(tmp_path_factory.mktemp("kafka-4.3.1"),
+                               node_overrides=scenario.NODE_SETTINGS)
 
 
 @pytest.fixture(scope="package")

@@ -5,8 +5,10 @@ churn, an ISR shrink from a paused follower, fencing after kill -9, an ELR elect
 clean (SIGTERM) shutdowns, a min.insync.replicas change (ClearElrRecord), unclean elections
 through the topic config and through `kafka-leader-election --election-type UNCLEAN` with
 the recovery that follows, a throttled reassignment listed while it lasts and cancelled, two
-reassignments completed and a preferred election. Each step waits for Kafka to report the
-state it was after, so the log is the same shape on a slow machine.
+reassignments completed and a preferred election, and an under-replication longer than the
+attribution window of incident causes followed by an unrelated controlled shutdown. Each
+step waits for Kafka to report the state it was after, so the log is the same shape on a
+slow machine.
 
 What Kafka's tools say they did is kept with the step (`Said`): the topics `--create`
 created, the partitions `kafka-leader-election` elected, the reassignments
@@ -20,13 +22,18 @@ import json
 import re
 import shutil
 import signal
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cluster import KafkaCluster
+from kraftlake.kraft.timing import attribution_window_ms
+from kraftlake.report.kafka_view import GAUGES
+
+from .cluster import KafkaCluster, java, tail
 
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 ELECT = "org.apache.kafka.tools.LeaderElectionCommand"
@@ -37,6 +44,15 @@ QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 # records produced to `moving` (100 B each): about 16 fetches of the cluster's
 # replica.fetch.max.bytes, so a follower throttled after its first fetch stays behind
 MOVING_RECORDS = 10_000
+# The last step's under-replication: `lagging` is led by broker 5, which holds no other
+# replica, so its own replica.lag.time.max.ms (a static setting of broker 5 alone) drops the
+# paused follower 3 after 2-3 s, well before the controller would fence 3 (its
+# broker.session.timeout.ms, Kafka's 9 s). A paused broker must not become a broker outage.
+NODE_SETTINGS = {5: {"replica.lag.time.max.ms": "2000"}}
+# produced to `lagging` around the pause (100 B each, 10 s): the follower falls some 100
+# fetches of replica.fetch.max.bytes behind, minutes at 1 B/s
+LAGGING_RECORDS, LAGGING_PER_SECOND = 20_000, 2_000
+LAGGING_STEP = "lagging-0's follower 3 paused out of the ISR, held out by a 1 B/s throttle"
 # `kafka-topics --describe` filters: what each lists (TopicCommand.PartitionDescription)
 FILTERS = {"under_replicated": "--under-replicated-partitions",  # |isr| < replicas not adding
            "under_min_isr": "--under-min-isr-partitions",  # no leader, or |isr| < min ISR
@@ -52,15 +68,70 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float = 90) -> None:
     raise AssertionError(f"Kafka never reached: {what} (after {timeout:.0f} s)")
 
 
+def _producer(c: KafkaCluster, topic: str, records: int, per_second: int) -> list[str]:
+    """ProducerPerformance's arguments: acks=1 producing, so an out-of-sync replica really is
+    behind. Records go to the topic's partitions in turn (the default sticky partitioner can
+    put a few hundred small records all into one or two partitions, and tests read partition
+    0). `per_second` -1: as fast as it can."""
+    return ["org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
+            "--num-records", str(records), "--record-size", "100",
+            "--throughput", str(per_second),
+            "--producer-props", f"bootstrap.servers={c.bootstrap}", "acks=1",
+            "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner",
+            "delivery.timeout.ms=30000", "request.timeout.ms=10000"]
+
+
 def produce(c: KafkaCluster, topic: str, records: int = 300) -> None:
-    """acks=1 producing, so an out-of-sync replica really is behind. Records go to the
-    topic's partitions in turn (the default sticky partitioner can put a few hundred small
-    records all into one or two partitions, and tests read partition 0)."""
-    c.tool("org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
-           "--num-records", str(records), "--record-size", "100", "--throughput", "-1",
-           "--producer-props", f"bootstrap.servers={c.bootstrap}", "acks=1",
-           "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner",
-           "delivery.timeout.ms=30000", "request.timeout.ms=10000")
+    c.tool(*_producer(c, topic, records, -1))
+
+
+@contextmanager
+def producing(c: KafkaCluster, topic: str, records: int, per_second: int, out: Path
+              ) -> Iterator[None]:
+    """A producer writing to `topic` in the background while the block runs (its output to
+    `out`); it must have finished all its records after the block."""
+    with open(out, "w") as f:
+        proc = subprocess.Popen(java(c.version, *_producer(c, topic, records, per_second)),
+                                stdout=f, stderr=subprocess.STDOUT)
+    try:
+        yield
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, f"the producer exited {proc.returncode}:\n{tail(out)}"
+
+
+def wait_shrunk(c: KafkaCluster, leader: int, topic: str, out: int, since: int,
+                timeout: float = 30) -> None:
+    """Until broker `leader`'s server.log (after byte `since`) says the ISR of `topic`-0 was
+    updated to one without broker `out`: the leader's shrink committed (Partition's "ISR
+    updated to" line follows the controller's answer). Polled every 0.1 s, where asking a
+    tool (a JVM start, seconds on a busy machine) would leave a paused follower paused until
+    the controller fenced it. (A leader drops a silent follower only while records are
+    written: one with the leader's log end offset is in sync however long it is silent,
+    Partition.getOutOfSyncReplicas.)"""
+    node = c.nodes[leader]
+    line = re.compile(rf"\[Partition {re.escape(topic)}-0 broker={leader}\] "
+                      rf"ISR updated to ([\d,]+) ".encode())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(node.log, "rb") as f:
+            f.seek(since)
+            if any(str(out).encode() not in m.group(1).split(b",")
+                   for m in line.finditer(f.read())):
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"broker {leader} never logged {topic}-0's ISR without {out} "
+                         f"(after {timeout:.0f} s):\n{tail(node.log, 30)}")
+
+
+def fully_in_sync(c: KafkaCluster) -> bool:
+    """Every partition led, its ISR all its replicas, nothing being reassigned: no partition
+    trouble open (an unclean election's recovery ends with its first ISR expansion)."""
+    return all(p["Leader"] != -1 and sorted(p["Isr"]) == sorted(p["Replicas"])
+               and "Adding Replicas" not in p for p in c.describe().values())
 
 
 def create(c: KafkaCluster, topic: str, assignment: str, *configs: str) -> Said:
@@ -82,12 +153,6 @@ def part(c: KafkaCluster, topic: str, p: int = 0) -> dict[str, object]:
     return c.describe(topic)[(topic, p)]
 
 
-# The controller's gauges of its metadata image (kafka.controller:type=KafkaController;
-# ControllerMetadataMetricsPublisher): registered brokers fenced / not fenced, partitions
-# without a leader, partitions whose leader is not their first replica (leaderless ones
-# included), topics and partitions.
-GAUGES = ("FencedBrokerCount", "ActiveBrokerCount", "OfflinePartitionsCount",
-          "PreferredReplicaImbalanceCount", "GlobalTopicCount", "GlobalPartitionCount")
 # The last offset the controller has seen committed. Not LastAppliedRecordOffset: on the
 # active controller that counts records appended but not yet committed
 # (OffsetControlManager.handleScheduleAppend).
@@ -238,8 +303,24 @@ class Incidents:
     describe: dict[tuple[str, int], dict[str, object]]  # kafka-topics --describe
     counters: dict[str, int]  # the controller's election counters (JMX)
     shell: dict[tuple[str, int], dict[str, object]]  # metadata shell, per partition
+    gauges: dict[str, int]  # the controller's GAUGES (JMX)
     stream_lake: Path | None = None  # `kraftlake stream` tailed the live controller log here
     views: list[StepView] = field(default_factory=list)  # Kafka's view after each step
+
+    def kafka_view(self) -> dict[str, Any]:
+        """Kafka's view of the end as `kafka-view.json` holds it beside an example log
+        (scripts/record_real_incident.py), which `kraftlake demo --example` compares with."""
+        return {
+            "kafka_version": self.cluster.version,
+            "cluster_id": self.cluster.cluster_id,
+            "steps": self.steps,
+            "controller_counters": self.counters,
+            "controller_gauges": self.gauges,
+            "describe": [{"topic": t, "partition": p, **row}
+                         for (t, p), row in sorted(self.describe.items())],
+            "metadata_shell": [{"topic": t, "partition": p, **row}
+                               for (t, p), row in sorted(self.shell.items())],
+        }
 
 
 COUNTERS = ("UncleanLeaderElectionsPerSec", "ElectionFromEligibleLeaderReplicasPerSec")
@@ -259,6 +340,7 @@ def observe(c: KafkaCluster, steps: list[str], work: Path) -> Incidents:
     settle(c)
     describe = c.describe()
     counters = {name: c.jmx(name) for name in COUNTERS}
+    at_end = gauges(c, high_watermark(c) - 1)
     # a snapshot the controller writes after this moment holds the state just described
     since = time.time() + 1
     wait_for("a snapshot of the controller's log written after the scenario",
@@ -268,7 +350,8 @@ def observe(c: KafkaCluster, steps: list[str], work: Path) -> Incidents:
     snapshot = max(controller_log.glob("*.checkpoint"))
     return Incidents(c, steps, controller_log,
                      copy_log(c.nodes[2].metadata_log, work / "broker-2"),
-                     describe, counters, shell_partitions(c, snapshot, set(describe)))
+                     describe, counters, shell_partitions(c, snapshot, set(describe)),
+                     at_end)
 
 
 def settle(c: KafkaCluster) -> None:
@@ -418,5 +501,42 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
              lambda: part(c, "orders", 1)["Leader"] == 2)
     step("reassignment of moving-0 cancelled; moving-0 and orders-1 reassigned; "
          "preferred election")
+
+    # an under-replication, then an unrelated controlled shutdown: follower 3 of lagging-0
+    # paused while a producer writes, until the leader has dropped it from the ISR; a 1 B/s
+    # replication throttle then holds it out (Kafka throttles only replicas out of the ISR,
+    # and counts in-sync traffic against the quota too: RemoteLeaderEndPoint,
+    # ReplicaManager.shouldLeaderThrottle, ReplicaFetcherThread). Broker 4, no replica of
+    # lagging, shuts down once the under-replication is older than the attribution window
+    # kraftlake reads from this log (no ConfigRecord of its settings, which Kafka refuses to
+    # set dynamically: Kafka's defaults, an upper bound of this cluster's static ones).
+    wait_for("no partition trouble open", lambda: fully_in_sync(c))
+    said.append(create(c, "lagging", "5:3", "leader.replication.throttled.replicas=*",
+                       "follower.replication.throttled.replicas=*"))
+    rates = "leader.replication.throttled.rate,follower.replication.throttled.rate"
+    c.tool(CONFIG, "--bootstrap-server", c.bootstrap, "--entity-type", "brokers",
+           "--entity-default", "--alter", "--add-config", rates.replace(",", "=1,") + "=1")
+    leader, since = c.nodes[5], c.nodes[5].log.stat().st_size
+    with producing(c, "lagging", LAGGING_RECORDS, LAGGING_PER_SECOND, work / "lagging.out"):
+        wait_for("records in lagging-0", lambda: any(
+            f.stat().st_size for f in (leader.data / "lagging-0").glob("*.log")))
+        c.signal(3, signal.SIGSTOP)
+        try:  # the shrink committed: the leader throttles 3 from its next fetch on
+            wait_shrunk(c, 5, "lagging", 3, since)
+            shrunk = time.monotonic()
+        finally:
+            c.signal(3, signal.SIGCONT)
+    assert part(c, "lagging")["Isr"] == [5], part(c, "lagging")
+    step(LAGGING_STEP)
+    window = attribution_window_ms({}) / 1000
+    time.sleep(max(0.0, shrunk + window + 3 - time.monotonic()))
+    assert part(c, "lagging")["Isr"] == [5], "follower 3 caught up before the shutdown"
+    c.signal(4, signal.SIGTERM)
+    c.start_node(4)
+    c.tool(CONFIG, "--bootstrap-server", c.bootstrap, "--entity-type", "brokers",
+           "--entity-default", "--alter", "--delete-config", rates)
+    wait_for("every partition back in sync", lambda: fully_in_sync(c))
+    step(f"broker 4 shut down (SIGTERM) over the {window:.0f} s attribution window after "
+         "lagging-0's shrink, restarted; throttle removed")
 
     return steps

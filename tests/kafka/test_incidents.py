@@ -26,12 +26,16 @@ from typing import Any
 import deltalake
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from kraftlake.cli import main
-from kraftlake.kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
+from kraftlake.kraft.configs import RESOURCE_BROKER
+from kraftlake.kraft.timing import TIMING_KEYS, window_history
+from kraftlake.report.data import lake_brokers, lake_current, lake_events
+from kraftlake.report.kafka_view import fenced_brokers, lake_gauges, print_kafka_view
 
 from .cluster import log_start
-from .scenario import FILTERS, Incidents, Partition, StepView
+from .scenario import FILTERS, LAGGING_STEP, Incidents, Partition, StepView
 
 
 def kraftlake(*args: str) -> str:
@@ -218,27 +222,15 @@ class History:
         return out
 
     def _fenced_after_each(self) -> Iterator[tuple[int, dict[int, bool]]]:
-        """(offset, registered broker -> fenced) after each broker record: registration,
-        fence, unfence and registration-change records in order; a registration without
-        the field is fenced, as Kafka's RegisterBrokerRecord defaults it."""
-        out: dict[int, bool] = {}
-        for r in sorted(self.brokers, key=lambda r: (r["offset"], r["seq"])):
-            if r["record_type"] == UNREGISTER_BROKER_RECORD:
-                out.pop(r["broker_id"], None)
-            elif r["record_type"] == REGISTER_BROKER_RECORD:
-                out[r["broker_id"]] = r["fenced"] is not False
-            elif r["fenced"] is not None:
-                out[r["broker_id"]] = r["fenced"]
-            yield r["offset"], dict(out)
+        """(offset, registered broker -> fenced) after each broker record."""
+        rows = sorted(self.brokers, key=lambda r: (r["offset"], r["seq"]))
+        for i, r in enumerate(rows):
+            yield r["offset"], fenced_brokers(rows[:i + 1])
 
     def fenced(self, at: int) -> dict[int, bool]:
         """Registered broker -> fenced, after offset `at`."""
-        out: dict[int, bool] = {}
-        for offset, state in self._fenced_after_each():
-            if offset > at:
-                break
-            out = state
-        return out
+        return fenced_brokers(sorted((r for r in self.brokers if r["offset"] <= at),
+                                     key=lambda r: (r["offset"], r["seq"])))
 
     def events_in(self, event: str, start: int, end: int) -> set[Partition]:
         """The partitions with an `event` at an offset in [start, end)."""
@@ -345,24 +337,15 @@ def test_lake_at_each_step_equals_kafkas_view(incidents: Incidents, history: His
 
 def test_controller_gauges_at_each_step_equal_the_lake(history: History, settled) -> None:
     """The controller's gauges of its metadata image (JMX, read once its committed offset
-    reached the step's), each held against the lake as of that offset: OfflinePartitionsCount
-    = timeline states without a leader = open `offline` intervals;
-    PreferredReplicaImbalanceCount = states whose leader is not their first replica (Kafka's
-    PartitionRegistration.hasPreferredLeader: a leaderless partition counts); Fenced- and
-    ActiveBrokerCount = registered brokers fenced / not fenced in the brokers table; topics
-    and partitions = the timeline's."""
+    reached the step's), each held against the lake as of that offset, counted as the demo
+    counts them (report.kafka_view.lake_gauges): OfflinePartitionsCount = timeline states
+    without a leader = open `offline` intervals; PreferredReplicaImbalanceCount = states
+    whose leader is not their first replica (Kafka's PartitionRegistration.hasPreferredLeader:
+    a leaderless partition counts); Fenced- and ActiveBrokerCount = registered brokers fenced
+    / not fenced in the brokers table; topics and partitions = the timeline's."""
     problems = []
     for v, at in settled:
-        states = history.states(at).values()
-        fenced = history.fenced(at)
-        ours = {
-            "OfflinePartitionsCount": sum(s["leader"] == -1 for s in states),
-            "PreferredReplicaImbalanceCount": sum(
-                not s["replicas"] or s["leader"] != s["replicas"][0] for s in states),
-            "FencedBrokerCount": sum(fenced.values()),
-            "ActiveBrokerCount": sum(not f for f in fenced.values()),
-            "GlobalTopicCount": len({s["topic_name"] for s in states}),
-            "GlobalPartitionCount": len(states)}
+        ours = lake_gauges(history.states(at).values(), history.fenced(at))
         offline_intervals = len(history.open_intervals(at).get("offline", set()))
         if ours != v.gauges or offline_intervals != v.gauges["OfflinePartitionsCount"]:
             problems.append(f"{v.step} @ {at}: Kafka {v.gauges}, kraftlake {ours}, "
@@ -461,3 +444,59 @@ def test_changes_between_describes_have_their_events(incidents: Incidents, histo
                                     f"{before} -> {after} without {' or '.join(kinds)}")
     assert not problems, "\n".join(problems)
     assert checked >= 5, f"only {checked} changes between consecutive describes"
+
+
+def test_under_replication_before_an_unrelated_shutdown_is_its_own_cause(
+        incidents: Incidents, settled) -> None:
+    """The scenario's last two steps: lagging-0 under-replicated (follower 3 held out of its
+    ISR, broker 3 never fenced), then broker 4, which holds no replica of it, shut down
+    cleanly later than the attribution window the rule reads from this log (kraft.timing:
+    no ConfigRecord of its settings, Kafka's defaults). The incident the under-replication
+    opens takes the shutdown in, but names the under-replication its cause, not the
+    shutdown. And Kafka listed lagging-0 under-replicated when it was: that step is compared
+    (the lake's open intervals then equal `--under-replicated-partitions`)."""
+    lake = incidents.stream_lake
+    [(view, at)] = [(v, at) for v, at in settled if v.step == LAGGING_STEP] or [(None, -1)]
+    assert view is not None, f"the step {LAGGING_STEP!r} was not compared"
+    assert ("lagging", 0) in view.listed["under_replicated"], view.listed
+    [span] = [r for r in _as_of(table(lake, "partition_intervals", [
+        "topic_name", "partition_id", "kind", "start_offset", "start_ts", "end_offset"]),
+        at, "start_offset", "end_offset") if (r["topic_name"], r["partition_id"], r["kind"])
+        == ("lagging", 0, "under_replicated")]
+    [inc] = _as_of(table(lake, "incidents", [
+        "incident_id", "start_offset", "end_offset", "cause", "cause_broker", "brokers"]),
+        span["start_offset"], "start_offset", "end_offset")
+    shutdowns = [r for r in table(lake, "brokers", ["offset", "timestamp", "broker_id",
+                                                    "in_controlled_shutdown"])
+                 if r["broker_id"] == 4 and r["in_controlled_shutdown"] and r["offset"] > at]
+    assert shutdowns, "no controlled shutdown of broker 4 after the lagging step"
+    shutdown = min(shutdowns, key=lambda r: r["offset"])
+    configs = [(r["offset"], r["seq"], r["name"], r["resource_name"], r["value"])
+               for r in table(lake, "configs", ["offset", "seq", "kind", "resource_type",
+                                                "resource_name", "name", "value"])
+               if r["kind"] == "config" and r["name"] in TIMING_KEYS
+               and r["resource_type"] == RESOURCE_BROKER]
+    window = [ms for o, _, ms in window_history(configs) if o <= shutdown["offset"]][-1]
+    gap = (shutdown["timestamp"] - span["start_ts"]).total_seconds() * 1000
+    assert gap > window, f"the shutdown came {gap:.0f} ms after the shrink, within {window}"
+    assert inc["start_offset"] == span["start_offset"], \
+        f"the incident began before lagging-0's under-replication: {inc}"
+    assert inc["end_offset"] is None or inc["end_offset"] > shutdown["offset"], inc
+    assert inc["brokers"] == [4], f"broker 4's outage alone in it (3 never fenced): {inc}"
+    assert (inc["cause"], inc["cause_broker"]) == ("under_replicated", None), inc
+
+
+def test_demo_comparison_of_the_real_cluster_agrees(spark, incidents: Incidents) -> None:
+    """`kraftlake demo --example`'s comparison (report.kafka_view) on this cluster's view as
+    scripts/record_real_incident.py saves it (`Incidents.kafka_view`), against the stream's
+    lake (the whole history: election counts need every election): counters, the gauges
+    of the end, `--describe` and the metadata shell all agree, and it says so."""
+    lake, cid = incidents.stream_lake, incidents.cluster.cluster_id
+    view = incidents.kafka_view()
+    assert view["controller_gauges"]["GlobalPartitionCount"] == len(incidents.describe)
+    out = Console(record=True, width=200)
+    ok = print_kafka_view(out, lake_events(spark, lake, cid), lake_current(spark, lake, cid),
+                          fenced_brokers(lake_brokers(spark, lake, cid)), view)
+    text = out.export_text()
+    assert ok, text
+    assert "JMX gauges at the end" in text and "differs" not in text, text

@@ -46,8 +46,8 @@ def _run_example(name: str, lake: Path, master: str | None, conf_file: str | Non
     from kraftlake.config import load_config
     from kraftlake.jobs.batch import ingest_dir
     from kraftlake.report.console import print_incidents
-    from kraftlake.report.data import lake_current, lake_events
-    from kraftlake.report.kafka_view import print_kafka_view
+    from kraftlake.report.data import lake_brokers, lake_current, lake_events
+    from kraftlake.report.kafka_view import fenced_brokers, print_kafka_view
     from kraftlake.spark import get_spark
 
     src = Path(name) if (Path(name) / "kafka-view.json").is_file() else EXAMPLES / name
@@ -66,7 +66,8 @@ def _run_example(name: str, lake: Path, master: str | None, conf_file: str | Non
               + "; ".join(s.split(" ", 1)[1] for s in view["steps"]))
     out.print(f"log: {src}   lake: {lake}   cluster id: {cid}")
     print_incidents(out, events, None, 0)
-    ok = print_kafka_view(out, events, lake_current(spark, lake, cid), view)
+    ok = print_kafka_view(out, events, lake_current(spark, lake, cid),
+                          fenced_brokers(lake_brokers(spark, lake, cid)), view)
     out.print(f"done in {time.time() - t0:.0f} s")
     if not ok:
         raise SystemExit(1)

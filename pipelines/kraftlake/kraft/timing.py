@@ -11,11 +11,15 @@ by it (the incident's cause is then that trouble, `detect.incidents`). The sum i
 bound on purpose: the attribution errs on the broker's side.
 
 Neither setting is dynamically reconfigurable in Kafka 4.1 (DynamicBrokerConfig lists
-neither), so a log rarely holds them; where a ConfigRecord does (BROKER resource, a broker
-id or "" for the cluster default), the largest value in force at any level is taken (the
-leaders that shrink and the controller that fences may be different nodes), with Kafka's
-default standing for every broker without a value of its own when there is no cluster
-default. Values that do not parse as Kafka parses them (a long, an int) are ignored.
+neither; nor in 4.3: a broker refuses `kafka-configs --alter` of either, "Cannot update these
+configs dynamically"), so a log rarely holds them: only a request sent to the controller
+itself writes one (it checks no broker config), and the nodes then ignore the value
+(DynamicBrokerConfig: "Non-dynamic configs will be ignored"). Where a ConfigRecord does
+(BROKER resource, a broker id or "" for the cluster default), the largest value in force at
+any level is taken (the leaders that shrink and the controller that fences may be different
+nodes), with Kafka's default standing for every broker without a value of its own when
+there is no cluster default. Values that do not parse as Kafka parses them (a long, an int)
+are ignored.
 """
 
 from __future__ import annotations

@@ -63,6 +63,13 @@ def lake_current(spark: SparkSession, lake: Path | str, cluster_id: str
     return {(r["topic_name"], r["partition_id"]): r.asDict() for r in df.collect()}
 
 
+def lake_brokers(spark: SparkSession, lake: Path | str, cluster_id: str
+                 ) -> list[dict[str, Any]]:
+    """Every `brokers` row of one cluster, in log order."""
+    df = Lake(lake).read(spark, "brokers").filter(F.col("cluster_id") == cluster_id)
+    return sorted(_rows(df), key=lambda r: (r["offset"], r["seq"]))
+
+
 def clusters(spark: SparkSession, lake: Lake | ServedLake) -> list[str]:
     return sorted(r.cluster_id for r in lake.read(spark, "partition_timeline")
                   .select("cluster_id").distinct().collect())

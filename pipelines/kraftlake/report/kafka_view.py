@@ -2,31 +2,97 @@
 
 An example log real Kafka wrote (`examples/real-incident`) is saved with `kafka-view.json`:
 the controller's JMX election counters, `kafka-topics --describe` and the metadata shell's
-view of every partition. `print_kafka_view` compares the lake's events and
-`partition_current` with them, so the demo's answer is checked by Kafka, not by kraftlake.
+view of every partition, and (recorded since the gauges were added) the controller's gauges
+of its metadata image. `print_kafka_view` compares the lake's events, `partition_current`
+and broker records with them, so the demo's answer is checked by Kafka, not by kraftlake.
+The tests on a real cluster hold the lake against the same gauges after every scenario
+step, counted by the same `lake_gauges`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from ..kraft.partition import RECOVERED, RECOVERING
+from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 
 # event type -> the controller's JMX meter counting the same elections
 KAFKA_COUNTERS = {"unclean_election": "UncleanLeaderElectionsPerSec",
                   "elr_election": "ElectionFromEligibleLeaderReplicasPerSec"}
 # LeaderRecoveryState as the metadata shell prints it
 LRS_NAMES = {"RECOVERED": RECOVERED, "RECOVERING": RECOVERING}
+# The controller's gauges of its metadata image (kafka.controller:type=KafkaController,
+# Kafka's ControllerMetadataMetricsPublisher), as `lake_gauges` counts them
+GAUGES = ("FencedBrokerCount", "ActiveBrokerCount", "OfflinePartitionsCount",
+          "PreferredReplicaImbalanceCount", "GlobalTopicCount", "GlobalPartitionCount")
+
+
+def fenced_brokers(brokers: Iterable[Mapping[str, Any]]) -> dict[int, bool]:
+    """Registered broker -> fenced, after `brokers` table rows in log order: a registration
+    without the field is fenced (RegisterBrokerRecord's default), an unregistration removes
+    the broker, a fence or unfence sets it; other records leave it."""
+    out: dict[int, bool] = {}
+    for r in brokers:
+        if r["record_type"] == UNREGISTER_BROKER_RECORD:
+            out.pop(r["broker_id"], None)
+        elif r["record_type"] == REGISTER_BROKER_RECORD:
+            out[r["broker_id"]] = r["fenced"] is not False
+        elif r["fenced"] is not None:
+            out[r["broker_id"]] = r["fenced"]
+    return out
+
+
+def lake_gauges(states: Iterable[Mapping[str, Any]], fenced: Mapping[int, bool]
+                ) -> dict[str, int]:
+    """GAUGES as the lake has them: `states` every partition's state (topic_name, leader,
+    replicas: partition_current, or the timeline as of an offset), `fenced` from
+    `fenced_brokers`. OfflinePartitionsCount counts partitions without a leader,
+    PreferredReplicaImbalanceCount those whose leader is not their first replica (a
+    leaderless one included: PartitionRegistration.hasPreferredLeader)."""
+    states = list(states)
+    return {
+        "FencedBrokerCount": sum(fenced.values()),
+        "ActiveBrokerCount": sum(not f for f in fenced.values()),
+        "OfflinePartitionsCount": sum(s["leader"] == -1 for s in states),
+        "PreferredReplicaImbalanceCount": sum(
+            not s["replicas"] or s["leader"] != s["replicas"][0] for s in states),
+        "GlobalTopicCount": len({s["topic_name"] for s in states}),
+        "GlobalPartitionCount": len(states)}
+
+
+def _print_gauges(console: Console, current: dict[tuple[str, int], Any],
+                  fenced: Mapping[int, bool], view: dict[str, Any]) -> bool:
+    """The lake's GAUGES against the controller's recorded ones (True: all equal); a view
+    recorded before the gauges were says so and counts as agreeing."""
+    theirs = view.get("controller_gauges")
+    if theirs is None:
+        console.print("[dim]this view has no controller gauges (recorded before "
+                      "scripts/record_real_incident.py kept them)[/]")
+        return True
+    ours = lake_gauges(current.values(), fenced)
+    t = Table(title="kraftlake vs Kafka's controller (JMX gauges at the end)",
+              title_justify="left")
+    for c in ("gauge", "kraftlake", "Kafka", ""):
+        t.add_column(c)
+    for name in GAUGES:
+        same = ours[name] == theirs[name]
+        t.add_row(name, str(ours[name]), str(theirs[name]),
+                  "[green]equal[/]" if same else "[red]differs[/]")
+    console.print(t)
+    return all(ours[name] == theirs[name] for name in GAUGES)
 
 
 def print_kafka_view(console: Console, events: list[dict[str, Any]],
-                     current: dict[tuple[str, int], Any], view: dict[str, Any]) -> bool:
+                     current: dict[tuple[str, int], Any], fenced: Mapping[int, bool],
+                     view: dict[str, Any]) -> bool:
     """Hold what kraftlake found against what Kafka itself reported (kafka-view.json beside
     the example): election counts against the controller's JMX counters, partition_current
+    and the brokers' fencing (`fenced_brokers`) against its gauges, partition_current
     against kafka-topics --describe and the metadata shell. True when all agree."""
     ok = True
     counts = Counter(e["event_type"] for e in events)
@@ -40,6 +106,7 @@ def print_kafka_view(console: Console, events: list[dict[str, Any]],
         t.add_row(event, str(counts[event]), f"{theirs} ({counter})",
                   "[green]equal[/]" if same else "[red]differs[/]")
     console.print(t)
+    ok &= _print_gauges(console, current, fenced, view)
     shell = {(r["topic"], r["partition"]): r for r in view["metadata_shell"]}
     t = Table(title="partition_current vs kafka-topics --describe and the metadata shell",
               title_justify="left")
