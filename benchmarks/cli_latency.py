@@ -52,7 +52,7 @@ def run(*args: str, code: Path | None = None) -> tuple[float, float, float, str]
                                 stderr=subprocess.DEVNULL)
         peak, cpu = 0, {}
         while proc.poll() is None:
-            seen, rss = session_usage(proc.pid)
+            seen, rss, _pss = session_usage(proc.pid)
             peak = max(peak, rss)
             for pid, secs in seen.items():
                 cpu[pid] = max(cpu.get(pid, 0.0), secs)
