@@ -122,12 +122,15 @@ os.environ.setdefault("KRAFTLAKE_STATE_DIR", tempfile.mkdtemp(prefix="kraftlake-
 # driver planning, JVM starts, a Kafka scenario, the pure-Python codec) while the other
 # idles. A worker takes whole groups (the scheduler below), so a fixture shared by a group
 # is built once: packages whose conftest holds session or package fixtures (a Kafka cluster,
-# simulated lakes, the cluster tests' reference lake) are one group each, every other module
-# is a group, and each kill -9 test is a group of its own (they share nothing and are among
-# the longest).
+# simulated lakes, the cluster tests' reference lake) are one group each, modules sharing a
+# session fixture of tests/pipeline/conftest.py are joined into one (`JOINED`), every other
+# module is a group, and each kill -9 test is a group of its own (they share nothing and are
+# among the longest).
 # (xdist's own `--dist loadgroup` cannot be used: it renames items through an attribute
 # pytest 9.2 no longer reads, so its groups silently fall apart.)
 PACKAGE_GROUPS = ("cli", "cluster", "kafka", "quality", "report", "simulate")
+# module -> the group it joins: they share `busy_once`
+JOINED = {"tests/pipeline/test_ingest_growth.py": "tests/pipeline/test_maintain.py"}
 
 # The groups go to the workers longest first (longest processing time first: whichever
 # worker is free takes the longest group left, so the run ends on short groups and the two
@@ -142,13 +145,12 @@ PACKAGE_GROUPS = ("cli", "cluster", "kafka", "quality", "report", "simulate")
 GROUP_SECONDS = (
     ("tests/kafka", 470),
     ("tests/cluster", 380),
+    ("tests/pipeline/test_maintain.py", 335),  # with test_ingest_growth.py (`JOINED`)
     ("tests/quality", 260),
     ("tests/cli", 250),
-    ("tests/pipeline/test_maintain.py", 215),
     ("tests/pipeline/test_kill_restart.py::test_sigkill", 170),
     ("tests/pipeline/test_kill_restart.py::test_ingest_sigkilled", 170),
     ("tests/report", 140),
-    ("tests/pipeline/test_ingest_growth.py", 130),
     ("tests/pipeline/test_restart_points.py", 130),
     ("tests/simulate", 120),
     ("tests/pipeline/test_delta_engine.py", 100),
@@ -170,7 +172,7 @@ def group_of(nodeid: str) -> str:
         return "/".join(parts[:2])
     if module.endswith("test_kill_restart.py"):
         return nodeid
-    return module
+    return JOINED.get(module, module)
 
 
 def _seconds(item: pytest.Item) -> int:
