@@ -43,12 +43,19 @@ ROOTS = (CORPUS, EXTENSION) if EXTENSION.is_dir() else (CORPUS,)
 # everywhere, no UI. Spark evaluates expressions without generating Java code: on the
 # tests' small inputs compiling the generated code was a third of the JVM's CPU (Janino and
 # its regex-based code formatter in a profile of an increment), and turning it off cut an
-# increment's JVM CPU time by a fifth to a quarter. The results do not depend on it; the jobs
-# the tests start as processes get the same settings (`cli_env`), except the installed-wheel
-# demo, which runs the defaults (generated code).
+# increment's JVM CPU time by a fifth to a quarter. Adaptive query execution is off: on these
+# inputs it has nothing to adapt (two shuffle partitions, tables of kilobytes), but it plans
+# the rest of a query again after every shuffle stage; off, an in-process ingest of a
+# 188-record real log (nurlan-abdullazada) took 11.0-15.8 CPU s of the process tree against
+# 13.3-18.3 with it on (three runs each, alternating in one warm session, 2026-11-26, load
+# average about 30). The results depend on neither setting; the jobs the tests start as
+# processes get the same settings (`cli_env`), except the installed-wheel demo, which runs
+# the defaults (generated code, adaptive execution) and is checked against the simulator's
+# labels.
 TEST_SPARK_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.adaptive.enabled": "false",
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
