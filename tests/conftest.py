@@ -43,12 +43,19 @@ ROOTS = (CORPUS, EXTENSION) if EXTENSION.is_dir() else (CORPUS,)
 # everywhere, no UI. Spark evaluates expressions without generating Java code: on the
 # tests' small inputs compiling the generated code was a third of the JVM's CPU (Janino and
 # its regex-based code formatter in a profile of an increment), and turning it off cut an
-# increment's JVM CPU time by a fifth to a quarter. The results do not depend on it; the jobs
-# the tests start as processes get the same settings (`cli_env`), except the installed-wheel
-# demo, which runs the defaults (generated code).
+# increment's JVM CPU time by a fifth to a quarter. Adaptive query execution is off: on these
+# inputs it has nothing to adapt (two shuffle partitions, tables of kilobytes), but it plans
+# the rest of a query again after every shuffle stage; off, an in-process ingest of a
+# 188-record real log (nurlan-abdullazada) took 11.0-15.8 CPU s of the process tree against
+# 13.3-18.3 with it on (three runs each, alternating in one warm session, 2026-11-26, load
+# average about 30). The results depend on neither setting; the jobs the tests start as
+# processes get the same settings (`cli_env`), except the installed-wheel demo, which runs
+# the defaults (generated code, adaptive execution) and is checked against the simulator's
+# labels.
 TEST_SPARK_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.adaptive.enabled": "false",
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
@@ -122,14 +129,46 @@ os.environ.setdefault("KRAFTLAKE_STATE_DIR", tempfile.mkdtemp(prefix="kraftlake-
 # driver planning, JVM starts, a Kafka scenario, the pure-Python codec) while the other
 # idles. A worker takes whole groups (the scheduler below), so a fixture shared by a group
 # is built once: packages whose conftest holds session or package fixtures (a Kafka cluster,
-# simulated lakes, the cluster tests' reference lake) are one group each, every other module
-# is a group, and each kill -9 test is a group of its own (they share nothing and are the
-# longest). The longest groups come first in the collection, so the workers finish together.
+# simulated lakes, the cluster tests' reference lake) are one group each, modules sharing a
+# session fixture of tests/pipeline/conftest.py are joined into one (`JOINED`), every other
+# module is a group, and each kill -9 test is a group of its own (they share nothing and are
+# among the longest).
 # (xdist's own `--dist loadgroup` cannot be used: it renames items through an attribute
 # pytest 9.2 no longer reads, so its groups silently fall apart.)
 PACKAGE_GROUPS = ("cli", "cluster", "kafka", "quality", "report", "simulate")
-LONGEST_FIRST = ("tests/pipeline/test_kill_restart.py", "tests/kafka", "tests/cluster",
-                 "tests/cli", "tests/quality", "tests/report")
+# module -> the group it joins: they share `busy_once`
+JOINED = {"tests/pipeline/test_ingest_growth.py": "tests/pipeline/test_maintain.py"}
+
+# The groups go to the workers longest first (longest processing time first: whichever
+# worker is free takes the longest group left, so the run ends on short groups and the two
+# workers finish within about one short group of each other). A worker that is handed a group
+# of one or two tests asks for the next group at once (xdist needs a worker's next test
+# before it runs the current one), so a long group left for the end can keep one worker busy
+# for a minute while the other has nothing left: test_wheel.py (one test of about a minute)
+# came last in collection order. The seconds are estimates of one worker running the group,
+# its fixtures included, from the slowest tests of the fresh-clone run at c0c5843 (22 min)
+# and per-module runs (2026-11-26); only their order matters. A group not listed (each under
+# about 30 s) runs after them in collection order; a group that grows long belongs here.
+GROUP_SECONDS = (
+    ("tests/kafka", 470),
+    ("tests/cluster", 380),
+    ("tests/pipeline/test_maintain.py", 335),  # with test_ingest_growth.py (`JOINED`)
+    ("tests/quality", 260),
+    ("tests/cli", 250),
+    ("tests/pipeline/test_kill_restart.py::test_sigkill", 170),
+    ("tests/pipeline/test_kill_restart.py::test_ingest_sigkilled", 170),
+    ("tests/report", 140),
+    ("tests/pipeline/test_restart_points.py", 130),
+    ("tests/simulate", 120),
+    ("tests/pipeline/test_delta_engine.py", 100),
+    ("tests/pipeline/test_stream_tail.py", 95),
+    ("tests/pipeline/test_ingest.py", 80),
+    ("tests/pipeline/test_turns.py", 72),
+    ("tests/test_wheel.py", 60),
+    ("tests/pipeline/test_events_labels.py", 45),
+    ("tests/pipeline/test_reconcile.py", 36),
+    ("tests/pipeline/test_fold_real.py", 30),
+)
 
 
 def group_of(nodeid: str) -> str:
@@ -140,16 +179,16 @@ def group_of(nodeid: str) -> str:
         return "/".join(parts[:2])
     if module.endswith("test_kill_restart.py"):
         return nodeid
-    return module
+    return JOINED.get(module, module)
 
 
-def _rank(item: pytest.Item) -> int:
-    return next((i for i, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)),
-                len(LONGEST_FIRST))
+def _seconds(item: pytest.Item) -> int:
+    group = group_of(item.nodeid)
+    return next((s for prefix, s in GROUP_SECONDS if group.startswith(prefix)), 0)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=_rank)  # stable: collection order within a rank
+    items.sort(key=lambda item: -_seconds(item))  # stable: collection order within a group
 
 
 class _GroupsPerWorker:

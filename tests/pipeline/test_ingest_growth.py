@@ -21,6 +21,7 @@ from kraftlake.lake.delta import Lake
 from kraftlake.simulate.writer import LogWriter
 from tests.conftest import real
 from tests.lake_rows import table_rows
+from tests.pipeline.conftest import BUSY
 from tests.pipeline.test_ingest import GOLD
 
 LOG = real("vasifvortex__azercell_docker_project2/data/kafka1")  # 3 brokers, 153 records
@@ -55,15 +56,13 @@ def test_second_run_on_a_grown_log_adds_only_the_new_records(spark, tmp_path, cf
         assert table_rows(Lake(tmp_path / "lake"), name) == table_rows(Lake(once), name), name
 
 
-BUSY = real("nurlan-abdullazada__Docker-compose/data/kafka1")  # 188 records, 115 changes
-
-
 def _history_files(lake: Lake) -> set[str]:
     """Files of closed timeline states (the `is_current=false` partition)."""
     return {f for f in lake.files("partition_timeline") if "is_current=false" in f}
 
 
-def test_an_increment_closes_states_without_rewriting_history(spark, tmp_path, cfg_factory):
+def test_an_increment_closes_states_without_rewriting_history(spark, tmp_path, cfg_factory,
+                                                             busy_once):
     """The second run closes current states of the first but rewrites none of the files of
     closed states: that is what keeps an increment's cost independent of the history."""
     grown, seg, full, _ = _cut_copy(BUSY, tmp_path / "grown", -1)  # 61 changes, then 54
@@ -81,9 +80,7 @@ def test_an_increment_closes_states_without_rewriting_history(spark, tmp_path, c
     assert tl.column("is_current").to_pylist() == [
         v is None for v in tl.column("valid_to_offset").to_pylist()]
 
-    once = tmp_path / "once"
-    ingest(spark, cfg_factory(once), [BUSY])
-    assert table_rows(lake, "partition_timeline") == table_rows(Lake(once), "partition_timeline")
+    assert table_rows(lake, "partition_timeline") == table_rows(busy_once, "partition_timeline")
 
 
 def _topic(name: str, n: int) -> str:

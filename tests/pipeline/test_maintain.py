@@ -11,7 +11,6 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from kraftlake.codec.batch import Batch, scan_batches
@@ -21,10 +20,9 @@ from kraftlake.lake.delta import Lake
 from kraftlake.lake.maintain import lake_app_ids, maintain
 from kraftlake.lake.schema import table_names
 from kraftlake.sources.files import read_cluster_id
-from tests.conftest import real
 from tests.lake_rows import table_rows
+from tests.pipeline.conftest import BUSY
 
-BUSY = real("nurlan-abdullazada__Docker-compose/data/kafka1")  # 188 records in 13 batches
 CUTS = (7, 12)  # the scheduled runs saw the log end before these batches (offsets 64, 131)
 STREAM_CUTS = (7, 11, 12)  # the stream's log grows to offsets 64, 71, 131, then 188
 DATA = ["records", "quarantine", "partition_changes", "topics", "brokers", "configs",
@@ -72,16 +70,8 @@ def growing_copy(log: Path, dest: Path) -> tuple[Path, Path, bytes, list[Batch]]
     return dest, seg, full, [b for b in scan_batches(full) if isinstance(b, Batch)]
 
 
-@pytest.fixture(scope="module")
-def once(spark, tmp_path_factory, cfg_factory) -> Lake:
-    """The whole log in one run: what every incremental lake must equal."""
-    path = tmp_path_factory.mktemp("once") / "lake"
-    ingest(spark, cfg_factory(path), [BUSY])
-    return Lake(path)
-
-
 def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
-        spark, tmp_path, cfg_factory, once):
+        spark, tmp_path, cfg_factory, busy_once):
     grown, seg, full, batches = growing_copy(BUSY, tmp_path / "grown")
     cfg = cfg_factory(tmp_path / "lake")
     lake = Lake(cfg.lake)
@@ -136,14 +126,14 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
     (nxt,) = ingest(spark, cfg, [grown])
     assert (nxt.start_offset, nxt.end_offset, nxt.records) == (131, 188, 57)
     for name in DATA:
-        assert table_rows(lake, name) == table_rows(once, name), name
+        assert table_rows(lake, name) == table_rows(busy_once, name), name
     versions = {n: lake.version(n) for n in DATA}
     (again,) = ingest(spark, cfg, [grown])
     assert again.version == -1
     assert {n: lake.version(n) for n in DATA} == versions
 
 
-def test_the_stream_compacts_every_n_micro_batches(spark, tmp_path, cfg_factory, once):
+def test_the_stream_compacts_every_n_micro_batches(spark, tmp_path, cfg_factory, busy_once):
     """With `stream.compact_every: 2` the stream compacts and checkpoints after every second
     micro-batch, inside its foreachBatch, and never vacuums. The micro-batch count runs on
     across restarts (Spark's batch ids). Its tables still equal a one-shot ingest, and every
@@ -172,7 +162,7 @@ def test_the_stream_compacts_every_n_micro_batches(spark, tmp_path, cfg_factory,
     for name in ("records", "partition_timeline", "partition_current", "ingest_progress"):
         assert lake.txn_version(name, app_id) == seen[-1].version == 3, name
     for name in DATA:
-        assert table_rows(lake, name) == table_rows(once, name), name
+        assert table_rows(lake, name) == table_rows(busy_once, name), name
 
 
 def test_compact_every_comes_from_the_config(tmp_path):
