@@ -76,6 +76,11 @@ def _jars(conf: dict[str, str], uris: list[str]) -> str | None:
 # ingests in 4g.
 DRIVER_MEMORY_STEPS = ((64 << 20, "1g"), (512 << 20, "2g"))  # (input below, heap)
 DRIVER_MEMORY_MAX = "4g"
+# An ingest reading less than this is a short job (`SHORT_JOB_JVM_OPTIONS`): it ends within
+# a minute or two. A new-process ingest of examples/real-3-broker took 37-40 CPU s and a
+# peak process-tree PSS of 1.38-1.41 GiB with them, 63-71 CPU s and 1.62-1.75 GiB without
+# (benchmarks/cpu_time.py, alternating, load 4-20).
+SHORT_INGEST_BYTES = 64 << 20
 
 
 def driver_memory(input_bytes: int) -> str:
