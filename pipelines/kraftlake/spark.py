@@ -129,7 +129,7 @@ def _new_log() -> Path:
 
 
 # The JIT and collector of a JVM that answers one question and ends (`get_spark(short=
-# True)`: a `sql` statement or file, timeline, report). C1 alone compiles fast and soon
+# True)`: a `sql` statement or file, timeline, report, an ingest of a small log). C1 alone compiles fast and soon
 # enough for a job of seconds, and the serial collector runs no GC threads beside the two
 # cores' work: a cold one-row `sql` of the demo lake took 13.4-14.1 s of CPU and 0.76 GiB
 # with them, against 29.5 s and 1.08 GiB with C2 and G1 (load ~25). C1 alone would also
