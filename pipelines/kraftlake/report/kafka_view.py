@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..kraft.partition import RECOVERED, RECOVERING
+from ..kraft.partition import NO_LEADER, RECOVERED, RECOVERING
 from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 
 # event type -> the controller's JMX meter counting the same elections
@@ -58,7 +58,7 @@ def lake_gauges(states: Iterable[Mapping[str, Any]], fenced: Mapping[int, bool]
     return {
         "FencedBrokerCount": sum(fenced.values()),
         "ActiveBrokerCount": sum(not f for f in fenced.values()),
-        "OfflinePartitionsCount": sum(s["leader"] == -1 for s in states),
+        "OfflinePartitionsCount": sum(s["leader"] == NO_LEADER for s in states),
         "PreferredReplicaImbalanceCount": sum(
             not s["replicas"] or s["leader"] != s["replicas"][0] for s in states),
         "GlobalTopicCount": len({s["topic_name"] for s in states}),
