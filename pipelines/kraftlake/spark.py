@@ -133,9 +133,9 @@ def _new_log() -> Path:
 # compiles fast and soon enough for a job of seconds, and the serial collector runs no GC
 # threads beside the two cores' work: a cold one-row `sql` of the demo lake took 13.4-14.1 s
 # of CPU and 0.76 GiB with them, against 29.5 s and 1.08 GiB with C2 and G1 (load ~25). C1
-# alone would also
-# shrink the code cache to 48 MiB, which Spark and Delta fill within minutes (the JVM then
-# stops compiling, or fails: tests/conftest.py's C1_ONLY), hence the tiered default's size.
+# alone would also shrink the code cache to 48 MiB, which Spark and Delta fill within
+# minutes (the JVM then stops compiling, or fails: tests/conftest.py's C1_ONLY), hence the
+# tiered default's size.
 # A long job (ingest of a large log, stream, serve, the prompt) keeps Java's defaults: its
 # executors run in this JVM and want C2's code.
 SHORT_JOB_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m",
