@@ -105,23 +105,31 @@ def producing(c: KafkaCluster, topic: str, records: int, per_second: int, out: P
 
 def wait_shrunk(c: KafkaCluster, leader: int, topic: str, out: int, since: int,
                 timeout: float = 30) -> None:
-    """Until broker `leader`'s server.log (after byte `since`) says the ISR of `topic`-0 was
-    updated to one without broker `out`: the leader's shrink committed (Partition's "ISR
-    updated to" line follows the controller's answer). Polled every 0.1 s, where asking a
-    tool (a JVM start, seconds on a busy machine) would leave a paused follower paused until
-    the controller fenced it. (A leader drops a silent follower only while records are
-    written: one with the leader's log end offset is in sync however long it is silent,
-    Partition.getOutOfSyncReplicas.)"""
+    """Until broker `leader`'s server.log (after byte `since`) says the ISR of `topic`-0 is
+    one without broker `out`: the leader's shrink committed. The leader says so in one of
+    two lines, whichever reaches it first: Partition's "ISR updated to" (the controller's
+    answer to its AlterPartition) or, when the metadata log's new registration arrives
+    before that answer, the "Skipped the become-leader state change" line that prints the
+    registration with its `isr=[...]` (seen in a run on 2026-11-26, where the first never
+    came). Polled every 0.1 s, where asking a tool (a JVM start, seconds on a busy machine)
+    would leave a paused follower paused until the controller fenced it. (A leader drops a
+    silent follower only while records are written: one with the leader's log end offset is
+    in sync however long it is silent, Partition.getOutOfSyncReplicas.)"""
     node = c.nodes[leader]
-    line = re.compile(rf"\[Partition {re.escape(topic)}-0 broker={leader}\] "
-                      rf"ISR updated to ([\d,]+) ".encode())
+    name = re.escape(topic).encode()
+    lines = (re.compile(rb"\[Partition " + name + rb"-0 broker=" + str(leader).encode()
+                        + rb"\] ISR updated to ([\d,]+) "),
+             re.compile(rb"\[Broker id=" + str(leader).encode() + rb"\] Skipped the "
+                        rb"become-leader state change for " + name + rb"-0 .*?"
+                        rb"PartitionRegistration\(replicas=\[[\d, ]*\], .*?isr=\[([\d, ]*)\]"))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with open(node.log, "rb") as f:
             f.seek(since)
-            if any(str(out).encode() not in m.group(1).split(b",")
-                   for m in line.finditer(f.read())):
-                return
+            text = f.read()
+        if any(str(out).encode() not in m.group(1).replace(b" ", b"").split(b",")
+               for line in lines for m in line.finditer(text)):
+            return
         time.sleep(0.1)
     raise AssertionError(f"broker {leader} never logged {topic}-0's ISR without {out} "
                          f"(after {timeout:.0f} s):\n{tail(node.log, 30)}")
