@@ -31,7 +31,13 @@ from rich.console import Console
 from kraftlake.cli import main
 from kraftlake.kraft.configs import RESOURCE_BROKER
 from kraftlake.kraft.timing import TIMING_KEYS, window_history
-from kraftlake.report.data import lake_brokers, lake_current, lake_events
+from kraftlake.report.data import (
+    broker_state,
+    fenced_of,
+    lake_brokers,
+    lake_current,
+    lake_events,
+)
 from kraftlake.report.kafka_view import fenced_brokers, lake_gauges, print_kafka_view
 
 from .cluster import log_start
@@ -223,9 +229,10 @@ class History:
 
     def _fenced_after_each(self) -> Iterator[tuple[int, dict[int, bool]]]:
         """(offset, registered broker -> fenced) after each broker record."""
-        rows = sorted(self.brokers, key=lambda r: (r["offset"], r["seq"]))
-        for i, r in enumerate(rows):
-            yield r["offset"], fenced_brokers(rows[:i + 1])
+        states: dict[int, dict] = {}
+        for r in sorted(self.brokers, key=lambda r: (r["offset"], r["seq"])):
+            states[r["broker_id"]] = broker_state(r, states.get(r["broker_id"], {}))
+            yield r["offset"], fenced_of(states)
 
     def fenced(self, at: int) -> dict[int, bool]:
         """Registered broker -> fenced, after offset `at`."""

@@ -14,7 +14,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..kraft.partition import RECOVERING
-from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 from ..kraft.troubles import (
     OFFLINE,
     REASSIGNING,
@@ -23,7 +22,7 @@ from ..kraft.troubles import (
     UNDER_MIN_ISR,
     UNDER_REPLICATED,
 )
-from .data import ReportData
+from .data import ReportData, broker_state
 
 BROKER_COLOURS = {"unfenced": "#2ca02c", "fenced": "#d62728",
                   "controlled shutdown": "#ff7f0e", "unregistered": "#7f7f7f"}
@@ -63,23 +62,6 @@ def _lanes(fig: go.Figure, bars: dict[str, list[tuple]], colours: dict[str, str]
             fig.add_trace(trace, row=row, col=1)
 
 
-def _broker_state(r: dict[str, Any], prev: dict[str, Any]) -> dict[str, Any]:
-    """Registration state after a broker record (same rule as `broker_outages`)."""
-    t = r["record_type"]
-    s = dict(prev)
-    if t == REGISTER_BROKER_RECORD:
-        s = {"registered": True, "fenced": True if r["fenced"] is None else r["fenced"],
-             "ics": bool(r["in_controlled_shutdown"]), "epoch": r["broker_epoch"]}
-    elif t == UNREGISTER_BROKER_RECORD:
-        s["registered"] = False
-    else:
-        if r["fenced"] is not None:
-            s["fenced"] = r["fenced"]
-        if r["in_controlled_shutdown"]:
-            s["ics"] = True
-    return s
-
-
 def _label(s: dict[str, Any]) -> str:
     if not s.get("registered", True):
         return "unregistered"
@@ -97,7 +79,7 @@ def _broker_bars(data: ReportData, end: dt.datetime) -> dict[str, list[tuple]]:
         state: dict[str, Any] = {}
         rows = by[bid]
         for i, r in enumerate(rows):
-            state = _broker_state(r, state)
+            state = broker_state(r, state)
             nxt = rows[i + 1]["timestamp"] if i + 1 < len(rows) else end
             label = _label(state)
             bars[label].append((f"broker {bid}", r["timestamp"], nxt,

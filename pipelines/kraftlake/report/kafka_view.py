@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..kraft.partition import NO_LEADER, RECOVERED, RECOVERING
-from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
+from .data import broker_state, fenced_of
 
 # event type -> the controller's JMX meter counting the same elections
 KAFKA_COUNTERS = {"unclean_election": "UncleanLeaderElectionsPerSec",
@@ -33,18 +33,12 @@ GAUGES = ("FencedBrokerCount", "ActiveBrokerCount", "OfflinePartitionsCount",
 
 
 def fenced_brokers(brokers: Iterable[Mapping[str, Any]]) -> dict[int, bool]:
-    """Registered broker -> fenced, after `brokers` table rows in log order: a registration
-    without the field is fenced (RegisterBrokerRecord's default), an unregistration removes
-    the broker, a fence or unfence sets it; other records leave it."""
-    out: dict[int, bool] = {}
+    """Registered broker -> fenced, after `brokers` table rows in log order
+    (`report.data.broker_state`)."""
+    states: dict[int, dict[str, Any]] = {}
     for r in brokers:
-        if r["record_type"] == UNREGISTER_BROKER_RECORD:
-            out.pop(r["broker_id"], None)
-        elif r["record_type"] == REGISTER_BROKER_RECORD:
-            out[r["broker_id"]] = r["fenced"] is not False
-        elif r["fenced"] is not None:
-            out[r["broker_id"]] = r["fenced"]
-    return out
+        states[r["broker_id"]] = broker_state(r, states.get(r["broker_id"], {}))
+    return fenced_of(states)
 
 
 def lake_gauges(states: Iterable[Mapping[str, Any]], fenced: Mapping[int, bool]
