@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 
 from click.testing import CliRunner
 
@@ -53,3 +54,21 @@ def test_unknown_suite_is_a_usage_error(real_lake):
     res = CliRunner().invoke(main, ["quality", "--lake", str(real_lake.root),
                                     "--suite", "nope"])
     assert res.exit_code == 2 and "unknown suite" in res.output
+
+
+def test_a_run_without_data_docs_reports_what_one_with_them_does(spark, qctx, broken_run,
+                                                                 tmp_path):
+    """Without a report directory GX is asked for counts first and for the unexpected rows
+    of the failed expectations only (runner.COUNTS, SAMPLES): every outcome, samples
+    included, must be what GX reports in the one pass that renders Data Docs."""
+    from tests.quality.conftest import validate
+
+    _, _, lake = broken_run
+    suites = ["partition_timeline", "records"]  # failures of either severity
+    now = datetime.now(UTC)
+    with_docs = validate(spark, qctx, lake, suites, now=now, max_age=60,
+                         report_dir=tmp_path / "docs")
+    without = validate(spark, qctx, lake, suites, now=now, max_age=60)
+    assert {("partition_timeline", "leader_in_isr"), ("records", "records_fresh")} <= {
+        (o.suite, o.expectation) for o in without.failed}
+    assert without.outcomes == with_docs.outcomes

@@ -96,16 +96,22 @@ def check(suite: str, name: str) -> Check:
     raise KeyError(f"{suite}: no expectation {name!r}")
 
 
-def gx_suite(suite: str):
-    """A `great_expectations.ExpectationSuite` built from the JSON, every entry accounted for."""
+def gx_suite(suite: str, names: frozenset[str] | None = None):
+    """A `great_expectations.ExpectationSuite` built from the JSON, every entry accounted for;
+    with `names`, only those expectations (a suite of its own name)."""
     import great_expectations as gx
 
     raw = _load_raw(suite)
     checks(suite)  # validates the kraftlake metadata
-    built = gx.ExpectationSuite(name=raw["name"], expectations=raw["expectations"],
+    exps = raw["expectations"]
+    name = raw["name"]
+    if names is not None:
+        exps = [e for e in exps if e["meta"]["name"] in names]
+        name = f"{name}[{','.join(sorted(names))}]"
+    built = gx.ExpectationSuite(name=name, expectations=exps,
                                 suite_parameters=raw.get("suite_parameters") or {},
                                 meta=raw.get("meta"), notes=raw.get("notes"))
-    if len(built.expectations) != len(raw["expectations"]):
+    if len(built.expectations) != len(exps):
         raise ValueError(f"{suite}: GX accepted {len(built.expectations)} of "
-                         f"{len(raw['expectations'])} expectations (see the GX log)")
+                         f"{len(exps)} expectations (see the GX log)")
     return built
