@@ -282,8 +282,11 @@ def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
                 if proc.poll() is not None or now > 600:
                     raise SystemExit(f"the stream stopped or stalled:\n{err_path.read_text()}")
                 time.sleep(0.2)
-            print(f"    append of {end - first:,} offsets: first event visible after "
-                  f"{seen['event']:.1f} s, micro-batch committed after {seen['committed']:.1f} s")
+            event = ("no event in this tail (the log is quiet here: try --cut-at)"
+                     if seen["event"] != seen["event"] else
+                     f"first event visible after {seen['event']:.1f} s")
+            print(f"    append of {end - first:,} offsets: {event}, micro-batch committed "
+                  f"after {seen['committed']:.1f} s")
     finally:
         proc.kill()
         proc.wait()
