@@ -277,14 +277,12 @@ def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
                     seen["event"] = now
                 prog = _visible(lake_dir, "ingest_progress")
                 if prog.num_rows and pc.max(prog["end_offset"]).as_py() >= end:
-                    seen.setdefault("event", float("nan"))
                     seen["committed"] = now
                 if proc.poll() is not None or now > 600:
                     raise SystemExit(f"the stream stopped or stalled:\n{err_path.read_text()}")
                 time.sleep(0.2)
-            event = ("no event in this tail (the log is quiet here: try --cut-at)"
-                     if seen["event"] != seen["event"] else
-                     f"first event visible after {seen['event']:.1f} s")
+            event = (f"first event visible after {seen['event']:.1f} s" if "event" in seen
+                     else "no event in this tail (the log is quiet here: try --cut-at)")
             print(f"    append of {end - first:,} offsets: {event}, micro-batch committed "
                   f"after {seen['committed']:.1f} s")
     finally:
