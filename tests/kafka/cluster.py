@@ -7,9 +7,11 @@ setup by test.sh), so a run after setup needs no network. The controller's metad
 configured to roll segments and write snapshots quickly (through the internal minimums
 Kafka's own tests use), so a few minutes of activity exercise rolls and snapshots.
 
-Kafka's tools (TopicCommand, DumpLogSegments, JmxTool, ...) run as whole processes through
-`tool`, exactly as an operator runs them. A node that does not come up raises
-`KafkaStartError` carrying the tail of Kafka's own log.
+Kafka's tools (TopicCommand, JmxTool, ...) run through `tool`, with an operator's arguments,
+in one long-lived JVM of the cluster's version (toolserver.py: a JVM start per question was
+most of the scenario's time); `run_tool` runs one as its own process (DumpLogSegments, whose
+text of the real files is 450 MB). A node that does not come up raises `KafkaStartError`
+carrying the tail of Kafka's own log.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from pathlib import Path
 import pytest
 
 from kraftlake.jvm import resolve
+
+from . import toolserver
 
 POMS = Path(__file__).resolve().parent / "poms"
 VERSIONS = ("4.3.1", "3.9.1")
@@ -54,7 +58,7 @@ logger.periodic.level = WARN
 # segments wholly before the oldest snapshot it keeps. So the first segments of a scenario
 # are gone before it ends, under a live reader. (`scripts/record_real_incident.py` keeps the
 # whole log: an example starts at offset 0.)
-RETENTION_MS = 180_000
+RETENTION_MS = 90_000
 
 
 # the broker lists `kafka-topics --describe` prints for a partition
@@ -101,10 +105,14 @@ def java(version: str, main: str, *args: str, heap: str = "128m",
 def run_tool(version: str, main: str, *args: str, check: bool = True,
              timeout: float = 120) -> subprocess.CompletedProcess:
     """Run one of Kafka's command-line tools (a whole JVM), as an operator would."""
-    proc = subprocess.run(java(version, main, *args), capture_output=True, text=True,
-                          timeout=timeout)
+    return checked(subprocess.run(java(version, main, *args), capture_output=True,
+                                  text=True, timeout=timeout), check)
+
+
+def checked(proc: subprocess.CompletedProcess, check: bool) -> subprocess.CompletedProcess:
+    """`proc`; with `check`, a non-zero exit raises with what the tool printed."""
     if check and proc.returncode != 0:
-        raise RuntimeError(f"{main} {' '.join(args)} exited {proc.returncode}:\n"
+        raise RuntimeError(f"{' '.join(proc.args[-20:])} exited {proc.returncode}:\n"
                            f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
 
@@ -228,8 +236,11 @@ class KafkaCluster:
     # -- processes ------------------------------------------------------------------------
     def tool(self, main: str, *args: str, check: bool = True,
              timeout: float = 120) -> subprocess.CompletedProcess:
-        """Run one of this cluster's version of Kafka's tools."""
-        return run_tool(self.version, main, *args, check=check, timeout=timeout)
+        """Run one of this cluster's version of Kafka's tools (in the version's tool
+        server); `check`: a non-zero exit raises, with what the tool printed."""
+        command = java(self.version, str(toolserver.SOURCE), heap="512m")
+        return checked(toolserver.server(self.version, command, self.root / "tools.log")
+                       .run(main, *args, timeout=timeout), check)
 
     def start(self) -> KafkaCluster:
         for node in self.nodes.values():
@@ -306,9 +317,15 @@ class KafkaCluster:
 
     # -- what Kafka reports ---------------------------------------------------------------
     def topics(self, *args: str) -> str:
-        """`kafka-topics.sh --bootstrap-server ... ARGS` output."""
-        return self.tool("org.apache.kafka.tools.TopicCommand",
-                         "--bootstrap-server", self.bootstrap, *args).stdout
+        """`kafka-topics.sh --bootstrap-server ... ARGS` output. The admin client gives up a
+        request after 5 s, not its default 30 s, and asks another broker: until the
+        controller fences a paused broker, the client may pick it and wait (one ISR-shrink
+        wait of the scenario took 90 s so, its shrink done after 9)."""
+        config = self.root / "admin.properties"
+        if not config.is_file():
+            config.write_text("request.timeout.ms=5000\n")
+        return self.tool("org.apache.kafka.tools.TopicCommand", "--command-config",
+                         str(config), "--bootstrap-server", self.bootstrap, *args).stdout
 
     def describe(self, topic: str | None = None) -> dict[tuple[str, int], dict[str, object]]:
         """Per partition: Leader, Replicas, Isr, Elr, LastKnownElr and, while a reassignment

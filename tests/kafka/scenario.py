@@ -33,7 +33,7 @@ from typing import Any
 from kraftlake.kraft.timing import attribution_window_ms
 from kraftlake.report.kafka_view import GAUGES
 
-from .cluster import KafkaCluster, java, tail
+from .cluster import KafkaCluster, java, run_tool, tail
 
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 ELECT = "org.apache.kafka.tools.LeaderElectionCommand"
@@ -373,11 +373,12 @@ def settle(c: KafkaCluster) -> None:
 def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, int]]
                      ) -> dict[tuple[str, int], dict[str, Any]]:
     """The metadata shell's PartitionRegistration of every partition in `snapshot` (a copy:
-    the shell refuses a directory a running node has locked)."""
+    the shell refuses a directory a running node has locked). The shell runs as its own
+    process: in the tool server its second run never returned."""
     want = {f"/image/topics/byName/{t}/{p}" for t, p in expected}
     for _ in range(5):  # see below: the shell may answer before it has loaded everything
-        listing = c.tool(SHELL, "--snapshot", str(snapshot), "find",
-                         "/image/topics/byName").stdout
+        listing = run_tool(c.version, SHELL, "--snapshot", str(snapshot), "find",
+                           "/image/topics/byName").stdout
         paths = [p for p in listing.split()
                  if re.fullmatch(r"/image/topics/byName/[^/]+/\d+", p)]
         if want <= set(paths):
@@ -387,7 +388,7 @@ def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, i
     # command before it has loaded the whole snapshot ("No such file or directory" for a
     # path `find` just listed, and one registration fewer): ask again
     for _ in range(5):
-        text = c.tool(SHELL, "--snapshot", str(snapshot), "cat", *paths).stdout
+        text = run_tool(c.version, SHELL, "--snapshot", str(snapshot), "cat", *paths).stdout
         regs = re.findall(r"PartitionRegistration\((.*)\)", text)
         if len(regs) == len(paths):
             break
