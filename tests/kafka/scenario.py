@@ -142,6 +142,13 @@ def fully_in_sync(c: KafkaCluster) -> bool:
                and "Adding Replicas" not in p for p in c.describe().values())
 
 
+def settle_isr(c: KafkaCluster) -> None:
+    """Until a step's brokers are back in every ISR (a restarted or resumed broker rejoins
+    its partitions one by one over a few seconds): Kafka's view after the step is then taken
+    while the log holds no partition change, which the step-by-step comparison needs."""
+    wait_for("every partition back in sync", lambda: fully_in_sync(c))
+
+
 def create(c: KafkaCluster, topic: str, assignment: str, *configs: str) -> Said:
     """The topic's partitions, as `--create` reports them created (one per assignment)."""
     args = ["--create", "--topic", topic, "--replica-assignment", assignment]
@@ -432,6 +439,7 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     wait_for("broker 4 out of orders-0's ISR", lambda: 4 not in part(c, "orders")["Isr"])
     c.signal(4, signal.SIGCONT)
     wait_for("broker 4 back in orders-0's ISR", lambda: 4 in part(c, "orders")["Isr"])
+    settle_isr(c)
     step("isr shrink and expand (SIGSTOP/SIGCONT of broker 4)")
 
     # ELR: clean shutdowns of 4 then 3 then the leader 2 (Kafka's view taken while all three
@@ -466,6 +474,7 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     alter_topic(c, "unclean", "unclean.leader.election.enable=true")
     wait_for("unclean-0 led by 3", lambda: part(c, "unclean")["Leader"] == 3)
     c.start_node(2)
+    settle_isr(c)
     step("unclean election by topic config (kill -9 3, 2; start 3)")
 
     # unclean election through kafka-leader-election --election-type UNCLEAN
@@ -479,6 +488,7 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     said.append(elect(c, "UNCLEAN", "--topic", "forced", "--partition", "0"))
     wait_for("forced-0 led by 2", lambda: part(c, "forced")["Leader"] == 2)
     c.start_node(4)
+    settle_isr(c)
     step("unclean election by kafka-leader-election (kill -9 2, 4; start 2)")
 
     # a reassignment throttled to 1 B/s (the cluster's replica.fetch.max.bytes lets a
@@ -519,7 +529,7 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     # lagging, shuts down once the under-replication is older than the attribution window
     # kraftlake reads from this log (no ConfigRecord of its settings, which Kafka refuses to
     # set dynamically: Kafka's defaults, an upper bound of this cluster's static ones).
-    wait_for("no partition trouble open", lambda: fully_in_sync(c))
+    settle_isr(c)
     said.append(create(c, "lagging", "5:3", "leader.replication.throttled.replicas=*",
                        "follower.replication.throttled.replicas=*"))
     rates = "leader.replication.throttled.rate,follower.replication.throttled.rate"
@@ -544,7 +554,7 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     c.start_node(4)
     c.tool(CONFIG, "--bootstrap-server", c.bootstrap, "--entity-type", "brokers",
            "--entity-default", "--alter", "--delete-config", rates)
-    wait_for("every partition back in sync", lambda: fully_in_sync(c))
+    settle_isr(c)
     step(f"broker 4 shut down (SIGTERM) over the {window:.0f} s attribution window after "
          "lagging-0's shrink, restarted; throttle removed")
 
