@@ -66,7 +66,6 @@ public final class ToolServer {
         Exit.setExitProcedure((code, message) -> exit(code));
         Exit.setHaltProcedure((code, message) -> exit(code));
         try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            System.err.flush();
             // the one line the launcher reads: the port to connect to
             PrintStream launcher = new PrintStream(
                 new java.io.FileOutputStream(java.io.FileDescriptor.out), true,

@@ -16,6 +16,7 @@ carrying the tail of Kafka's own log.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -238,11 +239,17 @@ class KafkaCluster:
              timeout: float = 120) -> subprocess.CompletedProcess:
         """Run one of this cluster's version of Kafka's tools (in the version's tool
         server); `check`: a non-zero exit raises, with what the tool printed."""
-        command = java(self.version, str(toolserver.SOURCE), heap="512m")
+        command = functools.partial(java, self.version, str(toolserver.SOURCE), heap="512m")
         return checked(toolserver.server(self.version, command, self.root / "tools.log")
                        .run(main, *args, timeout=timeout), check)
 
+    @property
+    def admin_config(self) -> Path:
+        """The admin client settings of `topics` (written by `start`)."""
+        return self.root / "admin.properties"
+
     def start(self) -> KafkaCluster:
+        self.admin_config.write_text("request.timeout.ms=5000\n")
         for node in self.nodes.values():
             node.home.mkdir(parents=True, exist_ok=True)
             conf = node.home / "server.properties"
@@ -321,11 +328,9 @@ class KafkaCluster:
         request after 5 s, not its default 30 s, and asks another broker: until the
         controller fences a paused broker, the client may pick it and wait (one ISR-shrink
         wait of the scenario took 90 s so, its shrink done after 9)."""
-        config = self.root / "admin.properties"
-        if not config.is_file():
-            config.write_text("request.timeout.ms=5000\n")
         return self.tool("org.apache.kafka.tools.TopicCommand", "--command-config",
-                         str(config), "--bootstrap-server", self.bootstrap, *args).stdout
+                         str(self.admin_config), "--bootstrap-server", self.bootstrap,
+                         *args).stdout
 
     def describe(self, topic: str | None = None) -> dict[tuple[str, int], dict[str, object]]:
         """Per partition: Leader, Replicas, Isr, Elr, LastKnownElr and, while a reassignment

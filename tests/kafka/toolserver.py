@@ -17,6 +17,7 @@ import atexit
 import socket
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -26,8 +27,10 @@ SOURCE = Path(__file__).resolve().parent / "ToolServer.java"
 class ToolServer:
     """The server of one Kafka version: `run(main, *args)` is a tool's whole run."""
 
-    def __init__(self, command: list[str], log: Path) -> None:
-        self.command, self.log = command, log  # `command` runs ToolServer.java
+    def __init__(self, command: Callable[[], list[str]], log: Path) -> None:
+        # `command()`: the command line running ToolServer.java, built only when a server
+        # starts (resolving the version's class path reads and checks a hundred jars)
+        self.command, self.log = command, log
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.reader: BinaryIO | None = None
@@ -35,7 +38,7 @@ class ToolServer:
 
     def _start(self) -> None:
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=log)
+            self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE, stderr=log)
         assert self.proc.stdout is not None
         port = self.proc.stdout.readline().strip()
         if not port.isdigit():
@@ -45,6 +48,9 @@ class ToolServer:
         self.reader = self.sock.makefile("rb")
 
     def stop(self) -> None:
+        if self.reader is not None:  # it holds the socket open until closed itself
+            self.reader.close()
+            self.reader = None
         if self.sock is not None:
             self.sock.close()
             self.sock = None
@@ -83,7 +89,7 @@ class ToolServer:
 _servers: dict[str, ToolServer] = {}
 
 
-def server(version: str, command: list[str], log: Path) -> ToolServer:
+def server(version: str, command: Callable[[], list[str]], log: Path) -> ToolServer:
     """The one server of Kafka `version` in this process (stopped when it exits)."""
     if version not in _servers:
         _servers[version] = ToolServer(command, log)
