@@ -23,9 +23,10 @@ def spark_fold_rows(spark: SparkSession, src: DataFrame) -> list[dict[str, Any]]
 
 
 def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: int = 1
-                          ) -> tuple[list[dict[str, Any]], list[tuple]]:
+                          ) -> tuple[list[dict[str, Any]], list[tuple], dict[tuple, Any]]:
     """(fold rows as `spark_fold_rows`, event keys (cluster_id, topic_id, partition_id,
-    offset, event_type)) of source rows, through the same silver functions and kernel the
+    offset, event_type), intervals (cluster_id, topic_id, partition_id, kind, start_offset)
+    -> end_offset) of source rows, through the same silver functions and kernel the
     increment job runs.
 
     The kernel writes no delete rows: a state that ends with no state after it at that
@@ -59,7 +60,10 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
                          "partition_id": r.partition_id, "offset": to, "is_delete": True})
     keys = [tuple(r) for r in out.filter(F.col("out") == "event").select(
         "cluster_id", "topic_id", "partition_id", "offset", "event_type").collect()]
-    return rows, keys
+    intervals = {tuple(r[:5]): r[5] for r in out.filter(F.col("out") == "interval").select(
+        "cluster_id", "topic_id", "partition_id", "kind", "start_offset", "end_offset")
+        .collect()}
+    return rows, keys, intervals
 
 
 def _empty_like(spark: SparkSession, table: str) -> DataFrame:

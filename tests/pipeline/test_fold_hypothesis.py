@@ -10,9 +10,10 @@ ClearElrRecord (one topic or all), RemoveTopicRecord and re-created topics, Conf
 Begin, open at the end) and values Kafka refuses (LeaderRecoveryState outside its range).
 
 Expected: the states of `kraftlake.reference.replay` (Kafka's rules from `kraftlake.kraft`,
-one record at a time) and the events of `kraft.events.step_events` on its steps, one at a
-time (`tests/replay_events.py`). Got: `fold.silver` -> `fold.kernel` (through Spark), as the
-increment job runs them.
+one record at a time), the events of `kraft.events.step_events` on its steps, one at a
+time (`tests/replay_events.py`), and the README's trouble intervals swept over the same
+steps (`tests/replay_intervals.py`). Got: `fold.silver` -> `fold.kernel` (through Spark), as
+the increment job runs them.
 
 Hypothesis generates the logs (`EXAMPLES` of them); they are all folded in one Spark job,
 because a Spark job per example costs seconds and 200 of them would take minutes. Shrinking
@@ -36,6 +37,7 @@ from kraftlake.reference.replay import Replay
 from kraftlake.sources.decode import source_spark_schema
 from tests.pipeline.foldcheck import normalise, replay_rows, spark_fold_and_events
 from tests.replay_events import event_lines
+from tests.replay_intervals import IntervalSweep
 
 EXAMPLES = 200
 TOPICS = [("t0", "AAAAAAAAAAAAAAAAAAAAZA"), ("t1", "AAAAAAAAAAAAAAAAAAAAZQ")]
@@ -148,8 +150,9 @@ def metadata_log(draw) -> dict[str, Any]:
 
 
 def _expected(cid: str, log: dict[str, Any], rows: list[dict[str, Any]]
-              ) -> tuple[list[tuple], set[tuple]]:
-    """Reference states and events of one log; appends its source rows to `rows`."""
+              ) -> tuple[list[tuple], set[tuple], dict[tuple, int | None]]:
+    """Reference states, events and intervals of one log; appends its source rows to
+    `rows`."""
     rp = Replay(default_min_isr=log["default_min_isr"])
     steps = []
     end = log["end"]
@@ -168,7 +171,11 @@ def _expected(cid: str, log: dict[str, Any], rows: list[dict[str, Any]]
                      "row_kind": "record"})
     events = {(cid, x["topic_id"], x["partition_id"], x["offset"], e)
               for x in event_lines(steps) for e in x["events"]}
-    return normalise(replay_rows(steps)), events
+    sweep = IntervalSweep()
+    for step in steps:
+        sweep.step(step)
+    intervals = {(cid, *k): end for k, end in sweep.close().items()}
+    return normalise(replay_rows(steps)), events, intervals
 
 
 def test_spark_fold_and_events_equal_the_reference(spark):
@@ -182,13 +189,51 @@ def test_spark_fold_and_events_equal_the_reference(spark):
 
     generate()
     assert len(logs) >= EXAMPLES
+    _assert_kernel_equals_reference(spark, logs)
+
+
+# Found by the test above (2026-11-26): a topic deleted and created again under the same id in
+# one increment. The kernel ended the partition's last state at the re-creation instead of the
+# deletion, and one offline interval ran across the time the partition did not exist.
+DELETED_AND_CREATED_AGAIN = {
+    "snapshot": [
+        ("FeatureLevelRecord", 0, {"name": MV_FEATURE, "feature_level": 27}),
+        ("TopicRecord", 0, {"name": "t1", "topic_id": TOPICS[1][1]}),
+        ("PartitionRecord", 2, {
+            "partition_id": 0, "topic_id": TOPICS[1][1], "replicas": [0, 1, 2], "isr": [1],
+            "removing_replicas": [], "adding_replicas": [], "leader": -1, "leader_epoch": 2,
+            "partition_epoch": 4, "directories": [], "leader_recovery_state": 0,
+            "eligible_leader_replicas": None, "last_known_elr": None})],
+    "end": 10, "default_min_isr": 2,
+    "log": [
+        ("RemoveTopicRecord", 0, {"topic_id": TOPICS[1][1]}),
+        ("TopicRecord", 0, {"name": "t1", "topic_id": TOPICS[1][1]}),
+        ("PartitionRecord", 2, {
+            "partition_id": 0, "topic_id": TOPICS[1][1], "replicas": [0, 1, 2], "isr": [0],
+            "removing_replicas": [], "adding_replicas": [], "leader": -1, "leader_epoch": 0,
+            "partition_epoch": 0, "directories": [], "leader_recovery_state": 0,
+            "eligible_leader_replicas": None, "last_known_elr": None})]}
+
+
+def test_a_topic_deleted_and_created_again_in_one_increment(spark):
+    want = _expected("h0", DELETED_AND_CREATED_AGAIN, [])[2]
+    # the state from the snapshot (offset 9) ends at the deletion (10), every trouble too
+    assert want[("h0", TOPICS[1][1], 0, "offline", 9)] == 10
+    assert want[("h0", TOPICS[1][1], 0, "offline", 12)] is None
+    _assert_kernel_equals_reference(spark, [DELETED_AND_CREATED_AGAIN])
+
+
+def _assert_kernel_equals_reference(spark, logs: list[dict[str, Any]]) -> None:
+    """The kernel's states, events and intervals of every log equal the reference's; on a
+    mismatch the smallest differing log is printed whole."""
     rows: list[dict[str, Any]] = []
-    want_states, want_events = {}, set()
+    want_states, want_events, want_intervals = {}, set(), {}
     by_default: dict[int, list[str]] = {}
     for i, log in enumerate(logs):
         cid = f"h{i}"
-        want_states[cid], evs = _expected(cid, log, rows)
+        want_states[cid], evs, ivs = _expected(cid, log, rows)
         want_events |= evs
+        want_intervals.update(ivs)
         by_default.setdefault(log["default_min_isr"], []).append(cid)
     schema = source_spark_schema()
     src = spark.createDataFrame([tuple(r.get(f.name) for f in schema.fields) for r in rows],
@@ -196,24 +241,34 @@ def test_spark_fold_and_events_equal_the_reference(spark):
     t0 = time.monotonic()
     got_states: dict[str, list] = {}
     got_events: set[tuple] = set()
+    got_intervals: dict[tuple, int | None] = {}
     for default, cids in sorted(by_default.items()):
         part = src.filter(src.cluster_id.isin(cids))
-        fold_rows, keys = spark_fold_and_events(spark, part, default)
+        fold_rows, keys, ivs = spark_fold_and_events(spark, part, default)
         for r in fold_rows:
             got_states.setdefault(r.pop("cluster_id"), []).append(r)
         got_events |= set(keys)
+        got_intervals.update(ivs)
     print(f"{len(logs)} logs, {len(rows)} records: Spark {time.monotonic() - t0:.1f} s")
+
+    def of(cid: str, found: dict[tuple, int | None]) -> set[tuple]:
+        return {(*k, end) for k, end in found.items() if k[0] == cid}
+
     bad = [cid for cid in want_states
            if normalise(got_states.get(cid, [])) != want_states[cid]
-           or {e for e in got_events if e[0] == cid} != {e for e in want_events if e[0] == cid}]
+           or {e for e in got_events if e[0] == cid} != {e for e in want_events if e[0] == cid}
+           or of(cid, got_intervals) != of(cid, want_intervals)]
     if bad:
         cid = min(bad, key=lambda c: len(logs[int(c[1:])]["log"]))
         log = logs[int(cid[1:])]
         got = {e for e in got_events if e[0] == cid}
         want = {e for e in want_events if e[0] == cid}
+        got_iv, want_iv = of(cid, got_intervals), of(cid, want_intervals)
         raise AssertionError(
             f"{len(bad)} of {len(logs)} logs differ; smallest: {json.dumps(log)}\n"
             f"states Spark-only {set(normalise(got_states.get(cid, []))) - set(want_states[cid])}"
             f"\nstates reference-only "
             f"{set(want_states[cid]) - set(normalise(got_states.get(cid, [])))}\n"
-            f"events Spark-only {sorted(got - want)}\nevents reference-only {sorted(want - got)}")
+            f"events Spark-only {sorted(got - want)}\nevents reference-only {sorted(want - got)}"
+            f"\nintervals Spark-only {sorted(got_iv - want_iv, key=str)}\n"
+            f"intervals reference-only {sorted(want_iv - got_iv, key=str)}")

@@ -1,8 +1,9 @@
 """The expected partition_intervals and incidents of a metadata-log directory, computed
-without Spark: the reference replay (`reference/replay.py`) walks the log record by record, the
-interval kinds are judged on its states, broker outages on its broker registry, events are
-the rules of `kraft.events` on the replay's steps (`tests/replay_events.py`), and the
-grouping rule of the README is applied by a plain sweep over sorted troubles.
+without Spark: the reference replay (`reference/replay.py`) walks the log record by record,
+the interval kinds are judged on its states (`tests/replay_intervals.py`), broker outages on
+its broker registry, events are the rules of `kraft.events` on the replay's steps
+(`tests/replay_events.py`), and the grouping rule of the README is applied by a plain sweep
+over sorted troubles.
 
 Nothing here is imported from `kraftlake.detect`: the definitions are restated from the
 README (that is the point of an independent answer).
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftlake.reference.replay import (
-    DELETED,
     SNAPSHOT,
     Replay,
     iter_log_records,
@@ -23,6 +23,7 @@ from kraftlake.reference.replay import (
     read_records,
 )
 from tests.replay_events import events_of
+from tests.replay_intervals import IntervalSweep
 
 SAME_WRITE_MS = 1000
 # replica.lag.time.max.ms and broker.session.timeout.ms: Kafka 4.1's defaults
@@ -30,27 +31,6 @@ SAME_WRITE_MS = 1000
 TIMING_DEFAULTS = {"replica.lag.time.max.ms": 30000, "broker.session.timeout.ms": 9000}
 # the worst first: the README's order among troubles that start at one offset
 TROUBLES = ("offline", "under_min_isr", "recovering", "reassigning", "under_replicated")
-
-
-def kinds_of(state, min_isr: int | None) -> set[str]:
-    """The README's interval kinds a partition state is in."""
-    n_isr, n_rep = len(state.isr), len(state.replicas)
-    # Kafka's replication factor: replicas being added by a reassignment do not count
-    factor = len([r for r in state.replicas if r not in (state.adding_replicas or ())])
-    out = set()
-    if state.leader == -1:
-        out.add("offline")
-    if min_isr is not None and n_isr < min(min_isr, n_rep):  # None: unparseable, no threshold
-        out.add("under_min_isr")
-    if state.leader_recovery_state == 1:
-        out.add("recovering")
-    if state.adding_replicas or state.removing_replicas:
-        out.add("reassigning")
-    if n_isr == 1 < factor:
-        out.add("single_isr")
-    if n_isr < factor:
-        out.add("under_replicated")
-    return out
 
 
 @dataclass
@@ -87,24 +67,13 @@ def _window_ms(rp: Replay) -> int:
 
 def expected(log_dir: Path) -> Expected:
     """Replay `log_dir` (a `__cluster_metadata-0` directory) into the expected tables."""
-    rp, ex = Replay(), Expected()
-    open_iv: dict[tuple, dict[str, int]] = defaultdict(dict)
+    rp, ex, sweep = Replay(), Expected(), IntervalSweep()
     served: set[int] = set()
     out: dict[int, list] = {}  # broker -> its open outage
 
     def step_(st) -> None:
-        key = (st.topic_id, st.partition_id)
         ex.ts.setdefault(st.offset, st.timestamp)
-        if st.kind == DELETED:
-            for kind, start in open_iv.pop(key, {}).items():
-                ex.intervals[(*key, kind, start)] = st.offset
-        else:
-            now = kinds_of(st.after, st.context.min_isr)
-            for kind in list(open_iv[key]):
-                if kind not in now:
-                    ex.intervals[(*key, kind, open_iv[key].pop(kind))] = st.offset
-            for kind in now - set(open_iv[key]):
-                open_iv[key][kind] = st.offset
+        sweep.step(st)
         if st.kind != SNAPSHOT and st.record is not None:
             evs = events_of(st)
             if evs:
@@ -145,9 +114,7 @@ def expected(log_dir: Path) -> Expected:
         for st in rp.apply(rec):
             step_(st)
         brokers_after(rec, before)
-    for key, kinds in open_iv.items():
-        for kind, start in kinds.items():
-            ex.intervals[(*key, kind, start)] = None
+    ex.intervals = sweep.close()
     _pull_back(ex)
     ex.incidents = _group(ex)
     return ex

@@ -176,8 +176,7 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
         if kind == DELETED:
             if state is None:
                 continue  # only a partition that exists can end
-            if states:
-                _close(states[-1], row)
+            _close(states[-1], row, deleted=True)
             if seq == 0:
                 yield _event_row(base, row, "partition_deleted", row["record_type"], cols,
                                  _NO_STATE, None, None)
@@ -217,7 +216,7 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
                 yield _event_row(base, row, event, detection, cols, new_cols, min_isr,
                                  before_since if event == "recovery_completed" else
                                  since or before_since)
-        if states:
+        if state is not None:  # after a deletion the last state is closed already
             _close(states[-1], row)
         states.append(_entry(row, new, new_cols, False, min_isr, since and since[0],
                              since and since[1]))
@@ -240,8 +239,11 @@ def _entry(row: dict[str, Any], state: PartitionRegistration, cols: dict[str, An
             "recovering_since_ts": since_ts}
 
 
-def _close(st: dict[str, Any], by: dict[str, Any]) -> None:
+def _close(st: dict[str, Any], by: dict[str, Any], deleted: bool = False) -> None:
+    """End state `st` at row `by`; `deleted`: the partition ends there (no state follows
+    until it is created again, which starts a timeline and trouble runs of its own)."""
     st["_to"] = (by["offset"], by["timestamp"])
+    st["_deleted"] = deleted
 
 
 def _timeline_row(base: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
@@ -259,7 +261,8 @@ def _intervals(base: dict[str, Any], states: list[dict[str, Any]],
                open_starts: dict[str, tuple[int, int, int]], ctx: ClusterContext,
                name: str | None) -> Iterator[dict[str, Any]]:
     """Maximal runs of consecutive states in each trouble kind. A run that includes the
-    first state continues the interval the lake holds open for that kind (its start)."""
+    first state continues the interval the lake holds open for that kind (its start); a
+    deletion ends every run (a partition created again starts from nothing)."""
     bad = [trouble_kinds(s["_state"], ctx.min_isr(name, s["offset"], s["seq"]) if s["_seed"]
                          else s["_min_isr"]) for s in states]
     for kind in KINDS:
@@ -271,7 +274,9 @@ def _intervals(base: dict[str, Any], states: list[dict[str, Any]],
                     start = open_starts.get(kind) if i == 0 and kind in open_starts else (
                         s["offset"], s["seq"], s["timestamp"])
                 end = s.get("_to")
-            elif start is not None:
+                if not s.get("_deleted"):
+                    continue
+            if start is not None:
                 yield _interval_row(base, kind, start, end)
                 start = None
         if start is not None:
