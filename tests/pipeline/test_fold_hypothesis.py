@@ -131,8 +131,10 @@ def snapshot(draw) -> list[Rec]:
             for pid in draw(st.lists(st.integers(0, 1), unique=True, max_size=2)):
                 _t, v, d = draw(partition_record())
                 recs.append(("PartitionRecord", v, {**d, "topic_id": tid, "partition_id": pid}))
-    recs += draw(st.lists(config_record(), max_size=3))
-    return [r for r in recs if r[0] != "ConfigRecord" or r[2]["value"] is not None]
+    # the image holds one value per config key (the last one drawn), none for a deleted one
+    configs = {(d["resource_type"], d["resource_name"], d["name"]): (t, v, d)
+               for t, v, d in draw(st.lists(config_record(), max_size=3))}
+    return recs + [r for r in configs.values() if r[2]["value"] is not None]
 
 
 @st.composite
