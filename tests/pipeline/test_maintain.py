@@ -100,6 +100,8 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
         if r.files_before > len(parts):
             assert r.files_after < r.files_before, name
         assert r.vacuumed == 0, name
+        # no file is older than the retention: vacuum is not even started
+        assert not any(op.startswith("VACUUM") for op in lake.operations(name)), name
         assert has_checkpoint(lake, name), name
         assert files_on_disk(lake, name) >= referenced(lake, name)
     assert done["records"].files_after == 1 and done["records"].rows == 131
@@ -118,6 +120,7 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
     assert "partition_timeline" in out.output
     for name in done:
         assert files_on_disk(lake, name) == referenced(lake, name), name
+        assert "VACUUM END" in lake.operations(name), name
     assert every_row(lake) == before
     assert txn_versions(lake, app_id) == txns
 

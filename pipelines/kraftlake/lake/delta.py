@@ -264,14 +264,20 @@ class Lake:
         w.save(self.path(name))
         return True
 
-    def _has_rows(self, name: str) -> bool:
-        """The table exists and holds a data file (read from the version's checksum when
-        Delta wrote one, which costs no Spark job)."""
+    def size(self, name: str) -> tuple[int, int]:
+        """(data files, bytes) of the table's current version, (0, 0) without a table; read
+        from the version's checksum when Delta wrote one, which costs no Spark job."""
         snap = self._snapshot(name)
         if int(snap.version()) < 0:  # no table
-            return False
+            return 0, 0
         crc = snap.checksumOpt()
-        return (crc.get().numFiles() if crc.isDefined() else snap.numOfFiles()) > 0
+        if crc.isDefined():
+            return int(crc.get().numFiles()), int(crc.get().tableSizeBytes())
+        return int(snap.numOfFiles()), int(snap.sizeInBytes())
+
+    def _has_rows(self, name: str) -> bool:
+        """The table exists and holds a data file."""
+        return self.size(name)[0] > 0
 
     def own_session(self) -> None:
         """Give the calling thread a session of its own for merges, before it commits

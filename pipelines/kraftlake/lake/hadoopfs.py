@@ -55,3 +55,21 @@ class HadoopFS:
         if not self.exists(uri):
             return []
         return [st.getPath().getName() for st in self._fs.listStatus(self._p(uri))]
+
+    def oldest_file(self, uri: str) -> int | None:
+        """The oldest modification time (ms since the epoch) of the files under `uri`,
+        outside directories whose name starts with `_` or `.` (a Delta log, a checkpoint's
+        staging); None when there is none."""
+        if not self.exists(uri):
+            return None
+        root = self._fs.makeQualified(self._p(uri)).toString().rstrip("/") + "/"
+        oldest = None
+        files = self._fs.listFiles(self._p(uri), True)
+        while files.hasNext():
+            st = files.next()
+            rel = st.getPath().toString()[len(root):]
+            if any(part[:1] in "_." for part in rel.split("/")[:-1]):
+                continue
+            t = int(st.getModificationTime())
+            oldest = t if oldest is None else min(oldest, t)
+        return oldest

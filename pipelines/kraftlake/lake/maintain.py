@@ -12,7 +12,8 @@ replays its Delta log (one JSON commit per write). So, per table, with delta-spa
 2. `VACUUM` deletes files that no snapshot newer than the retention period references. A
    reader of an older snapshot (a `kraftlake sql` started before the compaction, a
    `VERSION AS OF` query) needs those files until it is done; hence the retention (Delta's
-   default, a week) and the refusal of a shorter one unless asked.
+   default, a week) and the refusal of a shorter one unless asked. A table with no data file
+   older than the retention has nothing to vacuum and is not vacuumed.
 3. A checkpoint folds the log into one parquet file, so opening a table reads the checkpoint
    and the few commits after it instead of the whole log.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from delta.exceptions import DeltaConcurrentModificationException
@@ -36,6 +38,10 @@ from .retention import DEFAULT_RETENTION_HOURS
 from .schema import table_names
 
 OWN_OPERATIONS = {"OPTIMIZE", "VACUUM START", "VACUUM END"}
+# Tables maintained at once. One table's compaction, vacuum and checkpoint touch no other
+# table, and a small table's maintenance is mostly the driver waiting on Delta's protocol and
+# the file system, which overlaps with another table's Spark jobs (docs/benchmarks.md).
+THREADS = 3
 
 
 class MaintenanceError(RuntimeError):
@@ -67,8 +73,18 @@ class _Files:
 
 def _files(lake: Lake, name: str) -> _Files:
     """Files and bytes of the table's current snapshot (Delta's metadata, no data read)."""
-    d = DeltaTable.forPath(lake.spark, lake.path(name)).detail().first()
-    return _Files(int(d.numFiles or 0), int(d.sizeInBytes or 0))
+    return _Files(*lake.size(name))
+
+
+def _nothing_to_vacuum(lake: Lake, name: str, retention_hours: int) -> bool:
+    """VACUUM deletes only files last modified before now minus the retention (Delta's
+    VacuumCommand), so a table whose oldest data file is younger than that has nothing to
+    vacuum. The listing on the driver costs milliseconds on a small table; VACUUM itself
+    lists the table in a Spark job, rebuilds the snapshot's file list and commits twice
+    (VACUUM START and END), about a second per table even when it deletes nothing, which
+    is every run with the default retention in a lake younger than a week."""
+    oldest = lake.fs.oldest_file(lake.path(name))
+    return oldest is None or oldest >= (time.time() - retention_hours * 3600) * 1000
 
 
 def _rows(lake: Lake, name: str, version: int | None = None) -> int:
@@ -117,7 +133,7 @@ def _check_txns(lake: Lake, name: str, before: dict[str, int | None],
 
 def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compact: bool = True,
                    vacuum: bool = True, retention_hours: int = DEFAULT_RETENTION_HOURS,
-                   enforce_retention: bool = True, checkpoint: bool = True) -> TableMaintenance:
+                   checkpoint: bool = True) -> TableMaintenance:
     """Compact, vacuum and checkpoint table `name` (see the module doc for why)."""
     t0 = time.perf_counter()
     res = TableMaintenance(name)
@@ -131,22 +147,17 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
     res.version_before = lake.version(name)
     app_ids = list(app_ids)
     txns = _txn_versions(lake, name, app_ids)
+    res.rows = _rows(lake, name, res.version_before)
     try:
         if compact:
-            rows_before = _rows(lake, name, res.version_before)
             metrics = dt.optimize().executeCompaction().first().metrics
             if metrics.numFilesRemoved:
                 v = lake.version(name)
-                if _rows(lake, name, v) != rows_before:
+                if _rows(lake, name, v) != res.rows:
                     raise MaintenanceError(f"{name}: compaction (version {v}) changed the row "
-                                           f"count from {rows_before}")
-        if vacuum:
-            check = "spark.databricks.delta.retentionDurationCheck.enabled"
-            spark.conf.set(check, str(enforce_retention).lower())
-            try:
-                dt.vacuum(retention_hours)
-            finally:
-                spark.conf.unset(check)
+                                           f"count from {res.rows}")
+        if vacuum and not _nothing_to_vacuum(lake, name, retention_hours):
+            dt.vacuum(retention_hours)
             res.vacuumed = int(_last_metrics(lake, name, "VACUUM END")
                                .get("numDeletedFiles", 0))
         if checkpoint:
@@ -156,9 +167,8 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
     except DeltaConcurrentModificationException as exc:  # a concurrent writer won
         res.error = str(exc).splitlines()[0]
     _check_txns(lake, name, txns, res.version_before)
-    last = _files(lake, name)
+    last = _files(lake, name)  # the rows are as before: each step checked or kept them
     res.files_after, res.bytes_after = last.count, last.bytes
-    res.rows = _rows(lake, name)
     res.version_after = lake.version(name)
     res.seconds = round(time.perf_counter() - t0, 2)
     return res
@@ -167,7 +177,8 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
 def maintain(lake: Lake, tables: Iterable[str] | None = None, *, compact: bool = True,
              vacuum: bool = True, retention_hours: int = DEFAULT_RETENTION_HOURS,
              enforce_retention: bool = True, checkpoint: bool = True) -> list[TableMaintenance]:
-    """Maintain `tables` (default: every table of the lake that exists), one after another.
+    """Maintain `tables` (default: every table of the lake that exists), `THREADS` at a
+    time.
 
     `retention_hours` below the table's `delta.deletedFileRetentionDuration` (a week unless
     set) is refused by Delta unless `enforce_retention` is False: only do that when no
@@ -175,7 +186,13 @@ def maintain(lake: Lake, tables: Iterable[str] | None = None, *, compact: bool =
     """
     names = list(tables) if tables is not None else [n for n in table_names() if lake.exists(n)]
     app_ids = lake_app_ids(lake)
-    return [_maintain_table(lake, n, app_ids, compact=compact, vacuum=vacuum,
-                           retention_hours=retention_hours,
-                           enforce_retention=enforce_retention, checkpoint=checkpoint)
-            for n in names]
+    spark = lake.spark  # resolved here: a new thread has no active session
+    check = "spark.databricks.delta.retentionDurationCheck.enabled"
+    spark.conf.set(check, str(enforce_retention).lower())
+    try:
+        with ThreadPoolExecutor(THREADS, thread_name_prefix="kraftlake-maintain") as pool:
+            return list(pool.map(lambda n: _maintain_table(
+                lake, n, app_ids, compact=compact, vacuum=vacuum,
+                retention_hours=retention_hours, checkpoint=checkpoint), names))
+    finally:
+        spark.conf.unset(check)
