@@ -53,6 +53,10 @@ logger.periodic.name = org.apache.kafka.controller.PeriodicTaskControlManager
 logger.periodic.level = WARN
 """
 
+# every broker's replica.lag.time.max.ms (a static setting; Kafka's default is 30 s): a crashed
+# or paused follower leaves the ISR within seconds
+REPLICA_LAG_TIME_MAX_MS = 5000
+
 
 # Retention of the metadata log by age: in its cleaning pass (at most once a minute) a node
 # deletes the snapshots whose last record is older than this, all but the newest, and the
@@ -224,7 +228,7 @@ class KafkaCluster:
         else:
             common["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port}"
             common["inter.broker.listener.name"] = "PLAINTEXT"
-            common["replica.lag.time.max.ms"] = 5000
+            common["replica.lag.time.max.ms"] = REPLICA_LAG_TIME_MAX_MS
             common["broker.heartbeat.interval.ms"] = 1000
             common["broker.session.timeout.ms"] = 6000
             # a follower takes at most 64 KiB of a partition per fetch (default 1 MiB), so a

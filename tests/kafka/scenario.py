@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kraftlake.kraft.timing import REPLICA_LAG_TIME_MAX_MS as LAG_KEY
 from kraftlake.kraft.timing import attribution_window_ms
 from kraftlake.report.kafka_view import GAUGES
 
-from .cluster import KafkaCluster, java, run_tool, tail
+from .cluster import REPLICA_LAG_TIME_MAX_MS, KafkaCluster, java, run_tool, tail
 
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 ELECT = "org.apache.kafka.tools.LeaderElectionCommand"
@@ -427,6 +428,15 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
         said.clear()
         listed_ongoing.clear()
 
+    # The brokers' replica.lag.time.max.ms, static in their configs, also written to the log
+    # as the cluster default, through the controller: a broker refuses to set it dynamically,
+    # the controller stores a broker config without checking it (kraft.timing). The log then
+    # says what this cluster runs with, and the attribution window kraftlake reads from it is
+    # that plus the controller's broker.session.timeout.ms (not set: Kafka's 9 s).
+    c.tool(CONFIG, "--bootstrap-controller", f"127.0.0.1:{c.controller.port}",
+           "--entity-type", "brokers", "--entity-default", "--alter",
+           "--add-config", f"{LAG_KEY}={REPLICA_LAG_TIME_MAX_MS}")
+
     # topic churn
     said.append(create(c, "churn", "2:3:4,3:4:2"))
     c.topics("--delete", "--topic", "churn")
@@ -527,8 +537,8 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     # and counts in-sync traffic against the quota too: RemoteLeaderEndPoint,
     # ReplicaManager.shouldLeaderThrottle, ReplicaFetcherThread). Broker 4, no replica of
     # lagging, shuts down once the under-replication is older than the attribution window
-    # kraftlake reads from this log (no ConfigRecord of its settings, which Kafka refuses to
-    # set dynamically: Kafka's defaults, an upper bound of this cluster's static ones).
+    # kraftlake reads from this log (the cluster default written at the start, and Kafka's
+    # broker.session.timeout.ms).
     settle_isr(c)
     said.append(create(c, "lagging", "5:3", "leader.replication.throttled.replicas=*",
                        "follower.replication.throttled.replicas=*"))
@@ -547,7 +557,7 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
             c.signal(3, signal.SIGCONT)
     assert part(c, "lagging")["Isr"] == [5], part(c, "lagging")
     step(LAGGING_STEP)
-    window = attribution_window_ms({}) / 1000
+    window = attribution_window_ms({LAG_KEY: {"": str(REPLICA_LAG_TIME_MAX_MS)}}) / 1000
     time.sleep(max(0.0, shrunk + window + 3 - time.monotonic()))
     assert part(c, "lagging")["Isr"] == [5], "follower 3 caught up before the shutdown"
     c.signal(4, signal.SIGTERM)

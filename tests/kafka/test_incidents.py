@@ -30,7 +30,7 @@ from rich.console import Console
 
 from kraftlake.cli import main
 from kraftlake.kraft.configs import RESOURCE_BROKER
-from kraftlake.kraft.timing import TIMING_KEYS, window_history
+from kraftlake.kraft.timing import TIMING_KEYS, attribution_window_ms, window_history
 from kraftlake.report.data import (
     broker_state,
     fenced_of,
@@ -458,7 +458,8 @@ def test_under_replication_before_an_unrelated_shutdown_is_its_own_cause(
     """The scenario's last two steps: lagging-0 under-replicated (follower 3 held out of its
     ISR, broker 3 never fenced), then broker 4, which holds no replica of it, shut down
     cleanly later than the attribution window the rule reads from this log (kraft.timing:
-    no ConfigRecord of its settings, Kafka's defaults). The incident the under-replication
+    the brokers' replica.lag.time.max.ms, which the scenario wrote as the cluster default,
+    and Kafka's broker.session.timeout.ms). The incident the under-replication
     opens takes the shutdown in, but names the under-replication its cause, not the
     shutdown. And Kafka listed lagging-0 under-replicated when it was: that step is compared
     (the lake's open intervals then equal `--under-replicated-partitions`)."""
@@ -483,7 +484,9 @@ def test_under_replication_before_an_unrelated_shutdown_is_its_own_cause(
                                                 "resource_name", "name", "value"])
                if r["kind"] == "config" and r["name"] in TIMING_KEYS
                and r["resource_type"] == RESOURCE_BROKER]
+    assert configs, "the scenario's cluster default of replica.lag.time.max.ms is not in the log"
     window = [ms for o, _, ms in window_history(configs) if o <= shutdown["offset"]][-1]
+    assert window < attribution_window_ms({}), "the window is still Kafka's defaults"
     gap = (shutdown["timestamp"] - span["start_ts"]).total_seconds() * 1000
     assert gap > window, f"the shutdown came {gap:.0f} ms after the shrink, within {window}"
     assert inc["start_offset"] == span["start_offset"], \
