@@ -167,7 +167,9 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
     except DeltaConcurrentModificationException as exc:  # a concurrent writer won
         res.error = str(exc).splitlines()[0]
     _check_txns(lake, name, txns, res.version_before)
-    last = _files(lake, name)  # the rows are as before: each step checked or kept them
+    # rows as counted at the start: compaction was checked to keep them, and vacuum and
+    # checkpoints change none
+    last = _files(lake, name)
     res.files_after, res.bytes_after = last.count, last.bytes
     res.version_after = lake.version(name)
     res.seconds = round(time.perf_counter() - t0, 2)
