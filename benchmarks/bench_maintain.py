@@ -10,6 +10,7 @@ Spark or Delta work.
 
     .venv/bin/python benchmarks/bench_maintain.py                 # the nurlan-abdullazada log
     .venv/bin/python benchmarks/bench_maintain.py --log DIR --cuts 7,12
+    .venv/bin/python benchmarks/bench_maintain.py --threads 1     # one table after another
 
 Prints figures; asserts nothing.
 """
@@ -63,7 +64,10 @@ def main() -> None:
                     default=real("nurlan-abdullazada__Docker-compose/data/kafka1"))
     ap.add_argument("--cuts", default="4,7,10,12",
                     help="batch indexes before which the scheduled runs saw the log end")
+    ap.add_argument("--threads", type=int, default=m.THREADS,
+                    help="tables maintained at once (lake.maintain.THREADS)")
     args = ap.parse_args()
+    m.THREADS = args.threads
     work = Path(tempfile.mkdtemp(prefix="kraftlake-maintain-"))
     spark = get_spark(load_config(lake=str(work / "lake")), master="local[2]",
                       extra_conf=TEST_SPARK_CONF)
