@@ -87,7 +87,7 @@ def main() -> None:
     ingest(spark, cfg, [grown])
     print(f"{len(cuts) + 1} increments: {time.perf_counter() - t0:.1f} s")
 
-    timed(m, "_files", "table detail (files, bytes)")
+    timed(Lake, "size", "table size (files, bytes)")
     timed(m, "_rows", "row count")
     timed(m, "_txn_versions", "transaction versions")
     timed(m, "_last_metrics", "vacuum metrics (history)")

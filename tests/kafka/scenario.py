@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kraftlake.kraft.configs import CLUSTER_DEFAULT
 from kraftlake.kraft.timing import REPLICA_LAG_TIME_MAX_MS as LAG_KEY
 from kraftlake.kraft.timing import attribution_window_ms
 from kraftlake.report.kafka_view import GAUGES
@@ -557,7 +558,8 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
             c.signal(3, signal.SIGCONT)
     assert part(c, "lagging")["Isr"] == [5], part(c, "lagging")
     step(LAGGING_STEP)
-    window = attribution_window_ms({LAG_KEY: {"": str(REPLICA_LAG_TIME_MAX_MS)}}) / 1000
+    in_force = {LAG_KEY: {CLUSTER_DEFAULT: str(REPLICA_LAG_TIME_MAX_MS)}}
+    window = attribution_window_ms(in_force) / 1000
     time.sleep(max(0.0, shrunk + window + 3 - time.monotonic()))
     assert part(c, "lagging")["Isr"] == [5], "follower 3 caught up before the shutdown"
     c.signal(4, signal.SIGTERM)

@@ -65,17 +65,6 @@ class TableMaintenance:
     error: str | None = None  # a commit conflict: the table was left as it was
 
 
-@dataclass(frozen=True)
-class _Files:
-    count: int
-    bytes: int
-
-
-def _files(lake: Lake, name: str) -> _Files:
-    """Files and bytes of the table's current snapshot (Delta's metadata, no data read)."""
-    return _Files(*lake.size(name))
-
-
 def _nothing_to_vacuum(lake: Lake, name: str, retention_hours: int) -> bool:
     """VACUUM deletes only files last modified before now minus the retention (Delta's
     VacuumCommand), so a table whose oldest data file is younger than that has nothing to
@@ -142,8 +131,7 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
         return res
     spark = lake.spark
     dt = DeltaTable.forPath(spark, lake.path(name))
-    first = _files(lake, name)
-    res.files_before, res.bytes_before = first.count, first.bytes
+    res.files_before, res.bytes_before = lake.size(name)  # Delta's checksum, no data read
     res.version_before = lake.version(name)
     app_ids = list(app_ids)
     txns = _txn_versions(lake, name, app_ids)
@@ -169,8 +157,7 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
     _check_txns(lake, name, txns, res.version_before)
     # rows as counted at the start: compaction was checked to keep them, and vacuum and
     # checkpoints change none
-    last = _files(lake, name)
-    res.files_after, res.bytes_after = last.count, last.bytes
+    res.files_after, res.bytes_after = lake.size(name)
     res.version_after = lake.version(name)
     res.seconds = round(time.perf_counter() - t0, 2)
     return res
