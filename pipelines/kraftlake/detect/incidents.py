@@ -21,9 +21,12 @@
    controller fences it at the session timeout, so the shrinks a crash causes can come
    first, but by at most `kraft.timing`'s window, taken from the log's configs in force at
    the outage, `with_attribution_window`), else its first trouble: a trouble that began
-   earlier than that before every outage of its incident is its own cause.
-4. The incident's events are the partition events whose offset lies in [start, end]: found
-   by bisection over the incidents' starts (they do not overlap), not by a join.
+   earlier than that before every outage of its incident is its own cause. Each cluster's
+   troubles are swept in start order by plain Python (`incidents_of_cluster`), which Spark
+   runs once per cluster id.
+4. The incident's events are the partition events whose offset lies in [start, end]: the
+   same call receives the cluster's events and finds each incident's by bisection over
+   their offsets (incidents do not overlap), not by a join.
 
 Incremental: an increment passes the troubles it created or closed, the troubles still open
 in the lake, the incident still open (at most one per cluster: troubles open at the same
@@ -34,11 +37,9 @@ trouble carried over joins it; its id is its start, so it is updated by an upser
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from functools import partial
+from bisect import bisect_left, bisect_right
 from itertools import groupby
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -49,6 +50,7 @@ from ..kraft.configs import RESOURCE_BROKER
 from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 from ..kraft.timing import TIMING_KEYS, window_history
 from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
+from ..lake.schema import table_schema
 
 # the worst first: of troubles starting at one offset, the first named is the cause
 TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, UNDER_REPLICATED)
@@ -61,6 +63,12 @@ COLUMNS = ["cluster_id", "incident_id", "start_offset", "start_ts", "end_offset"
            "event_types", "event_partitions", "events", "unclean_elections",
            "data_loss_partitions"]
 _OPEN_END = 2**63 - 1  # the end offset of an open trouble, for ordering only
+EVENT_COLUMNS = ["cluster_id", "offset", "event_type", "topic_id", "partition_id",
+                 "topic_name"]
+# what `incidents_of_cluster` returns: the table's columns but the duration (`duration_ms`,
+# from the two timestamps, after it)
+_OUT_ARROW = pa.schema([f.with_nullable(True) for f in table_schema("incidents").arrow
+                        if f.name != "duration_ms"])
 _INT_ARRAY = "array<int>"
 
 
@@ -206,106 +214,103 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
     `with_same_write_start`, its `window_ms` from `with_attribution_window`; without it,
     Kafka's defaults); `events`: partition_events rows from the earliest start on;
     `open_incident`: the lake's incident with a null end, with `since_offset`.
+
+    Each cluster's troubles and events meet in one Python call (`incidents_of_cluster`),
+    which Spark runs once per cluster id.
     """
     t = _troubles(intervals, outages, open_incident, since_offset)
-    end = F.coalesce(F.col("end_offset"), F.lit(_OPEN_END))
-    w = Window.partitionBy("cluster_id").orderBy("start_offset", "prio")
-    reach = F.max(end).over(w.rowsBetween(Window.unboundedPreceding, -1))
-    t = (t.withColumn("_new", reach.isNull() | (F.col("start_offset") > reach))
-         .withColumn("_grp", F.sum(F.col("_new").cast("int")).over(
-             w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-         .withColumn("_end", end))
-    first = F.struct("start_offset", "prio", "start_ts", "cause", "cause_broker")
-    # the incident's first trouble's time; an outage that started more than its window
-    # after it cannot have caused it
-    t = t.withColumn("_t0", F.min(first).over(Window.partitionBy("cluster_id", "_grp"))[
-        "start_ts"])
-    soon = F.coalesce(F.col("start_ts").cast("double") - F.col("window_ms") / 1000
-                      <= F.col("_t0").cast("double"), F.lit(True))
-    g = (t.groupBy("cluster_id", "_grp")
-         .agg(F.min(first).alias("_t"), F.max(F.struct("_end", "end_ts")).alias("_l"),
-              F.min(F.when(F.col("cause_broker").isNotNull() & soon, first)).alias("_b"),
-              F.array_sort(F.array_distinct(F.flatten(F.collect_list("brokers")))).alias(
-                  "brokers"))
-         .select("cluster_id", F.col("_t.start_offset").alias("start_offset"),
-                 F.col("_t.start_ts").alias("start_ts"),
-                 F.when(F.col("_l._end") != _OPEN_END, F.col("_l._end")).alias("end_offset"),
-                 F.when(F.col("_l._end") != _OPEN_END, F.col("_l.end_ts")).alias("end_ts"),
-                 F.coalesce("_b.cause", "_t.cause").alias("cause"),
-                 F.col("_b.cause_broker").alias("cause_broker"), "brokers"))
-    g = g.withColumn("incident_id", F.concat(F.lit("incident-"),
-                                             F.col("start_offset").cast("string")))
-    return _with_events(g, events).withColumn(
-        "duration_ms", duration_ms(F.col("start_ts"), F.col("end_ts"))).select(*COLUMNS)
+    ev = events.select(*EVENT_COLUMNS)
+    schema = T.StructType([f for f in table_schema("incidents").spark.fields
+                           if f.name in _OUT_ARROW.names])
+    out = t.groupBy("cluster_id").cogroup(ev.groupBy("cluster_id")).applyInArrow(
+        incidents_of_cluster, schema)
+    return out.withColumn("duration_ms", duration_ms(F.col("start_ts"), F.col("end_ts"))
+                          ).select(*COLUMNS)
 
 
-def _assign(bc, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Each event's incident id (null: in none), by bisection over its cluster's spans."""
-    for b in batches:
-        ids = np.full(b.num_rows, None, dtype=object)
-        clusters = np.array(b.column(0).to_pylist(), dtype=object)
-        offsets = b.column(1).to_numpy(zero_copy_only=False)
-        for cid in set(clusters):
-            found = bc.value.get(cid)
-            if found is None:
-                continue
-            starts, ends, names = found
-            idx = np.flatnonzero(clusters == cid)
-            at = np.searchsorted(starts, offsets[idx], side="right") - 1
-            inside = (at >= 0) & (offsets[idx] <= ends[np.maximum(at, 0)])
-            ids[idx[inside]] = names[at[inside]]
-        yield pa.RecordBatch.from_arrays([*b.columns, pa.array(ids, pa.string())],
-                                         names=[*b.schema.names, "incident_id"])
+def _micros(table: pa.Table, name: str) -> list[int | None]:
+    """A timestamp column as microseconds since the epoch (None stays None)."""
+    return table.column(name).cast(pa.int64()).to_pylist()
 
 
-def _with_events(inc: DataFrame, events: DataFrame) -> DataFrame:
-    """Add the event aggregates of each incident (events with start <= offset <= end).
+def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
+    """The incidents of one cluster: `_troubles` rows swept in start order, then each
+    incident's events counted (steps 2-4 of the module docstring).
 
-    Incidents of one cluster never overlap, so an event belongs to the one with the greatest
-    start at or before its offset, if that one has not ended before it: a bisection over
-    the incidents' sorted starts (a broadcast value, one small list per cluster) finds it in
-    the executors, with no join of events and incidents. `inc` (one row per incident) is
-    collected once and serves the lookup and the result alike: planned twice, it computed
-    the troubles and the outages twice.
+    A trouble starting after every earlier one has ended opens a new incident; otherwise it
+    joins the open one, whose reach is the latest end seen so far. Of troubles starting at
+    one offset the worst comes first (`prio`); among equals the order is by time, cause and
+    broker, so the first trouble and the cause do not depend on the order Spark delivered
+    the rows in.
     """
-    rows = sorted(inc.collect(), key=lambda r: (r.cluster_id, r.start_offset))
-    inc = inc.sparkSession.createDataFrame(rows, inc.schema)
-    spans: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for cid, group in groupby(rows, key=lambda r: r.cluster_id):
-        mine = list(group)
-        spans[cid] = (np.array([r.start_offset for r in mine], np.int64),
-                      np.array([_OPEN_END if r.end_offset is None else r.end_offset
-                                for r in mine], np.int64),
-                      np.array([r.incident_id for r in mine], dtype=object))
-    bc = inc.sparkSession.sparkContext.broadcast(spans)
-    cols = events.select("cluster_id", "offset", "event_type", "topic_id", "partition_id",
-                         "topic_name")
-    schema = T.StructType([*cols.schema.fields,
-                           T.StructField("incident_id", T.StringType())])
-    ev = cols.mapInArrow(partial(_assign, bc), schema).filter(
-        F.col("incident_id").isNotNull())
-    part = F.struct("topic_id", "partition_id")
-    unclean = F.col("event_type") == "unclean_election"
-    name = F.concat(F.coalesce("topic_name", "topic_id"), F.lit(":"),
-                    F.col("partition_id").cast("string"))
-    per_type = (ev.groupBy("cluster_id", "incident_id", "event_type")
-                .agg(F.count_distinct(part).alias("n"))
-                .groupBy("cluster_id", "incident_id")
-                .agg(F.array_sort(F.collect_list(F.struct("event_type", "n"))).alias("_t")))
-    totals = ev.groupBy("cluster_id", "incident_id").agg(
-        F.count_distinct(part).cast("int").alias("partitions_affected"),
-        F.count(F.lit(1)).alias("events"),
-        F.sum(unclean.cast("int")).cast("int").alias("unclean_elections"),
-        F.array_sort(F.collect_set(F.when(unclean, name))).alias("data_loss_partitions"))
-    k = ["cluster_id", "incident_id"]
-    out = inc.join(totals, k, "left").join(per_type, k, "left")
-    return (out.withColumn("event_types", F.coalesce(
-                F.transform("_t", lambda x: x["event_type"]), F.array().cast("array<string>")))
-            .withColumn("event_partitions", F.coalesce(
-                F.transform("_t", lambda x: x["n"].cast("int")), F.array().cast(_INT_ARRAY)))
-            .withColumn("partitions_affected", F.coalesce("partitions_affected", F.lit(0)))
-            .withColumn("events", F.coalesce("events", F.lit(0)))
-            .withColumn("unclean_elections", F.coalesce("unclean_elections", F.lit(0)))
-            .withColumn("data_loss_partitions", F.coalesce(
-                "data_loss_partitions", F.array().cast("array<string>")))
-            .drop("_t"))
+    n = troubles.num_rows
+    start, prio = troubles.column("start_offset").to_pylist(), troubles.column("prio").to_pylist()
+    end = troubles.column("end_offset").to_pylist()
+    start_us, end_us = _micros(troubles, "start_ts"), _micros(troubles, "end_ts")
+    cause = troubles.column("cause").to_pylist()
+    broker = troubles.column("cause_broker").to_pylist()
+    brokers = troubles.column("brokers").to_pylist()
+    window = troubles.column("window_ms").to_pylist()
+
+    def rank(i: int) -> tuple:  # nulls first, as Spark orders them
+        return (start[i], prio[i], start_us[i] is not None, start_us[i] or 0, cause[i],
+                broker[i] is not None, broker[i] or 0)
+
+    groups: list[list[int]] = []
+    reach = None
+    for i in sorted(range(n), key=rank):
+        until = _OPEN_END if end[i] is None else end[i]
+        if reach is None or start[i] > reach:
+            groups.append([i])
+            reach = until
+        else:
+            groups[-1].append(i)
+            reach = max(reach, until)
+
+    events = events.sort_by("offset")
+    ev_offset = events.column("offset").to_pylist()
+    ev_type = events.column("event_type").to_pylist()
+    ev_part = list(zip(events.column("topic_id").to_pylist(),
+                       events.column("partition_id").to_pylist(), strict=True))
+    ev_name = [f"{name or tid}:{pid}" for name, (tid, pid) in zip(
+        events.column("topic_name").to_pylist(), ev_part, strict=True)]
+
+    out: dict[str, list] = {c: [] for c in _OUT_ARROW.names}
+    for g in groups:
+        first = g[0]
+        last = max(g, key=lambda i: (_OPEN_END if end[i] is None else end[i],
+                                     end_us[i] is not None, end_us[i] or 0))
+        t0 = start_us[first]
+
+        def soon(i: int, t0: int | None = t0) -> bool:
+            """The outage began at most its window after the incident's first trouble."""
+            if start_us[i] is None or window[i] is None or t0 is None:
+                return True
+            return start_us[i] - window[i] * 1000 <= t0
+
+        by = next((i for i in g if broker[i] is not None and soon(i)), None)
+        closed = end[last] is not None
+        out["cluster_id"].append(troubles.column("cluster_id")[first].as_py())
+        out["start_offset"].append(start[first])
+        out["start_ts"].append(t0)
+        out["end_offset"].append(end[last] if closed else None)
+        out["end_ts"].append(end_us[last] if closed else None)
+        out["cause"].append(cause[first if by is None else by])
+        out["cause_broker"].append(None if by is None else broker[by])
+        out["brokers"].append(sorted({b for i in g for b in brokers[i] or ()}))
+        out["incident_id"].append(f"incident-{start[first]}")
+
+        lo = bisect_left(ev_offset, start[first])
+        hi = bisect_right(ev_offset, end[last] if closed else _OPEN_END)
+        per_type: dict[str, set] = {}
+        for j in range(lo, hi):
+            per_type.setdefault(ev_type[j], set()).add(ev_part[j])
+        unclean = [j for j in range(lo, hi) if ev_type[j] == "unclean_election"]
+        out["partitions_affected"].append(len(set(ev_part[lo:hi])))
+        out["event_types"].append(sorted(per_type))
+        out["event_partitions"].append([len(per_type[k]) for k in sorted(per_type)])
+        out["events"].append(hi - lo)
+        out["unclean_elections"].append(len(unclean))
+        out["data_loss_partitions"].append(sorted({ev_name[j] for j in unclean}))
+
+    return pa.table(out, schema=_OUT_ARROW)
