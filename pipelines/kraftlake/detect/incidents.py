@@ -1,9 +1,10 @@
 """incidents: partition events grouped by what caused them (the grouping rule is in the README,
 "Incidents: the grouping rule"; this docstring says how it is computed).
 
-1. Broker outages (`broker_outages`): per broker, from the `brokers` table, a run of records
-   after which a broker that had been in service (registered, unfenced, not in controlled
-   shutdown) is out of it; the cause is the record that began the run (`broker_fenced`,
+1. Broker outages (`broker_outages`): per broker, from the `brokers` table walked in log
+   order by plain Python (`outages_of_cluster`, which Spark runs once per cluster id), a
+   run of records after which a broker that had been in service (registered, unfenced, not
+   in controlled shutdown) is out of it; the cause is the record that began the run (`broker_fenced`,
    `broker_controlled_shutdown`, `broker_unregistered`, or `broker_restarted`: a new
    registration of a broker that was in service, i.e. it lost its session). Kafka's
    controller writes the partition changes a fence forces (ISR shrinks, leaders moved away)
@@ -20,7 +21,7 @@
    (leaders drop a silent follower from their ISRs after replica.lag.time.max.ms, and the
    controller fences it at the session timeout, so the shrinks a crash causes can come
    first, but by at most `kraft.timing`'s window, taken from the log's configs in force at
-   the outage, `with_attribution_window`), else its first trouble: a trouble that began
+   the outage), else its first trouble: a trouble that began
    earlier than that before every outage of its incident is its own cause. Each cluster's
    troubles are swept in start order by plain Python (`incidents_of_cluster`), which Spark
    runs once per cluster id.
@@ -38,12 +39,13 @@ trouble carried over joins it; its id is its start, so it is updated by an upser
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from functools import partial
 from itertools import groupby
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..fold.silver import KEY
 from ..kraft.configs import RESOURCE_BROKER
@@ -63,6 +65,10 @@ COLUMNS = ["cluster_id", "incident_id", "start_offset", "start_ts", "end_offset"
            "event_types", "event_partitions", "events", "unclean_elections",
            "data_loss_partitions"]
 _OPEN_END = 2**63 - 1  # the end offset of an open trouble, for ordering only
+_OUTAGE_ARROW = pa.schema([("cluster_id", pa.string()), ("broker_id", pa.int32()),
+                           ("cause", pa.string()), ("start_offset", pa.int64()),
+                           ("start_ts", pa.timestamp("us", tz="UTC")), ("end_offset", pa.int64()),
+                           ("end_ts", pa.timestamp("us", tz="UTC")), ("window_ms", pa.int64())])
 EVENT_COLUMNS = ["cluster_id", "offset", "event_type", "topic_id", "partition_id",
                  "topic_name"]
 # what `incidents_of_cluster` returns: the table's columns but the duration (`duration_ms`,
@@ -77,102 +83,113 @@ def duration_ms(start: Column, end: Column) -> Column:
     return ((end.cast("double") - start.cast("double")) * 1000).cast("long")
 
 
-def _last(c: Column, w: Window) -> Column:
-    return F.last(c, True).over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
+def _in_service(registered: bool | None, fenced: bool | None, shutting: bool | None) -> bool:
+    """Registered (or not known otherwise), unfenced, not in controlled shutdown."""
+    return registered is not False and fenced is False and shutting is not True
 
 
-def broker_outages(brokers: DataFrame) -> DataFrame:
-    """Runs of a broker out of service after having been in it (OUTAGE_COLUMNS).
+def _drops(events: pa.Table) -> dict[int, list[tuple[int, int | None]]]:
+    """broker -> (offset, time in µs) of the events taking it out of an ISR or away from
+    leadership, in offset order."""
+    out: dict[int, set[tuple[int, int | None]]] = {}
+    cols = [events.column(c).to_pylist() for c in ("prev_isr", "new_isr", "prev_leader",
+                                                     "new_leader", "offset")]
+    for prev_isr, new_isr, prev_leader, new_leader, offset, ts in zip(
+            *cols, _micros(events, "timestamp"), strict=True):
+        gone = set(prev_isr or ()) - set(new_isr or ())
+        if prev_leader is not None and prev_leader >= 0 and prev_leader != new_leader:
+            gone.add(prev_leader)
+        for b in gone:
+            out.setdefault(b, set()).add((offset, ts))
+    return {b: sorted(v) for b, v in out.items()}
+
+
+def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: pa.Table,
+                       events: pa.Table) -> pa.Table:
+    """The broker outages of one cluster (OUTAGE_COLUMNS and `window_ms`), step 1 of the
+    module docstring.
+
+    `brokers`: the cluster's rows of the brokers table from each broker's first record on;
+    `events`: its partition events (those dropping a broker move an outage's start back);
+    `windows`: cluster id -> `kraft.timing.window_history` of its ConfigRecords (none: Kafka's
+    defaults). Each broker's records are walked in log order, keeping what the latest
+    record of each kind said (registered, fenced, in controlled shutdown): an outage begins
+    at a record leaving the broker out of service after it had been in it, and ends at the
+    record putting it back (None while it lasts).
+    """
+    at = brokers.schema.get_field_index("timestamp")
+    rows = sorted(brokers.set_column(at, "timestamp", brokers.column(at).cast(pa.int64()))
+                  .to_pylist(), key=lambda r: (r["broker_id"], r["offset"], r["seq"]))
+    drops = _drops(events)
+    cid = brokers.column("cluster_id")[0].as_py() if brokers.num_rows else None
+    history = windows.get(cid) or window_history([])
+    out: dict[str, list] = {c: [] for c in _OUTAGE_ARROW.names}
+    for broker, mine in groupby(rows, key=lambda r: r["broker_id"]):
+        registered = fenced = shutting = None
+        served = False
+        runs: list[list] = []  # [cause, start offset, start µs, end offset, end µs]
+        for r in mine:
+            kind = r["record_type"]
+            register = kind == REGISTER_BROKER_RECORD
+            if register or kind == UNREGISTER_BROKER_RECORD:
+                registered = register
+            f = r["fenced"] if r["fenced"] is not None or not register else True
+            fenced = fenced if f is None else f
+            c = r["in_controlled_shutdown"]
+            c = c if c is not None or not register else False
+            shutting = shutting if c is None else c
+            ts = r["timestamp"]
+            if runs and runs[-1][3] is None and _in_service(registered, fenced, shutting):
+                runs[-1][3:] = [r["offset"], ts]  # back in service: the run ends here
+            elif served and not _in_service(registered, fenced, shutting) and (
+                    not runs or runs[-1][3] is not None):
+                cause = ("broker_unregistered" if kind == UNREGISTER_BROKER_RECORD
+                         else "broker_restarted" if register and r["seq"] == 0
+                         else "broker_controlled_shutdown" if shutting
+                         else "broker_fenced")
+                runs.append([cause, r["offset"], ts, None, None])
+            served = served or _in_service(registered, fenced, shutting)
+        for cause, start, start_us, end, end_us in runs:
+            # the same controller write: a change dropping the broker just before the record
+            near = [d for d in drops.get(broker, ()) if d[0] < start and start_us is not None
+                    and d[1] is not None and d[1] >= start_us - SAME_WRITE_MS * 1000]
+            if near:
+                start, start_us = near[0]
+            out["cluster_id"].append(cid)
+            out["broker_id"].append(broker)
+            out["cause"].append(cause)
+            out["start_offset"].append(start)
+            out["start_ts"].append(start_us)
+            out["end_offset"].append(end)
+            out["end_ts"].append(end_us)
+            out["window_ms"].append(next(ms for at, _, ms in reversed(history) if start >= at))
+    return pa.table(out, schema=_OUTAGE_ARROW)
+
+
+def broker_outages(brokers: DataFrame, events: DataFrame,
+                   configs: DataFrame | None) -> DataFrame:
+    """Broker outages (OUTAGE_COLUMNS and `window_ms`: how long before its start a trouble
+    it caused can start, `kraft.timing`), by `outages_of_cluster`, which Spark runs once per
+    cluster id.
 
     `brokers`: rows of the brokers table for every broker involved, from its first record on
-    (the table is small: one row per broker state change). The end is the record that puts
-    the broker back in service (null while it is out).
-    """
-    t = F.col("record_type")
-    register = t == REGISTER_BROKER_RECORD
-    w = Window.partitionBy("cluster_id", "broker_id").orderBy("offset", "seq")
-    b = (brokers
-         .withColumn("_reg", _last(F.when(register, True)
-                                   .when(t == UNREGISTER_BROKER_RECORD, False), w))
-         .withColumn("_fenced", _last(F.when(register, F.coalesce("fenced", F.lit(True)))
-                                      .otherwise(F.col("fenced")), w))
-         .withColumn("_ics", _last(F.when(register, F.coalesce("in_controlled_shutdown",
-                                                              F.lit(False)))
-                                   .otherwise(F.col("in_controlled_shutdown")), w)))
-    in_service = (F.coalesce("_reg", F.lit(True)) & ~F.coalesce("_fenced", F.lit(True))
-                  & ~F.coalesce("_ics", F.lit(False)))
-    b = b.withColumn("_in", in_service)
-    served = F.max(F.col("_in").cast("int")).over(
-        w.rowsBetween(Window.unboundedPreceding, -1)) == 1
-    b = (b.withColumn("_out", ~F.col("_in") & F.coalesce(served, F.lit(False)))
-         .withColumn("_to", F.lead("offset").over(w))
-         .withColumn("_to_ts", F.lead("timestamp").over(w)))
-    b = b.withColumn("_begins", F.col("_out") & ~F.coalesce(F.lag("_out").over(w),
-                                                           F.lit(False)))
-    b = b.withColumn("_run", F.sum(F.col("_begins").cast("int")).over(
-        w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-    cause = (F.when(t == UNREGISTER_BROKER_RECORD, "broker_unregistered")
-             .when(register & (F.col("seq") == 0), "broker_restarted")
-             .when(F.col("_ics"), "broker_controlled_shutdown")
-             .otherwise("broker_fenced"))
-    first = F.struct("offset", "seq", F.col("timestamp").alias("ts"), cause.alias("cause"))
-    last = F.struct("offset", "seq", F.col("_to").alias("to"), F.col("_to_ts").alias("to_ts"))
-    return (b.filter("_out").groupBy("cluster_id", "broker_id", "_run")
-            .agg(F.min(first).alias("_s"), F.max(last).alias("_e"))
-            .select("cluster_id", "broker_id", F.col("_s.cause").alias("cause"),
-                    F.col("_s.offset").alias("start_offset"), F.col("_s.ts").alias("start_ts"),
-                    F.col("_e.to").alias("end_offset"), F.col("_e.to_ts").alias("end_ts")))
-
-
-def _dropped(events: DataFrame) -> DataFrame:
-    """(cluster_id, broker_id, offset, timestamp) of events that take a broker out of an ISR
-    or away from leadership."""
-    left = F.when((F.col("prev_leader") >= 0)
-                  & ~F.col("prev_leader").eqNullSafe(F.col("new_leader")),
-                  F.array(F.col("prev_leader"))).otherwise(F.array().cast(_INT_ARRAY))
-    gone = F.array_union(F.array_except(F.coalesce("prev_isr", F.array().cast(_INT_ARRAY)),
-                                        F.coalesce("new_isr", F.array().cast(_INT_ARRAY))),
-                         left)
-    return (events.select("cluster_id", "offset", "timestamp", F.explode(gone).alias(
-        "broker_id")).distinct())
-
-
-def with_same_write_start(outages: DataFrame, events: DataFrame) -> DataFrame:
-    """Outages whose start is moved back to the first change dropping the broker in the same
-    controller write (within SAME_WRITE_MS before the broker record, offsets before it)."""
-    d = _dropped(events).withColumnRenamed("offset", "_o").withColumnRenamed("timestamp", "_t")
-    o = outages.withColumn("_id", F.monotonically_increasing_id())
-    near = (o.join(d, ["cluster_id", "broker_id"], "inner")
-            .filter((F.col("_o") < F.col("start_offset"))
-                    & (F.col("_t").cast("double") >= F.col("start_ts").cast("double")
-                       - SAME_WRITE_MS / 1000))
-            .groupBy("_id").agg(F.min(F.struct("_o", "_t")).alias("_p")))
-    o = o.join(near, "_id", "left")
-    return o.select("cluster_id", "broker_id", "cause",
-                    F.coalesce(F.col("_p._o"), F.col("start_offset")).alias("start_offset"),
-                    F.coalesce(F.col("_p._t"), F.col("start_ts")).alias("start_ts"),
-                    "end_offset", "end_ts")
-
-
-def with_attribution_window(outages: DataFrame, configs: DataFrame | None) -> DataFrame:
-    """Outages with `window_ms`: how long before its start a trouble it caused can start
-    (`kraft.timing`), from the cluster's ConfigRecords in force at that start.
-
-    `configs`: rows of the configs table (None: none, Kafka's defaults). The few records
-    of these two keys are collected and turned into one CASE over the start offset.
+    (the table is small: one row per broker state change); `events`: partition_events rows
+    (those in the same controller write as a broker record move its outage's start);
+    `configs`: rows of the configs table (None: none, Kafka's defaults), of which the few
+    records of the two timing keys are collected into each cluster's window history.
     """
     rows = [] if configs is None else configs.filter(
         (F.col("kind") == "config") & F.col("name").isin(*TIMING_KEYS)
         & (F.col("resource_type") == RESOURCE_BROKER)).select(
         "cluster_id", "offset", "seq", "name", "resource_name", "value").distinct().collect()
-    window = F.lit(window_history([])[0][2])
-    for cid, group in groupby(sorted(rows, key=lambda r: r.cluster_id),
-                              key=lambda r: r.cluster_id):
-        for offset, _, ms in window_history(
-                [(r.offset, r.seq, r.name, r.resource_name, r.value) for r in group])[1:]:
-            window = F.when((F.col("cluster_id") == cid) & (F.col("start_offset") >= offset),
-                            ms).otherwise(window)
-    return outages.withColumn("window_ms", window.cast("long"))
+    windows = {cid: window_history([(r.offset, r.seq, r.name, r.resource_name, r.value)
+                                    for r in group])
+               for cid, group in groupby(sorted(rows, key=lambda r: r.cluster_id),
+                                         key=lambda r: r.cluster_id)}
+    ev = events.select("cluster_id", "offset", "timestamp", "prev_isr", "new_isr",
+                       "prev_leader", "new_leader")
+    return brokers.groupBy("cluster_id").cogroup(ev.groupBy("cluster_id")).applyInArrow(
+        partial(outages_of_cluster, windows), from_arrow_schema(_OUTAGE_ARROW))
 
 
 def _troubles(intervals: DataFrame, outages: DataFrame, open_incident: DataFrame | None,
@@ -187,8 +204,6 @@ def _troubles(intervals: DataFrame, outages: DataFrame, open_incident: DataFrame
         F.array_position(F.array(*map(F.lit, TROUBLE_KINDS)), F.col("kind")).cast("int")
         .alias("prio"),
         F.lit(None).cast("long").alias("window_ms"))
-    if "window_ms" not in outages.columns:
-        outages = with_attribution_window(outages, None)
     brk = outages.select("cluster_id", "start_offset", "start_ts", "end_offset", "end_ts",
                          "cause", F.col("broker_id").alias("cause_broker"),
                          F.array("broker_id").alias("brokers"), F.lit(0).alias("prio"),
@@ -220,10 +235,8 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
     """
     t = _troubles(intervals, outages, open_incident, since_offset)
     ev = events.select(*EVENT_COLUMNS)
-    schema = T.StructType([f for f in table_schema("incidents").spark.fields
-                           if f.name in _OUT_ARROW.names])
     out = t.groupBy("cluster_id").cogroup(ev.groupBy("cluster_id")).applyInArrow(
-        incidents_of_cluster, schema)
+        incidents_of_cluster, from_arrow_schema(_OUT_ARROW))
     return out.withColumn("duration_ms", duration_ms(F.col("start_ts"), F.col("end_ts"))
                           ).select(*COLUMNS)
 

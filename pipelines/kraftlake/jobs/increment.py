@@ -31,13 +31,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..detect.incidents import (
-    INTERVAL_KEY,
-    broker_outages,
-    incidents,
-    with_attribution_window,
-    with_same_write_start,
-)
+from ..detect.incidents import INTERVAL_KEY, broker_outages, incidents
 from ..fold import kernel
 from ..fold.context import cluster_contexts
 from ..fold.reconcile import check_points, reconcile, snapshot_states
@@ -500,10 +494,9 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, configs, res, rerun, write
     frm = since if first is None else min(first, since)
     events = _cluster(seed.read(spark, "partition_events"), cid).filter(
         (F.col("offset") >= frm) & (F.col("offset") < since)).unionByName(ev)
-    outages = with_attribution_window(with_same_write_start(broker_outages(brokers), events)
-                                      .filter((F.col("start_offset") >= since)
-                                              | F.col("end_offset").isNull()
-                                              | (F.col("end_offset") >= since)), configs)
+    outages = broker_outages(brokers, events, configs).filter(
+        (F.col("start_offset") >= since) | F.col("end_offset").isNull()
+        | (F.col("end_offset") >= since))
     inc = work.frame("incidents", conform(incidents(
         troubles, outages, events, open_incident=open_inc if first is not None else None,
         since_offset=since), "incidents"))
