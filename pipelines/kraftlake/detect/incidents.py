@@ -4,12 +4,13 @@
 1. Broker outages (`broker_outages`): per broker, from the `brokers` table walked in log
    order by plain Python (`outages_of_cluster`, which Spark runs once per cluster id), a
    run of records after which a broker that had been in service (registered, unfenced, not
-   in controlled shutdown) is out of it; the cause is the record that began the run (`broker_fenced`,
-   `broker_controlled_shutdown`, `broker_unregistered`, or `broker_restarted`: a new
-   registration of a broker that was in service, i.e. it lost its session). Kafka's
-   controller writes the partition changes a fence forces (ISR shrinks, leaders moved away)
-   in the same write just *before* the fence record (docs/semantics.md T25), so an outage
-   starts at the first such change dropping that broker within `SAME_WRITE_MS` before it.
+   in controlled shutdown) is out of it; the cause is the record that began the run
+   (`broker_fenced`, `broker_controlled_shutdown`, `broker_unregistered`, or
+   `broker_restarted`: a new registration of a broker that was in service, i.e. it lost its
+   session). Kafka's controller writes the partition changes a fence forces (ISR shrinks,
+   leaders moved away) in the same write just *before* the fence record (docs/semantics.md
+   T25), so an outage starts at the first such change dropping that broker within
+   `SAME_WRITE_MS` before it.
 2. Troubles: broker outages and the partition intervals of kinds `TROUBLE_KINDS` (offline,
    under min ISR, recovering, reassigning, under-replicated); `single_isr` is a subset of
    under-replicated.
