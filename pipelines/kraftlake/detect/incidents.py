@@ -59,13 +59,12 @@ from ..lake.schema import table_schema
 TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, UNDER_REPLICATED)
 INTERVAL_KEY = [*KEY, "kind", "start_offset", "start_seq"]  # partition_intervals' key
 SAME_WRITE_MS = 1000
-OUTAGE_COLUMNS = ["cluster_id", "broker_id", "cause", "start_offset", "start_ts",
-                  "end_offset", "end_ts"]
 COLUMNS = ["cluster_id", "incident_id", "start_offset", "start_ts", "end_offset", "end_ts",
            "duration_ms", "cause", "cause_broker", "brokers", "partitions_affected",
            "event_types", "event_partitions", "events", "unclean_elections",
            "data_loss_partitions"]
 _OPEN_END = 2**63 - 1  # the end offset of an open trouble, for ordering only
+# a broker outage; `window_ms`: how long before its start a trouble it caused can start
 _OUTAGE_ARROW = pa.schema([("cluster_id", pa.string()), ("broker_id", pa.int32()),
                            ("cause", pa.string()), ("start_offset", pa.int64()),
                            ("start_ts", pa.timestamp("us", tz="UTC")), ("end_offset", pa.int64()),
@@ -96,7 +95,7 @@ def _drops(events: pa.Table) -> dict[int, list[tuple[int, int | None]]]:
     cols = [events.column(c).to_pylist() for c in ("prev_isr", "new_isr", "prev_leader",
                                                      "new_leader", "offset")]
     for prev_isr, new_isr, prev_leader, new_leader, offset, ts in zip(
-            *cols, _micros(events, "timestamp"), strict=True):
+            *cols, _micros(events, "timestamp").to_pylist(), strict=True):
         gone = set(prev_isr or ()) - set(new_isr or ())
         if prev_leader is not None and prev_leader >= 0 and prev_leader != new_leader:
             gone.add(prev_leader)
@@ -107,8 +106,7 @@ def _drops(events: pa.Table) -> dict[int, list[tuple[int, int | None]]]:
 
 def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: pa.Table,
                        events: pa.Table) -> pa.Table:
-    """The broker outages of one cluster (OUTAGE_COLUMNS and `window_ms`), step 1 of the
-    module docstring.
+    """The broker outages of one cluster (`_OUTAGE_ARROW`), step 1 of the module docstring.
 
     `brokers`: the cluster's rows of the brokers table from each broker's first record on;
     `events`: its partition events (those dropping a broker move an outage's start back);
@@ -118,8 +116,8 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
     at a record leaving the broker out of service after it had been in it, and ends at the
     record putting it back (None while it lasts).
     """
-    at = brokers.schema.get_field_index("timestamp")
-    rows = sorted(brokers.set_column(at, "timestamp", brokers.column(at).cast(pa.int64()))
+    ts_col = brokers.schema.get_field_index("timestamp")  # as µs, like the events' times
+    rows = sorted(brokers.set_column(ts_col, "timestamp", _micros(brokers, "timestamp"))
                   .to_pylist(), key=lambda r: (r["broker_id"], r["offset"], r["seq"]))
     drops = _drops(events)
     cid = brokers.column("cluster_id")[0].as_py() if brokers.num_rows else None
@@ -130,26 +128,25 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
         served = False
         runs: list[list] = []  # [cause, start offset, start µs, end offset, end µs]
         for r in mine:
-            kind = r["record_type"]
+            kind, fence, shut = r["record_type"], r["fenced"], r["in_controlled_shutdown"]
             register = kind == REGISTER_BROKER_RECORD
-            if register or kind == UNREGISTER_BROKER_RECORD:
-                registered = register
-            f = r["fenced"] if r["fenced"] is not None or not register else True
-            fenced = fenced if f is None else f
-            c = r["in_controlled_shutdown"]
-            c = c if c is not None or not register else False
-            shutting = shutting if c is None else c
-            ts = r["timestamp"]
-            if runs and runs[-1][3] is None and _in_service(registered, fenced, shutting):
-                runs[-1][3:] = [r["offset"], ts]  # back in service: the run ends here
-            elif served and not _in_service(registered, fenced, shutting) and (
-                    not runs or runs[-1][3] is not None):
+            if register:  # a registration states all three, Kafka's defaults where absent
+                registered, fenced, shutting = True, fence is not False, bool(shut)
+            else:  # the other records state only what they hold
+                registered = False if kind == UNREGISTER_BROKER_RECORD else registered
+                fenced = fenced if fence is None else fence
+                shutting = shutting if shut is None else shut
+            now = _in_service(registered, fenced, shutting)
+            out_run = bool(runs) and runs[-1][3] is None
+            if out_run and now:
+                runs[-1][3:] = [r["offset"], r["timestamp"]]  # back in service: the run ends
+            elif served and not now and not out_run:
                 cause = ("broker_unregistered" if kind == UNREGISTER_BROKER_RECORD
                          else "broker_restarted" if register and r["seq"] == 0
                          else "broker_controlled_shutdown" if shutting
                          else "broker_fenced")
-                runs.append([cause, r["offset"], ts, None, None])
-            served = served or _in_service(registered, fenced, shutting)
+                runs.append([cause, r["offset"], r["timestamp"], None, None])
+            served = served or now
         for cause, start, start_us, end, end_us in runs:
             # the same controller write: a change dropping the broker just before the record
             near = [d for d in drops.get(broker, ()) if d[0] < start and start_us is not None
@@ -169,9 +166,8 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
 
 def broker_outages(brokers: DataFrame, events: DataFrame,
                    configs: DataFrame | None) -> DataFrame:
-    """Broker outages (OUTAGE_COLUMNS and `window_ms`: how long before its start a trouble
-    it caused can start, `kraft.timing`), by `outages_of_cluster`, which Spark runs once per
-    cluster id.
+    """Broker outages (`_OUTAGE_ARROW`, the window from `kraft.timing`), by
+    `outages_of_cluster`, which Spark runs once per cluster id.
 
     `brokers`: rows of the brokers table for every broker involved, from its first record on
     (the table is small: one row per broker state change); `events`: partition_events rows
@@ -242,9 +238,9 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
                           ).select(*COLUMNS)
 
 
-def _micros(table: pa.Table, name: str) -> list[int | None]:
-    """A timestamp column as microseconds since the epoch (None stays None)."""
-    return table.column(name).cast(pa.int64()).to_pylist()
+def _micros(table: pa.Table, name: str) -> pa.ChunkedArray:
+    """A timestamp column as microseconds since the epoch (nulls stay null)."""
+    return table.column(name).cast(pa.int64())
 
 
 def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
@@ -260,7 +256,8 @@ def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
     n = troubles.num_rows
     start, prio = troubles.column("start_offset").to_pylist(), troubles.column("prio").to_pylist()
     end = troubles.column("end_offset").to_pylist()
-    start_us, end_us = _micros(troubles, "start_ts"), _micros(troubles, "end_ts")
+    start_us = _micros(troubles, "start_ts").to_pylist()
+    end_us = _micros(troubles, "end_ts").to_pylist()
     cause = troubles.column("cause").to_pylist()
     broker = troubles.column("cause_broker").to_pylist()
     brokers = troubles.column("brokers").to_pylist()
