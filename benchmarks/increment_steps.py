@@ -12,7 +12,8 @@ asked.
 The first increment in a session is mostly JVM warm-up (`profile_increment.py` looks at
 that one); from the third on the figures are steady (±2-3 s between lakes). The steps are
 timed by wrapping the methods in this process, so a step's time includes the Spark jobs it
-triggers; `first` calls `collect`, so both show. Prints figures; asserts nothing.
+triggers; `first` calls `collect`, so both show. Each increment's line also gives the CPU
+of this process and all under it (`tree_cpu`). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -121,9 +122,8 @@ def main() -> None:
         (res,) = ingest(spark, load_config(lake=str(work / f"lake{i}")), [args.log])
         took, cpu = time.perf_counter() - t0, tree_cpu() - c0
         print(f"increment {i + 1}{label}: {took:.1f} s ({cpu:.1f} CPU s), {res.records} "
-              f"records; the steps "
-              f"below account for {sum(SECONDS.values()):.1f} s (first counts collect twice;"
-              f" concurrent commits overlap)")
+              f"records; the steps below account for {sum(SECONDS.values()):.1f} s (first "
+              f"counts collect twice; concurrent commits overlap)")
     for step, s in SECONDS.items():
         print(f"  {s:6.2f}  {step}")
     spark.stop()
