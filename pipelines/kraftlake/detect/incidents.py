@@ -22,10 +22,9 @@
    (leaders drop a silent follower from their ISRs after replica.lag.time.max.ms, and the
    controller fences it at the session timeout, so the shrinks a crash causes can come
    first, but by at most `kraft.timing`'s window, taken from the log's configs in force at
-   the outage), else its first trouble: a trouble that began
-   earlier than that before every outage of its incident is its own cause. Each cluster's
-   troubles are swept in start order by plain Python (`incidents_of_cluster`), which Spark
-   runs once per cluster id.
+   the outage), else its first trouble: a trouble that began earlier than that before every
+   outage of its incident is its own cause. Each cluster's troubles are swept in start
+   order by plain Python (`incidents_of_cluster`), which Spark runs once per cluster id.
 4. The incident's events are the partition events whose offset lies in [start, end]: the
    same call receives the cluster's events and finds each incident's by bisection over
    their offsets (incidents do not overlap), not by a join.
@@ -86,6 +85,11 @@ def duration_ms(start: Column, end: Column) -> Column:
 def _in_service(registered: bool | None, fenced: bool | None, shutting: bool | None) -> bool:
     """Registered (or not known otherwise), unfenced, not in controlled shutdown."""
     return registered is not False and fenced is False and shutting is not True
+
+
+def _micros(table: pa.Table, name: str) -> pa.ChunkedArray:
+    """A timestamp column as microseconds since the epoch (nulls stay null)."""
+    return table.column(name).cast(pa.int64())
 
 
 def _drops(events: pa.Table) -> dict[int, list[tuple[int, int | None]]]:
@@ -222,9 +226,9 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
               since_offset: int | None = None) -> DataFrame:
     """incidents rows (COLUMNS), see the module docstring.
 
-    `intervals`: partition_intervals rows; `outages`: `broker_outages` (its starts moved by
-    `with_same_write_start`, its `window_ms` from `with_attribution_window`; without it,
-    Kafka's defaults); `events`: partition_events rows from the earliest start on;
+    `intervals`: partition_intervals rows; `outages`: `broker_outages` (starts moved back to
+    the same controller write, each with its attribution window); `events`:
+    partition_events rows from the earliest start on;
     `open_incident`: the lake's incident with a null end, with `since_offset`.
 
     Each cluster's troubles and events meet in one Python call (`incidents_of_cluster`),
@@ -236,11 +240,6 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
         incidents_of_cluster, from_arrow_schema(_OUT_ARROW))
     return out.withColumn("duration_ms", duration_ms(F.col("start_ts"), F.col("end_ts"))
                           ).select(*COLUMNS)
-
-
-def _micros(table: pa.Table, name: str) -> pa.ChunkedArray:
-    """A timestamp column as microseconds since the epoch (nulls stay null)."""
-    return table.column(name).cast(pa.int64())
 
 
 def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
@@ -286,6 +285,7 @@ def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
     ev_name = [f"{name or tid}:{pid}" for name, (tid, pid) in zip(
         events.column("topic_name").to_pylist(), ev_part, strict=True)]
 
+    cid = troubles.column("cluster_id")[0].as_py() if n else None
     out: dict[str, list] = {c: [] for c in _OUT_ARROW.names}
     for g in groups:
         first = g[0]
@@ -301,7 +301,7 @@ def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
 
         by = next((i for i in g if broker[i] is not None and soon(i)), None)
         closed = end[last] is not None
-        out["cluster_id"].append(troubles.column("cluster_id")[first].as_py())
+        out["cluster_id"].append(cid)
         out["start_offset"].append(start[first])
         out["start_ts"].append(t0)
         out["end_offset"].append(end[last] if closed else None)
