@@ -75,8 +75,9 @@ TEST_SPARK_CONF = {
 # five minutes) from 738 to 661 CPU s (345 -> 333 s wall), each run alone on an idle
 # machine (benchmarks/cpu_time.py: CPU of the test's process tree). The two cores are
 # saturated for the whole suite, so CPU saved is time saved. A JVM that lives for many
-# increments wants C2: the suite's own session with C1 only took twice the time on
-# test_ingest_growth.py, so the sessions keep the default.
+# increments wants C2: with the suite's own sessions on C1 only, a whole run took 20.9 min
+# against 20.0, their JVMs 1,206 CPU s against 1,124 (2026-11-27, idle machine), so the
+# sessions keep tiered compilation (`SESSION_JAVA_OPTIONS`).
 # C1 alone also shrinks the JVM's default code cache from 240 MiB to 48 MiB, which Spark and
 # Delta fill within two minutes: the JVM then stops compiling, or fails outright when it needs
 # a method-handle adapter ("Out of space in CodeCache", an observer-log ingest of the Kafka
@@ -85,6 +86,14 @@ C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 SHORT_JOB_CONF = {**TEST_SPARK_CONF,
                   "spark.driver.extraJavaOptions": C1_ONLY,
                   "spark.executor.extraJavaOptions": C1_ONLY}
+
+# The sessions of the suite's workers (`spark`) take the serial collector instead of G1: their
+# live data is small (tiny tables, Delta's caches), and G1's concurrent marking and its
+# parallel GC threads cost a warm increment 0.8-1.8 of its 6-8 JVM CPU s against 0.3-0.5 s
+# for the serial collector (8 warm ingests of examples/real-3-broker in one session: 77.2
+# against 66.0 JVM CPU s). A whole run (idle machine, 2026-11-27): 19.3 min against 20.0,
+# the two sessions' JVMs 1,043 CPU s against 1,124.
+SESSION_JAVA_OPTIONS = "-XX:+UseSerialGC"
 
 
 def _conf_file(conf: dict[str, str]) -> str:
@@ -290,6 +299,7 @@ def spark():
     # the heap `kraftlake ingest` gives a large input: the session runs every in-process
     # test's increments, the hypothesis fold's 200 logs among them
     s = get_spark(load_config(), master="local[2]", extra_conf={
-        **TEST_SPARK_CONF, "spark.driver.memory": DRIVER_MEMORY_MAX})
+        **TEST_SPARK_CONF, "spark.driver.memory": DRIVER_MEMORY_MAX,
+        "spark.driver.extraJavaOptions": SESSION_JAVA_OPTIONS})
     yield s
     s.stop()
