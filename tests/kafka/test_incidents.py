@@ -29,10 +29,10 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from kraftlake.cli import main
+from kraftlake.kraft.brokers import broker_state
 from kraftlake.kraft.configs import RESOURCE_BROKER
 from kraftlake.kraft.timing import TIMING_KEYS, attribution_window_ms, window_history
 from kraftlake.report.data import (
-    broker_state,
     fenced_of,
     lake_brokers,
     lake_current,

@@ -48,6 +48,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..fold.silver import KEY
+from ..kraft.brokers import broker_state, in_service
 from ..kraft.configs import RESOURCE_BROKER
 from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 from ..kraft.timing import TIMING_KEYS, window_history
@@ -82,11 +83,6 @@ def duration_ms(start: Column, end: Column) -> Column:
     return ((end.cast("double") - start.cast("double")) * 1000).cast("long")
 
 
-def _in_service(registered: bool | None, fenced: bool | None, shutting: bool | None) -> bool:
-    """Registered (or not known otherwise), unfenced, not in controlled shutdown."""
-    return registered is not False and fenced is False and shutting is not True
-
-
 def _micros(table: pa.Table, name: str) -> pa.ChunkedArray:
     """A timestamp column as microseconds since the epoch (nulls stay null)."""
     return table.column(name).cast(pa.int64())
@@ -115,10 +111,9 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
     `brokers`: the cluster's rows of the brokers table from each broker's first record on;
     `events`: its partition events (those dropping a broker move an outage's start back);
     `windows`: cluster id -> `kraft.timing.window_history` of its ConfigRecords (none: Kafka's
-    defaults). Each broker's records are walked in log order, keeping what the latest
-    record of each kind said (registered, fenced, in controlled shutdown): an outage begins
-    at a record leaving the broker out of service after it had been in it, and ends at the
-    record putting it back (None while it lasts).
+    defaults). Each broker's records are walked in log order through `kraft.brokers`: an
+    outage begins at a record leaving the broker out of service after it had been in it,
+    and ends at the record putting it back (None while it lasts).
     """
     ts_col = brokers.schema.get_field_index("timestamp")  # as µs, like the events' times
     rows = sorted(brokers.set_column(ts_col, "timestamp", _micros(brokers, "timestamp"))
@@ -128,26 +123,21 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
     history = windows.get(cid) or window_history([])
     out: dict[str, list] = {c: [] for c in _OUTAGE_ARROW.names}
     for broker, mine in groupby(rows, key=lambda r: r["broker_id"]):
-        registered = fenced = shutting = None
+        state: dict = {}
         served = False
         runs: list[list] = []  # [cause, start offset, start µs, end offset, end µs]
         for r in mine:
-            kind, fence, shut = r["record_type"], r["fenced"], r["in_controlled_shutdown"]
-            register = kind == REGISTER_BROKER_RECORD
-            if register:  # a registration states all three, Kafka's defaults where absent
-                registered, fenced, shutting = True, fence is not False, bool(shut)
-            else:  # the other records state only what they hold
-                registered = False if kind == UNREGISTER_BROKER_RECORD else registered
-                fenced = fenced if fence is None else fence
-                shutting = shutting if shut is None else shut
-            now = _in_service(registered, fenced, shutting)
+            state = broker_state(r, state)
+            now = in_service(state)
             out_run = bool(runs) and runs[-1][3] is None
             if out_run and now:
                 runs[-1][3:] = [r["offset"], r["timestamp"]]  # back in service: the run ends
             elif served and not now and not out_run:
+                kind = r["record_type"]
+                restarted = kind == REGISTER_BROKER_RECORD and r["seq"] == 0
                 cause = ("broker_unregistered" if kind == UNREGISTER_BROKER_RECORD
-                         else "broker_restarted" if register and r["seq"] == 0
-                         else "broker_controlled_shutdown" if shutting
+                         else "broker_restarted" if restarted
+                         else "broker_controlled_shutdown" if state.get("ics")
                          else "broker_fenced")
                 runs.append([cause, r["offset"], r["timestamp"], None, None])
             served = served or now

@@ -13,6 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..kraft.brokers import broker_state
 from ..kraft.partition import RECOVERING
 from ..kraft.troubles import (
     OFFLINE,
@@ -22,7 +23,7 @@ from ..kraft.troubles import (
     UNDER_MIN_ISR,
     UNDER_REPLICATED,
 )
-from .data import ReportData, broker_state
+from .data import ReportData
 
 BROKER_COLOURS = {"unfenced": "#2ca02c", "fenced": "#d62728",
                   "controlled shutdown": "#ff7f0e", "unregistered": "#7f7f7f"}

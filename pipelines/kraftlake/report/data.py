@@ -13,7 +13,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..kraft.events import ELR_EVENTS, HARM_EVENTS
-from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 from ..lake.delta import Lake
 from ..serve import ServedLake
 
@@ -71,31 +70,9 @@ def lake_brokers(spark: SparkSession, lake: Path | str, cluster_id: str
     return sorted(_rows(df), key=lambda r: (r["offset"], r["seq"]))
 
 
-def broker_state(r: dict[str, Any], prev: dict[str, Any]) -> dict[str, Any]:
-    """A broker's registration state after its record `r` (`prev`: the state before it, {}
-    for none): `registered`, `fenced`, `ics` (in controlled shutdown), `epoch`. A
-    registration without the field is fenced (RegisterBrokerRecord's default), as in
-    `detect.incidents.broker_outages`; a fence, unfence or change sets only what it holds.
-    A row without the controlled-shutdown or epoch columns (a reader that selected only the
-    fencing) leaves them unknown."""
-    t = r["record_type"]
-    s = dict(prev)
-    if t == REGISTER_BROKER_RECORD:
-        s = {"registered": True, "fenced": True if r["fenced"] is None else r["fenced"],
-             "ics": bool(r.get("in_controlled_shutdown")), "epoch": r.get("broker_epoch")}
-    elif t == UNREGISTER_BROKER_RECORD:
-        s["registered"] = False
-    else:
-        if r["fenced"] is not None:
-            s["fenced"] = r["fenced"]
-        if r.get("in_controlled_shutdown"):
-            s["ics"] = True
-    return s
-
-
 def fenced_of(states: dict[int, dict[str, Any]]) -> dict[int, bool]:
-    """Registered broker -> fenced, from `broker_state`s by broker id (a broker whose
-    fencing no record told is left out)."""
+    """Registered broker -> fenced, from `kraft.brokers.broker_state`s by broker id (a
+    broker whose fencing no record told is left out)."""
     return {b: s["fenced"] for b, s in states.items()
             if s.get("registered", True) and "fenced" in s}
 

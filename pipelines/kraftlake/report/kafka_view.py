@@ -18,8 +18,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..kraft.brokers import broker_state
 from ..kraft.partition import NO_LEADER, RECOVERED, RECOVERING
-from .data import broker_state, fenced_of
+from .data import fenced_of
 
 # event type -> the controller's JMX meter counting the same elections
 KAFKA_COUNTERS = {"unclean_election": "UncleanLeaderElectionsPerSec",
@@ -34,7 +35,7 @@ GAUGES = ("FencedBrokerCount", "ActiveBrokerCount", "OfflinePartitionsCount",
 
 def fenced_brokers(brokers: Iterable[Mapping[str, Any]]) -> dict[int, bool]:
     """Registered broker -> fenced, after `brokers` table rows in log order
-    (`report.data.broker_state`)."""
+    (`kraft.brokers.broker_state`)."""
     states: dict[int, dict[str, Any]] = {}
     for r in brokers:
         states[r["broker_id"]] = broker_state(r, states.get(r["broker_id"], {}))
