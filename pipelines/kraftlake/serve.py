@@ -22,6 +22,8 @@ import socket
 import threading
 from typing import TYPE_CHECKING
 
+from .lake.jvmclass import java_class
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -76,14 +78,14 @@ def start_service(spark: SparkSession) -> int:
 
 
 def stop_service(spark: SparkSession) -> None:
-    none = spark._jvm.scala.Option.empty()
+    none = java_class(spark, "scala.Option").empty()
     _service(spark).stop(none, none)
 
 
 def _service(spark: SparkSession):
     """The `SparkConnectService` Scala object (not every method has a static forwarder)."""
-    package = spark._jvm.org.apache.spark.sql.connect.service
-    return getattr(getattr(package, "SparkConnectService$"), "MODULE$")
+    return getattr(java_class(spark, "org.apache.spark.sql.connect.service.SparkConnectService$"),
+                   "MODULE$")
 
 
 def wait_for_signal() -> int:

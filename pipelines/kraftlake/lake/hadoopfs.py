@@ -9,18 +9,20 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from .jvmclass import java_class
+
 
 class HadoopFS:
     """Hadoop FileSystem calls on the driver, for the URI scheme of `root`."""
 
     def __init__(self, spark: SparkSession, root: str) -> None:
-        jvm = spark._jvm
-        self._jvm = jvm
+        self._spark = spark
+        self._path = java_class(spark, "org.apache.hadoop.fs.Path")
         self._conf = spark._jsparkSession.sessionState().newHadoopConf()
-        self._fs = jvm.org.apache.hadoop.fs.Path(root).getFileSystem(self._conf)
+        self._fs = self._path(root).getFileSystem(self._conf)
 
     def _p(self, uri: str):
-        return self._jvm.org.apache.hadoop.fs.Path(uri)
+        return self._path(uri)
 
     def exists(self, uri: str) -> bool:
         return bool(self._fs.exists(self._p(uri)))
@@ -30,7 +32,7 @@ class HadoopFS:
             return None
         stream = self._fs.open(self._p(uri))
         try:
-            data = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+            data = java_class(self._spark, "org.apache.commons.io.IOUtils").toByteArray(stream)
         finally:
             stream.close()
         return bytes(data).decode()

@@ -34,6 +34,7 @@ from delta.exceptions import DeltaConcurrentModificationException
 from delta.tables import DeltaTable
 
 from .delta import Lake
+from .jvmclass import java_class
 from .retention import DEFAULT_RETENTION_HOURS
 from .schema import table_names
 
@@ -149,8 +150,7 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
             res.vacuumed = int(_last_metrics(lake, name, "VACUUM END")
                                .get("numDeletedFiles", 0))
         if checkpoint:
-            jvm = spark._jvm
-            jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+            java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(
                 spark._jsparkSession, lake.path(name)).checkpoint()
     except DeltaConcurrentModificationException as exc:  # a concurrent writer won
         res.error = str(exc).splitlines()[0]
