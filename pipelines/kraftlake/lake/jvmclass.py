@@ -10,7 +10,10 @@ finds it at once.
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI imports this before it decides to start Spark
+    from pyspark.sql import SparkSession
 
 
 def java_class(spark: SparkSession, name: str):
