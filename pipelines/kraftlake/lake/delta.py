@@ -149,24 +149,11 @@ class Lake:
 
     def txn_version(self, name: str, app_id: str) -> int | None:
         """Last transaction version `app_id` committed to table `name` (None = never)."""
-        snap = self._snapshot(name)
-        if int(snap.version()) < 0:  # no table
-            return None
-        # The version's checksum file lists the table's transactions: reading it costs
-        # milliseconds, where the snapshot's own state reconstruction runs a Spark job.
-        crc = snap.checksumOpt()
-        txns = crc.get().setTransactions() if crc.isDefined() else None
-        if txns is not None and txns.isDefined():
-            seq = txns.get()
-            found = [seq.apply(i).version() for i in range(seq.size())
-                     if seq.apply(i).appId() == app_id]
-            return int(found[0]) if found else None
-        v = snap.transactions().get(app_id)
-        return int(v.get()) if v.isDefined() else None
+        return _txn_version(self._snapshot(name), app_id)
 
     def committed(self, name: str, app_id: str, version: int) -> bool:
-        v = self.txn_version(name, app_id)
-        return v is not None and v >= version
+        """`app_id` committed `version` (or a later one) to table `name`."""
+        return _done(self._snapshot(name), app_id, version)
 
     def files(self, name: str) -> list[str]:
         """Data files of the table's current snapshot, relative to the table's location."""
@@ -213,17 +200,18 @@ class Lake:
                         if str(x).isdigit()}
         return {}
 
-    def _check_layout(self, name: str) -> None:
+    def _check_layout(self, name: str, snap) -> None:
         """Refuse to write on into a table laid out otherwise than its schema says.
 
         An existing table partitioned otherwise was written by an older kraftlake; writing
         on would mix layouts, so it is refused with the remedy. Checked once per table and
-        instance. Only for a table that exists (a first write creates it as it should be).
+        instance, on the table's snapshot `snap`. Only for a table that exists (a first
+        write creates it as it should be).
         """
         if name in self._checked:
             return
         schema = table_schema(name)
-        cols = self._snapshot(name).metadata().partitionColumns()
+        cols = snap.metadata().partitionColumns()
         parts = tuple(cols.apply(i) for i in range(cols.size()))
         if parts != schema.partition_by:
             raise LakeLayoutError(
@@ -256,11 +244,17 @@ class Lake:
         The first write of a table creates it, in the same commit: a lake holds the tables
         something was written to (readers see a missing table as an empty one), and a new
         lake costs no commit per table before its data."""
-        if app_id is not None and self.committed(name, app_id, version):
+        snap = self._snapshot(name)
+        if app_id is not None and _done(snap, app_id, version):
             return False
+        return self._append(name, snap, data, app_id, version, metadata)
+
+    def _append(self, name: str, snap, data: DataFrame | pa.Table, app_id: str | None,
+                version: int | None, metadata: dict[str, str] | None) -> bool:
+        """`append` into the table whose snapshot is `snap`, the transaction id checked."""
         w = self._frame(name, data).write.format("delta").mode("append")
-        if self.exists(name):
-            self._check_layout(name)
+        if int(snap.version()) >= 0:
+            self._check_layout(name, snap)
         else:
             w = w.partitionBy(*table_schema(name).partition_by)
             for key, value in TABLE_PROPERTIES.items():
@@ -272,19 +266,8 @@ class Lake:
         return True
 
     def size(self, name: str) -> tuple[int, int]:
-        """(data files, bytes) of the table's current version, (0, 0) without a table; read
-        from the version's checksum when Delta wrote one, which costs no Spark job."""
-        snap = self._snapshot(name)
-        if int(snap.version()) < 0:  # no table
-            return 0, 0
-        crc = snap.checksumOpt()
-        if crc.isDefined():
-            return int(crc.get().numFiles()), int(crc.get().tableSizeBytes())
-        return int(snap.numOfFiles()), int(snap.sizeInBytes())
-
-    def _has_rows(self, name: str) -> bool:
-        """The table exists and holds a data file."""
-        return self.size(name)[0] > 0
+        """(data files, bytes) of the table's current version, (0, 0) without a table."""
+        return _size(self._snapshot(name))
 
     def own_session(self) -> None:
         """Give the calling thread a session of its own for merges, before it commits
@@ -324,11 +307,12 @@ class Lake:
         (or none yet) the rows are appended: a merge there could only insert, and costs a
         join and a second Spark job.
         """
-        if self.committed(name, app_id, version):
+        snap = self._snapshot(name)
+        if _done(snap, app_id, version):
             return False
-        if not self._has_rows(name):
-            return self.append(name, data, app_id, version, metadata)
-        self._check_layout(name)
+        if _size(snap)[0] == 0:
+            return self._append(name, snap, data, app_id, version, metadata)
+        self._check_layout(name, snap)
         schema = table_schema(name)
         source = self._frame(name, data).withColumn("_delete", F.lit(False))
         if delete_keys is not None:
@@ -400,3 +384,42 @@ class Lake:
                 cols = ", ".join(f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
                                  for f in table_schema(name).spark.fields)
                 spark.sql(f"CREATE VIEW {name} AS SELECT {cols} WHERE false")
+
+
+# ---------------------------------------------------------------------- one snapshot
+# What a write asks of a table (its transactions, its size, its layout) is read from one
+# snapshot: each `Lake._snapshot` lists the table's Delta log again.
+
+
+def _txn_version(snap, app_id: str) -> int | None:
+    """Last transaction version of `app_id` in the snapshot `snap` (None = never)."""
+    if int(snap.version()) < 0:  # no table
+        return None
+    # The version's checksum file lists the table's transactions: reading it costs
+    # milliseconds, where the snapshot's own state reconstruction runs a Spark job.
+    crc = snap.checksumOpt()
+    txns = crc.get().setTransactions() if crc.isDefined() else None
+    if txns is not None and txns.isDefined():
+        seq = txns.get()
+        found = [seq.apply(i).version() for i in range(seq.size())
+                 if seq.apply(i).appId() == app_id]
+        return int(found[0]) if found else None
+    v = snap.transactions().get(app_id)
+    return int(v.get()) if v.isDefined() else None
+
+
+def _done(snap, app_id: str, version: int | None) -> bool:
+    """`app_id` committed `version` (or a later one) to the table of `snap`."""
+    v = _txn_version(snap, app_id)
+    return v is not None and v >= version
+
+
+def _size(snap) -> tuple[int, int]:
+    """(data files, bytes) of the snapshot, (0, 0) without a table; from the version's
+    checksum when Delta wrote one, which costs no Spark job."""
+    if int(snap.version()) < 0:  # no table
+        return 0, 0
+    crc = snap.checksumOpt()
+    if crc.isDefined():
+        return int(crc.get().numFiles()), int(crc.get().tableSizeBytes())
+    return int(snap.numOfFiles()), int(snap.sizeInBytes())
