@@ -49,7 +49,11 @@ from ..kraft.records import (
 
 KEY = ["cluster_id", "topic_id", "partition_id"]
 MARKERS = list(TRANSACTION_MARKERS)
-OTHER_TYPES = [TOPIC_RECORD, CONFIG_RECORD, FEATURE_LEVEL_RECORD]
+# the records each silver frame of this increment is made of (`topics_of`, `configs_of`,
+# `brokers_of`): none of them, no rows
+TOPIC_TYPES = [TOPIC_RECORD, REMOVE_TOPIC_RECORD]
+CONFIG_TYPES = [CONFIG_RECORD, FEATURE_LEVEL_RECORD]
+OTHER_TYPES = [TOPIC_RECORD, *CONFIG_TYPES]
 RELEVANT = [*PARTITION_TYPES, *BROKER_TYPES, *OTHER_TYPES]
 STATE = list(STATE_COLUMNS)
 ARRAYS = list(LIST_COLUMNS)
@@ -157,7 +161,7 @@ def brokers_of(rec: DataFrame) -> DataFrame:
 
 def configs_of(rec: DataFrame) -> DataFrame:
     t = F.col("record_type")
-    return (rec.filter(t.isin(CONFIG_RECORD, FEATURE_LEVEL_RECORD))
+    return (rec.filter(t.isin(*CONFIG_TYPES))
             .select("cluster_id", "offset", "seq", "timestamp",
                     F.when(t == CONFIG_RECORD, "config").otherwise("feature").alias("kind"),
                     _j("resource_type").cast("int").alias("resource_type"),

@@ -36,7 +36,9 @@ from ..fold import kernel
 from ..fold.context import cluster_contexts
 from ..fold.reconcile import check_points, reconcile, snapshot_states
 from ..fold.silver import (
+    CONFIG_TYPES,
     KEY,
+    TOPIC_TYPES,
     brokers_of,
     committed,
     configs_of,
@@ -45,6 +47,7 @@ from ..fold.silver import (
     snapshot_removals,
     topics_of,
 )
+from ..kraft.records import BROKER_TYPES
 from ..lake.delta import Lake, conform, sql_eq
 from ..lake.work import Work
 from ..quality.record_checks import check_records
@@ -293,11 +296,20 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     problems = problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
                                         "offset"])
 
+    # How many records each small silver table is made of, in one Spark job (after the
+    # events, which a stream's reader waits for): an emptiness check of each of those frames
+    # at its commit would be one job apiece. A broker or config record is one row of its
+    # table; topic records only say whether `topics` may change.
+    n_brokers, n_configs, n_topic_records = effective.agg(*[
+        F.count(F.when(F.col("record_type").isin(*types), 1))
+        for types in (BROKER_TYPES, CONFIG_TYPES, TOPIC_TYPES)]).first()
+
     def quarantine() -> None:
         res.quarantined = write("quarantine", problems.unionByName(invalid))
 
     tasks = [lambda: write("records", records, count=res.records), quarantine,
-             lambda: write("brokers", new_brokers), lambda: write("configs", new_cfg)]
+             lambda: write("brokers", new_brokers, count=n_brokers),
+             lambda: write("configs", new_cfg, count=n_configs)]
     if gold_done:
         res.skipped += ["partition_changes", "partition_timeline", "partition_events",
                         "snapshot_reconciliation", "partition_intervals", "incidents",
@@ -313,7 +325,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
                                            "partition_current"), "upsert",
               delete_keys=gold.part("gone").select(*KEY), target_filter=_same_cluster(cid),
               metadata=_gold_counts(res))
-    write("topics", changed_topics, "upsert")
+    write("topics", changed_topics, "upsert", count=None if n_topic_records else 0)
 
     say("progress: ingest_progress")
     prog = pa.table({
