@@ -78,9 +78,13 @@ def conform(df: DataFrame, name: str) -> DataFrame:
     `F.lit` and `cast`, each column cost several py4j round trips, and every write conforms
     its rows (an increment: ~800 round trips, most of them failed class lookups)."""
     have = set(df.columns)
-    return df.selectExpr(*[
-        f"CAST({f'`{f.name}`' if f.name in have else 'NULL'} AS {f.dataType.simpleString()})"
-        f" AS `{f.name}`" for f in table_schema(name).spark.fields])
+    return df.selectExpr(*[_column_sql(f, f"`{f.name}`" if f.name in have else "NULL")
+                           for f in table_schema(name).spark.fields])
+
+
+def _column_sql(field, value: str) -> str:
+    """A table column as a SQL select item: `value` cast to the column's type, named as it."""
+    return f"CAST({value} AS {field.dataType.simpleString()}) AS `{field.name}`"
 
 
 class Lake:
@@ -144,8 +148,7 @@ class Lake:
 
     def version(self, name: str) -> int | None:
         """The table's current version (None: no table)."""
-        v = int(self._snapshot(name).version())
-        return v if v >= 0 else None
+        return _version(self._snapshot(name))
 
     def txn_version(self, name: str, app_id: str) -> int | None:
         """Last transaction version `app_id` committed to table `name` (None = never)."""
@@ -253,7 +256,7 @@ class Lake:
                 version: int | None, metadata: dict[str, str] | None) -> bool:
         """`append` into the table whose snapshot is `snap`, the transaction id checked."""
         w = self._frame(name, data).write.format("delta").mode("append")
-        if int(snap.version()) >= 0:
+        if _version(snap) is not None:
             self._check_layout(name, snap)
         else:
             w = w.partitionBy(*table_schema(name).partition_by)
@@ -381,8 +384,7 @@ class Lake:
             if self.exists(name):
                 spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{self.path(name)}'")
             else:
-                cols = ", ".join(f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`"
-                                 for f in table_schema(name).spark.fields)
+                cols = ", ".join(_column_sql(f, "NULL") for f in table_schema(name).spark.fields)
                 spark.sql(f"CREATE VIEW {name} AS SELECT {cols} WHERE false")
 
 
@@ -391,9 +393,15 @@ class Lake:
 # snapshot: each `Lake._snapshot` lists the table's Delta log again.
 
 
+def _version(snap) -> int | None:
+    """The snapshot's table version (None: no table; Delta says -1)."""
+    v = int(snap.version())
+    return v if v >= 0 else None
+
+
 def _txn_version(snap, app_id: str) -> int | None:
     """Last transaction version of `app_id` in the snapshot `snap` (None = never)."""
-    if int(snap.version()) < 0:  # no table
+    if _version(snap) is None:
         return None
     # The version's checksum file lists the table's transactions: reading it costs
     # milliseconds, where the snapshot's own state reconstruction runs a Spark job.
@@ -417,7 +425,7 @@ def _done(snap, app_id: str, version: int | None) -> bool:
 def _size(snap) -> tuple[int, int]:
     """(data files, bytes) of the snapshot, (0, 0) without a table; from the version's
     checksum when Delta wrote one, which costs no Spark job."""
-    if int(snap.version()) < 0:  # no table
+    if _version(snap) is None:
         return 0, 0
     crc = snap.checksumOpt()
     if crc.isDefined():
