@@ -1,14 +1,14 @@
 """Real incidents, driven with Kafka's own tools against a running `KafkaCluster`.
 
 One sequence, run once per test session, covers what kraftlake claims to detect: topic
-churn, an ISR shrink from a paused follower, fencing after kill -9, an ELR election after
-clean (SIGTERM) shutdowns, a min.insync.replicas change (ClearElrRecord), unclean elections
-through the topic config and through `kafka-leader-election --election-type UNCLEAN` with
-the recovery that follows, a throttled reassignment listed while it lasts and cancelled, two
-reassignments completed and a preferred election, and an under-replication longer than the
-attribution window of incident causes followed by an unrelated controlled shutdown. Each
-step waits for Kafka to report the state it was after, so the log is the same shape on a
-slow machine.
+churn, ISR shrinks from the fencing of a paused broker, fencing after kill -9, an ELR
+election after clean (SIGTERM) shutdowns, a min.insync.replicas change (ClearElrRecord),
+unclean elections through the topic config and through `kafka-leader-election
+--election-type UNCLEAN` with the recovery that follows, a throttled reassignment listed
+while it lasts and cancelled, two reassignments completed and a preferred election, and an
+under-replication longer than the attribution window of incident causes followed by an
+unrelated controlled shutdown. Each step waits for Kafka to report the state it was after,
+so the log is the same shape on a slow machine.
 
 What Kafka's tools say they did is kept with the step (`Said`): the topics `--create`
 created, the partitions `kafka-leader-election` elected, the reassignments
@@ -443,12 +443,19 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     c.topics("--delete", "--topic", "churn")
     step("churn created and deleted")
 
-    # ISR shrink: follower 4 paused until the leader drops it, then resumed
+    # ISR shrink: broker 4 paused until the controller fences it (no heartbeat for its
+    # broker.session.timeout.ms), which takes it out of every ISR in the same records, then
+    # resumed. (Its followers hold the leaders' log end, and nothing is written meanwhile,
+    # so no leader drops them sooner.) The fence is read from the controller's gauge, not a
+    # describe: an admin client may send a request to the paused broker (the metadata it
+    # got names 4 until the fence) and wait its whole default.api.timeout.ms, 60 s, for it.
     said.append(create(c, "orders", "2:3:4,3:4:2,4:2:3", "min.insync.replicas=2"))
     produce(c, "orders")
+    fenced = c.gauges()["FencedBrokerCount"]
     c.signal(4, signal.SIGSTOP)
-    wait_for("broker 4 out of orders-0's ISR", lambda: 4 not in part(c, "orders")["Isr"])
+    wait_for("broker 4 fenced", lambda: c.gauges()["FencedBrokerCount"] > fenced)
     c.signal(4, signal.SIGCONT)
+    assert 4 not in part(c, "orders")["Isr"], part(c, "orders")
     wait_for("broker 4 back in orders-0's ISR", lambda: 4 in part(c, "orders")["Isr"])
     settle_isr(c)
     step("isr shrink and expand (SIGSTOP/SIGCONT of broker 4)")
