@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from kraftlake.codec.batch import Batch, encode_batch, scan_batches
+from kraftlake.codec.logfiles import records_of_batch
 from kraftlake.jobs.batch import ingest
 from kraftlake.jobs.increment import cluster_progress
 from kraftlake.jobs.stream import processing_time
 from kraftlake.lake.delta import Lake
+from kraftlake.lake.schema import table_names
 from tests.conftest import real
 from tests.lake_rows import table_rows
 
@@ -163,6 +165,35 @@ def _rewritten(log: GrowingLog, i: int) -> bytes:
                b.base_timestamp + 1000, b.max_timestamp + 1000, b.records, b.producer_id,
                b.producer_epoch, b.base_sequence)
     return encode_batch(nb)
+
+
+def test_an_increment_of_noops_commits_its_records_and_the_markers_alone(
+        spark, tmp_path, cfg_factory):
+    """An idle controller's log grows by NoOpRecords only (what a stream sees for hours on
+    a quiet cluster): that increment commits its records and the two marker tables
+    (`partition_current`, `ingest_progress`, whose transaction ids say how far it got),
+    and no other table changes by a row or a commit."""
+    log = GrowingLog(tmp_path / "kafka", NOMAN / "00000000000000000000.log", "quiet-test")
+    quiet = log.batches[400:440]
+    assert {r.type for b in quiet for r in records_of_batch(b)} == {"NoOpRecord"}
+    lake = Lake(tmp_path / "lake")
+    cfg = cfg_factory(lake.root)
+    start = log.write(0, 400)
+    ingest(spark, cfg, [log.dir])
+    versions = {n: lake.version(n) for n in table_names()}
+    rows = {n: table_rows(lake, n) for n in table_names()}
+    end = log.write(400, 440)
+    (res,) = ingest(spark, cfg, [log.dir])
+    assert (res.start_offset, res.end_offset, res.records) == (start, end, end - start)
+    assert (res.changes, res.events, res.timeline, res.pending_txn_from) == (0, 0, 0, None)
+    changed = {n for n in table_names() if lake.version(n) != versions[n]}
+    assert changed == {"records", "partition_current", "ingest_progress"}
+    assert len(table_rows(lake, "records")) == len(rows["records"]) + end - start
+    assert len(table_rows(lake, "ingest_progress")) == len(rows["ingest_progress"]) + 1
+    for name in table_names():
+        if name not in ("records", "ingest_progress"):
+            assert table_rows(lake, name) == rows[name], name
+    assert cluster_progress(lake, "quiet-test")["end_offset"] == end
 
 
 def test_diverged_tail_is_reported_not_ingested_twice(spark, tmp_path, cfg_factory):

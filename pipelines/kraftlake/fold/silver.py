@@ -75,11 +75,16 @@ def _j(path: str) -> Column:
     return F.get_json_object("data", f"$.{path}")
 
 
+def is_relevant() -> Column:
+    """A source row is a decoded record some silver table is made of (or a transaction
+    marker, which decides whether such records took effect)."""
+    return ((F.col("row_kind") == "record") & ~F.col("control") & F.col("data").isNotNull()
+            & F.col("record_type").isin(RELEVANT + MARKERS))
+
+
 def relevant(src: DataFrame) -> DataFrame:
     """Decoded records the silver tables need (log and snapshot), with `seq` 0 log, 1 snapshot."""
-    return (src.filter((F.col("row_kind") == "record") & ~F.col("control")
-                       & F.col("data").isNotNull()
-                       & F.col("record_type").isin(RELEVANT + MARKERS))
+    return (src.filter(is_relevant())
             .withColumn("seq", F.when(F.col("source") == "snapshot", 1).otherwise(0))
             .select("cluster_id", "source", "snapshot_role", "snapshot_end_offset", "offset",
                     "seq", "position", "timestamp", "record_type", "data"))

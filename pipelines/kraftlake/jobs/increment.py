@@ -42,6 +42,7 @@ from ..fold.silver import (
     brokers_of,
     committed,
     configs_of,
+    is_relevant,
     partition_changes,
     relevant,
     snapshot_removals,
@@ -49,6 +50,7 @@ from ..fold.silver import (
 )
 from ..kraft.records import BROKER_TYPES
 from ..lake.delta import Lake, conform, sql_eq
+from ..lake.schema import table_schema
 from ..lake.work import Work
 from ..quality.record_checks import check_records
 
@@ -212,7 +214,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
             return 0
         t0 = time.perf_counter()
         if how == "append":
-            lake.append(name, data, app_id, version)
+            lake.append(name, data, app_id, version, **kw)
         else:
             lake.upsert(name, data, app_id, version, **kw)
         res.commit_seconds[name] = round(time.perf_counter() - t0, 2)
@@ -225,9 +227,9 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # one pass over the source answers every question the increment has about its extent
     is_record = F.col("row_kind") == "record"
     log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
-    lo, hi, res.records, snap_hi = src.agg(
+    lo, hi, res.records, snap_hi, n_relevant = src.agg(
         F.min(log_offset), F.max(log_offset), F.count(F.when(is_record, 1)),
-        F.max("snapshot_end_offset")).first()
+        F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1))).first()
     if snapshot_high is None:
         snapshot_high = snap_hi
     res.start_offset = lo
@@ -237,8 +239,25 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # quarantined with the reason and kept out of silver and gold (nothing is dropped).
     checked, invalid = check_records(records)
 
-    # ---- silver frames (written after bronze; the kernel needs them first)
+    def quarantine() -> None:
+        res.quarantined = write("quarantine", _problems(src).unionByName(invalid))
+
     pend_from = prev.get("pending_txn_from") if prev else None
+    if not n_relevant and snap_hi is None and pend_from is None:
+        # A quiet increment (a controller's NoOps, most of what an idle cluster writes):
+        # no record any silver table is made of, no snapshot, no transaction open before
+        # it, so no table but bronze can change. Its gold is nothing; `partition_current`
+        # still gets its marker commit, an empty append (a merge would cost two jobs).
+        say("commit: records, quarantine (no record of partition, broker, topic or config)")
+        _commit_concurrently(lake, [lambda: write("records", records, count=res.records),
+                                    quarantine])
+        say("current: partition_current")
+        write("partition_current", table_schema("partition_current").arrow.empty_table(),
+              metadata=_gold_counts(res))
+        _progress(res, prev, snapshot_high, write, say)
+        return res
+
+    # ---- silver frames (written after bronze; the kernel needs them first)
     # records held back by an open transaction last time are read again from bronze
     if pend_from is not None and res.start_offset is not None and pend_from < res.start_offset:
         back = _cluster(seed.read(spark, "records"), cid).filter(
@@ -285,16 +304,6 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # reads another's commit, so they commit together (`_commit_concurrently`)
     say("commit: records, quarantine, brokers, configs, partition changes, timeline, "
         "reconciliation, intervals, incidents")
-    problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
-        "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),
-        F.when(F.col("row_kind") == "record", F.lit(-1)).otherwise(
-            F.coalesce("byte_position", F.lit(-1))).alias("byte_position"),
-        "offset", "end_offset",
-        F.when(F.col("row_kind") == "record", F.lit("undecodable")).otherwise(
-            F.coalesce("problem_kind", "row_kind")).alias("kind"),
-        F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"))
-    problems = problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
-                                        "offset"])
 
     # How many records each small silver table is made of, in one Spark job (after the
     # events, which a stream's reader waits for): an emptiness check of each of those frames
@@ -303,9 +312,6 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     n_brokers, n_configs, n_topic_records = effective.agg(*[
         F.count(F.when(F.col("record_type").isin(*types), 1))
         for types in (BROKER_TYPES, CONFIG_TYPES, TOPIC_TYPES)]).first()
-
-    def quarantine() -> None:
-        res.quarantined = write("quarantine", problems.unionByName(invalid))
 
     tasks = [lambda: write("records", records, count=res.records), quarantine,
              lambda: write("brokers", new_brokers, count=n_brokers),
@@ -326,19 +332,38 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
               delete_keys=gold.part("gone").select(*KEY), target_filter=_same_cluster(cid),
               metadata=_gold_counts(res))
     write("topics", changed_topics, "upsert", count=None if n_topic_records else 0)
+    _progress(res, prev, snapshot_high, write, say)
+    return res
 
+
+def _problems(src: DataFrame) -> DataFrame:
+    """The source's rows that are no decodable record (a damaged batch, an undecodable
+    record), as `quarantine` rows, each once."""
+    problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
+        "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),
+        F.when(F.col("row_kind") == "record", F.lit(-1)).otherwise(
+            F.coalesce("byte_position", F.lit(-1))).alias("byte_position"),
+        "offset", "end_offset",
+        F.when(F.col("row_kind") == "record", F.lit("undecodable")).otherwise(
+            F.coalesce("problem_kind", "row_kind")).alias("kind"),
+        F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"))
+    return problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
+                                    "offset"])
+
+
+def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None, write,
+              say) -> None:
+    """The increment's `ingest_progress` row, its last commit."""
     say("progress: ingest_progress")
-    prog = pa.table({
-        "cluster_id": [cid], "app_id": [app_id], "version": [version],
+    write("ingest_progress", pa.table({
+        "cluster_id": [res.cluster_id], "app_id": [res.app_id], "version": [res.version],
         "start_offset": [res.start_offset],
         "end_offset": [res.end_offset if res.end_offset is not None else
                        (prev["end_offset"] if prev else 0)],
         "snapshot_high": [snapshot_high if snapshot_high is not None else
                           (prev["snapshot_high"] if prev else None)],
         "pending_txn_from": [res.pending_txn_from],
-        "records": [res.records], "changes": [res.changes], "events": [res.events]})
-    write("ingest_progress", prog)
-    return res
+        "records": [res.records], "changes": [res.changes], "events": [res.events]}))
 
 
 def _commit_concurrently(lake: Lake, tasks: list[Callable[[], None]]) -> None:
