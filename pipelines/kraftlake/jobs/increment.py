@@ -50,7 +50,6 @@ from ..fold.silver import (
 )
 from ..kraft.records import BROKER_TYPES
 from ..lake.delta import Lake, conform, sql_eq
-from ..lake.schema import table_schema
 from ..lake.work import Work
 from ..quality.record_checks import check_records
 
@@ -66,7 +65,8 @@ SPILL = StorageLevel.DISK_ONLY
 WAVE = ("records", "quarantine", "brokers", "configs", "partition_changes", "partition_timeline",
         "snapshot_reconciliation", "partition_intervals", "incidents")
 ORDER = ["partition_events", *WAVE, "partition_current", "topics", "ingest_progress"]
-ALWAYS_COMMITTED = ("partition_current", "ingest_progress")  # even when empty: markers
+# even when empty: markers (`partition_current`: gold is done; a quiet increment has no gold)
+ALWAYS_COMMITTED = ("partition_current", "ingest_progress")
 GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
 
 # Threads committing the tables of one wave (`_commit_concurrently`). A commit is mostly the
@@ -246,14 +246,12 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     if not n_relevant and snap_hi is None and pend_from is None:
         # A quiet increment (a controller's NoOps, most of what an idle cluster writes):
         # no record any silver table is made of, no snapshot, no transaction open before
-        # it, so no table but bronze can change. Its gold is nothing; `partition_current`
-        # still gets its marker commit, an empty append (a merge would cost two jobs).
+        # it, so no table but bronze can change. It has no gold, so no `partition_current`
+        # marker either: a re-run of it (the same input) is quiet again and never asks
+        # whether gold was done.
         say("commit: records, quarantine (no record of partition, broker, topic or config)")
         _commit_concurrently(lake, [lambda: write("records", records, count=res.records),
                                     quarantine])
-        say("current: partition_current")
-        write("partition_current", table_schema("partition_current").arrow.empty_table(),
-              metadata=_gold_counts(res))
         _progress(res, prev, snapshot_high, write, say)
         return res
 
