@@ -16,6 +16,9 @@ Write order matters for that argument, and the commits come in waves that keep i
    increment, which a re-run can only read back while `topics` has not committed yet (once
    `partition_current` has, gold is not recomputed: its counts come back from that commit's
    metadata); `ingest_progress` last.
+
+A quiet increment (no record any silver table is made of: an idle controller's NoOps) can
+change bronze alone, so it commits `records`, `quarantine` and `ingest_progress` only.
 """
 
 from __future__ import annotations
