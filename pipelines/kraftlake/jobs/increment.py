@@ -217,7 +217,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
             return 0
         t0 = time.perf_counter()
         if how == "append":
-            lake.append(name, data, app_id, version, **kw)
+            lake.append(name, data, app_id, version)
         else:
             lake.upsert(name, data, app_id, version, **kw)
         res.commit_seconds[name] = round(time.perf_counter() - t0, 2)
@@ -242,6 +242,9 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # quarantined with the reason and kept out of silver and gold (nothing is dropped).
     checked, invalid = check_records(records)
 
+    def bronze() -> None:
+        write("records", records, count=res.records)
+
     def quarantine() -> None:
         res.quarantined = write("quarantine", _problems(src).unionByName(invalid))
 
@@ -253,8 +256,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         # marker either: a re-run of it (the same input) is quiet again and never asks
         # whether gold was done.
         say("commit: records, quarantine (no record of partition, broker, topic or config)")
-        _commit_concurrently(lake, [lambda: write("records", records, count=res.records),
-                                    quarantine])
+        _commit_concurrently(lake, [bronze, quarantine])
         _progress(res, prev, snapshot_high, write, say)
         return res
 
@@ -314,7 +316,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         F.count(F.when(F.col("record_type").isin(*types), 1))
         for types in (BROKER_TYPES, CONFIG_TYPES, TOPIC_TYPES)]).first()
 
-    tasks = [lambda: write("records", records, count=res.records), quarantine,
+    tasks = [bronze, quarantine,
              lambda: write("brokers", new_brokers, count=n_brokers),
              lambda: write("configs", new_cfg, count=n_configs)]
     if gold_done:
