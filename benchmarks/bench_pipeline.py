@@ -373,8 +373,8 @@ def main() -> None:
         memory = PeakMemory()
         if (tmp / "base" / "setup.json").is_file():
             print(f"1. reusing the lakes built earlier in {tmp / 'base'}")
-            spark = session(tmp / "history-log")
             setup, tails = restore(tmp)
+            spark = session(tmp / "history-log")
         else:
             if args.cluster:
                 cluster = args.cluster

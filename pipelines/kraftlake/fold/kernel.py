@@ -287,7 +287,8 @@ def _interval_row(base: dict[str, Any], kind: str, start: tuple[int, int, int],
                   end: tuple[int, int] | None) -> dict[str, Any]:
     return {**base, "out": "interval", "kind": kind, "start_offset": start[0],
             "start_seq": start[1], "start_ts": start[2], "end_offset": end and end[0],
-            "end_ts": end and end[1], "duration_ms": _ms(start[2], end and end[1])}
+            "end_ts": end and end[1], "is_open": end is None,
+            "duration_ms": _ms(start[2], end and end[1])}
 
 
 # ---------------------------------------------------------------- Arrow in, Arrow out

@@ -444,8 +444,7 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
         snapshot_removals(done, seed_keys), allowMissingColumns=True), "partition_changes"))
     say("kernel: timeline, events, intervals")
     touched = changes.select(*KEY).distinct()
-    open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
-        F.col("end_offset").isNull())
+    open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter("is_open")
     out = work.frame("kernel", kernel.run(
         spark, changes, cur_df.join(touched, KEY, "left_semi"),
         open_iv.join(touched, KEY, "left_semi"),
@@ -500,8 +499,9 @@ def _gold(spark, seed, src, k: _Kernel, brokers, configs, res, write,
         write("snapshot_reconciliation", m, "upsert", count=res.mismatches)
 
     def intervals() -> None:
+        # Only open intervals are ever closed: the merge reads the open partition alone
         write("partition_intervals", iv, "upsert", count=k.intervals,
-              target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")
+              target_filter=f"t.is_open = true AND {_same_cluster(cid)}")
 
     def incidents_() -> None:
         _incidents(spark, seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
@@ -524,7 +524,7 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, configs, res, rerun, write
         return
     if rerun:  # a run stopped after that commit: the table holds this increment's intervals
         troubles = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
-            F.col("end_offset").isNull() | (F.col("end_offset") >= since))
+            F.col("is_open") | (F.col("end_offset") >= since))
     else:  # what the table will hold: open at the start or ended in this increment
         troubles = open_iv.join(iv.select(*INTERVAL_KEY), INTERVAL_KEY, "left_anti"
                                 ).unionByName(iv)
