@@ -38,11 +38,13 @@ trouble carried over joins it; its id is its start, so it is updated by an upser
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from functools import partial
 from itertools import groupby
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -76,6 +78,7 @@ EVENT_COLUMNS = ["cluster_id", "offset", "event_type", "topic_id", "partition_id
 _OUT_ARROW = pa.schema([f.with_nullable(True) for f in table_schema("incidents").arrow
                         if f.name != "duration_ms"])
 _INT_ARRAY = "array<int>"
+_BATCH_ROWS = 65_536  # events turned into Python objects at a time
 
 
 def duration_ms(start: Column, end: Column) -> Column:
@@ -90,17 +93,23 @@ def _micros(table: pa.Table, name: str) -> pa.ChunkedArray:
 
 def _drops(events: pa.Table) -> dict[int, list[tuple[int, int | None]]]:
     """broker -> (offset, time in µs) of the events taking it out of an ISR or away from
-    leadership, in offset order."""
+    leadership, in offset order.
+
+    Read a batch at a time: a first ingest hands over every event of the cluster (about two
+    million for a day of the simulator's `large` cluster), few of which drop a broker, and
+    their columns as Python objects all at once would take a worker hundreds of MiB."""
     out: dict[int, set[tuple[int, int | None]]] = {}
-    cols = [events.column(c).to_pylist() for c in ("prev_isr", "new_isr", "prev_leader",
-                                                     "new_leader", "offset")]
-    for prev_isr, new_isr, prev_leader, new_leader, offset, ts in zip(
-            *cols, _micros(events, "timestamp").to_pylist(), strict=True):
-        gone = set(prev_isr or ()) - set(new_isr or ())
-        if prev_leader is not None and prev_leader >= 0 and prev_leader != new_leader:
-            gone.add(prev_leader)
-        for b in gone:
-            out.setdefault(b, set()).add((offset, ts))
+    events = events.set_column(events.schema.get_field_index("timestamp"), "timestamp",
+                               _micros(events, "timestamp"))
+    names = ("prev_isr", "new_isr", "prev_leader", "new_leader", "offset", "timestamp")
+    for batch in events.select(names).to_batches(max_chunksize=_BATCH_ROWS):
+        for prev_isr, new_isr, prev_leader, new_leader, offset, ts in zip(
+                *(c.to_pylist() for c in batch.columns), strict=True):
+            gone = set(prev_isr or ()) - set(new_isr or ())
+            if prev_leader is not None and prev_leader >= 0 and prev_leader != new_leader:
+                gone.add(prev_leader)
+            for b in gone:
+                out.setdefault(b, set()).add((offset, ts))
     return {b: sorted(v) for b, v in out.items()}
 
 
@@ -268,12 +277,7 @@ def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
             reach = max(reach, until)
 
     events = events.sort_by("offset")
-    ev_offset = events.column("offset").to_pylist()
-    ev_type = events.column("event_type").to_pylist()
-    ev_part = list(zip(events.column("topic_id").to_pylist(),
-                       events.column("partition_id").to_pylist(), strict=True))
-    ev_name = [f"{name or tid}:{pid}" for name, (tid, pid) in zip(
-        events.column("topic_name").to_pylist(), ev_part, strict=True)]
+    ev_offset = events.column("offset").to_numpy()
 
     cid = troubles.column("cluster_id")[0].as_py() if n else None
     out: dict[str, list] = {c: [] for c in _OUT_ARROW.names}
@@ -301,17 +305,30 @@ def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
         out["brokers"].append(sorted({b for i in g for b in brokers[i] or ()}))
         out["incident_id"].append(f"incident-{start[first]}")
 
-        lo = bisect_left(ev_offset, start[first])
-        hi = bisect_right(ev_offset, end[last] if closed else _OPEN_END)
-        per_type: dict[str, set] = {}
-        for j in range(lo, hi):
-            per_type.setdefault(ev_type[j], set()).add(ev_part[j])
-        unclean = [j for j in range(lo, hi) if ev_type[j] == "unclean_election"]
-        out["partitions_affected"].append(len(set(ev_part[lo:hi])))
-        out["event_types"].append(sorted(per_type))
-        out["event_partitions"].append([len(per_type[k]) for k in sorted(per_type)])
-        out["events"].append(hi - lo)
-        out["unclean_elections"].append(len(unclean))
-        out["data_loss_partitions"].append(sorted({ev_name[j] for j in unclean}))
+        lo = int(np.searchsorted(ev_offset, start[first], "left"))
+        hi = int(np.searchsorted(ev_offset, end[last] if closed else _OPEN_END, "right"))
+        for column, value in _event_counts(events.slice(lo, hi - lo)).items():
+            out[column].append(value)
 
     return pa.table(out, schema=_OUT_ARROW)
+
+
+def _event_counts(events: pa.Table) -> dict[str, Any]:
+    """The incident columns counted from its events: by Arrow's kernels, not a Python
+    object per event (an incident of a first ingest can hold millions of them)."""
+    part = pc.binary_join_element_wise(
+        events.column("topic_id"), pc.cast(events.column("partition_id"), pa.string()), ":")
+    per_type = pa.table({"t": events.column("event_type"), "p": part}).group_by("t").aggregate(
+        [("p", "count_distinct")]).sort_by("t")
+    unclean = events.filter(pc.equal(events.column("event_type"), "unclean_election"))
+    return {
+        "partitions_affected": pc.count_distinct(part).as_py(),
+        "event_types": per_type.column("t").to_pylist(),
+        "event_partitions": per_type.column("p_count_distinct").to_pylist(),
+        "events": events.num_rows,
+        "unclean_elections": unclean.num_rows,
+        "data_loss_partitions": sorted({
+            f"{name or tid}:{pid}" for name, tid, pid in zip(
+                *(unclean.column(c).to_pylist() for c in ("topic_name", "topic_id",
+                                                          "partition_id")), strict=True)}),
+    }
