@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -311,15 +312,18 @@ def _batches(rows: list[dict[str, Any]], schema: pa.Schema) -> Iterator[pa.Recor
     for r in rows:
         by_kind.setdefault(r["out"], []).append(r)
     for rs in by_kind.values():
-        present = rs[0].keys()
+        names = [f.name for f in schema if f.name in rs[0]]
+        # the rows' values as columns, transposed by itemgetter and zip in C: a Python loop
+        # per column and row took a fifth of the kernel's time
+        values = dict(zip(names, zip(*map(itemgetter(*names), rs), strict=True), strict=True))
         arrays = []
         for f in schema:
-            if f.name not in present:
+            if f.name not in values:
                 arrays.append(pa.nulls(len(rs), f.type))
             elif pa.types.is_timestamp(f.type):
-                arrays.append(pa.array([r[f.name] for r in rs], pa.int64()).cast(f.type))
+                arrays.append(pa.array(values[f.name], pa.int64()).cast(f.type))
             else:
-                arrays.append(pa.array([r[f.name] for r in rs], f.type))
+                arrays.append(pa.array(values[f.name], f.type))
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
