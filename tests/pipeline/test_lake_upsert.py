@@ -5,8 +5,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from kraftlake.config import load_config
+from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake, LakeLayoutError
-from kraftlake.lake.schema import table_schema
+from kraftlake.lake.schema import table_names, table_schema
+from tests.conftest import REPO
 
 
 def _current_row(cluster: str, topic: str, partition: int) -> dict:
@@ -67,6 +70,20 @@ def test_a_table_of_another_layout_is_refused(spark, tmp_path) -> None:
         str(tmp_path / "partition_timeline"))
     with pytest.raises(LakeLayoutError, match="written by an older version"):
         Lake(tmp_path).append("partition_timeline", spark.createDataFrame([], schema))
+
+
+def test_an_ingest_into_a_lake_of_another_layout_is_refused_before_its_first_commit(
+        spark, tmp_path) -> None:
+    """A lake whose intervals an older kraftlake wrote unpartitioned (before `is_open`):
+    the increment is refused with the remedy when it pins the lake, before it reads the
+    table (a failing read midway named a missing column) or commits anything."""
+    schema = table_schema("partition_intervals").spark
+    spark.createDataFrame([], schema).write.format("delta").save(
+        str(tmp_path / "partition_intervals"))
+    with pytest.raises(LakeLayoutError, match="ingest into a new lake"):
+        ingest(spark, load_config(lake=str(tmp_path)), [REPO / "examples" / "real-3-broker"])
+    lake = Lake(tmp_path)
+    assert [n for n in table_names() if lake.exists(n)] == ["partition_intervals"]
 
 
 def test_merges_committing_on_several_threads_keep_their_own_transaction_ids(

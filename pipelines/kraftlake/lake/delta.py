@@ -339,8 +339,17 @@ class Lake:
 
     def pinned(self) -> Lake:
         """This lake as of now: every read of the returned view is at the version each table
-        has at this call, whatever is committed meanwhile (writes go to the latest)."""
-        pins = {n: v for n in table_names() if (v := self.version(n)) is not None}
+        has at this call, whatever is committed meanwhile (writes go to the latest).
+
+        An increment pins the lake before it reads or writes anything, so the layout of
+        every table is checked here (`_check_layout`): a lake an older kraftlake laid out
+        otherwise is refused before the first commit, not by a failing read midway."""
+        pins = {}
+        for name in table_names():
+            snap = self._snapshot(name)
+            if (v := _version(snap)) is not None:
+                self._check_layout(name, snap)
+                pins[name] = v
         return Lake(self.root, self._spark, pins)
 
     def read(self, spark: SparkSession | None, name: str, version: int | None = None) -> DataFrame:
