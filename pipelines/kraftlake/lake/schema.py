@@ -3,8 +3,9 @@
 Most tables are not partitioned: one increment writes one cluster's rows into new files, so
 the per-file min/max statistics Delta keeps already prune by cluster and offset. A table is
 partitioned only where an increment must rewrite rows in place (`partition_timeline` closes
-the states it supersedes): there the partitioning keeps the rewritable rows apart from the
-history, so an increment's cost does not grow with the history.
+the states it supersedes, `partition_intervals` the spans that end): there the partitioning
+keeps the rewritable rows apart from the history, so an increment's cost does not grow with
+the history.
 """
 
 from __future__ import annotations
