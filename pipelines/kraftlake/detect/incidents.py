@@ -51,9 +51,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..fold.silver import KEY
 from ..kraft.brokers import broker_state, in_service
-from ..kraft.configs import RESOURCE_BROKER
 from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
-from ..kraft.timing import TIMING_KEYS, window_history
+from ..kraft.timing import window_history
 from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
 from ..lake.schema import table_schema
 
@@ -168,24 +167,16 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
 
 
 def broker_outages(brokers: DataFrame, events: DataFrame,
-                   configs: DataFrame | None) -> DataFrame:
+                   windows: dict[str, list[tuple[int, int, int]]]) -> DataFrame:
     """Broker outages (`_OUTAGE_ARROW`, the window from `kraft.timing`), by
     `outages_of_cluster`, which Spark runs once per cluster id.
 
     `brokers`: rows of the brokers table for every broker involved, from its first record on
     (the table is small: one row per broker state change); `events`: partition_events rows
     (those in the same controller write as a broker record move its outage's start);
-    `configs`: rows of the configs table (None: none, Kafka's defaults), of which the few
-    records of the two timing keys are collected into each cluster's window history.
+    `windows`: cluster id -> its `kraft.timing.window_history`, as the kernel's context
+    collected it (`fold.context`; a cluster without one: Kafka's defaults).
     """
-    rows = [] if configs is None else configs.filter(
-        (F.col("kind") == "config") & F.col("name").isin(*TIMING_KEYS)
-        & (F.col("resource_type") == RESOURCE_BROKER)).select(
-        "cluster_id", "offset", "seq", "name", "resource_name", "value").distinct().collect()
-    windows = {cid: window_history([(r.offset, r.seq, r.name, r.resource_name, r.value)
-                                    for r in group])
-               for cid, group in groupby(sorted(rows, key=lambda r: r.cluster_id),
-                                         key=lambda r: r.cluster_id)}
     ev = events.select("cluster_id", "offset", "timestamp", "prev_isr", "new_isr",
                        "prev_leader", "new_leader")
     return brokers.groupBy("cluster_id").cogroup(ev.groupBy("cluster_id")).applyInArrow(

@@ -5,7 +5,9 @@ topic's configured min.insync.replicas (topic value, else the cluster default, e
 controllers' static default: `kraft.configs.resolve_min_isr`) and metadata.version (None
 before any FeatureLevelRecord: logs below 3.3-IV0 have none). Both change rarely, so they
 travel to the executors as sorted histories (a broadcast value of a few kilobytes) and are
-looked up by bisection, instead of as-of joins against every partition row.
+looked up by bisection, instead of as-of joins against every partition row. The same
+collect gives each cluster's attribution window history (`kraft.timing`), which the
+incidents' broker outages read.
 
 Points are (offset, seq): a value written at (o, s) is in force for rows at (o, s) and after,
 so a snapshot's configs (seq 1 at its end offset - 1) apply to the snapshot's own partitions.
@@ -28,6 +30,7 @@ from ..kraft.configs import (
     RESOURCE_TOPIC,
     resolve_min_isr,
 )
+from ..kraft.timing import TIMING_KEYS, window_history
 from ..kraft.versions import MV_FEATURE
 
 Point = tuple[int, int]  # (offset, seq)
@@ -59,6 +62,8 @@ class ClusterContext:
     cluster_min_isr: History
     metadata_version: History
     default_min_isr: int
+    # (offset, seq, attribution window in ms) from there on: `kraft.timing.window_history`
+    windows: list[tuple[int, int, int]] = field(default_factory=lambda: window_history([]))
 
     def min_isr(self, topic_name: str | None, offset: int, seq: int) -> int | None:
         own = self.topic_min_isr.get(topic_name) if topic_name is not None else None
@@ -72,24 +77,31 @@ class ClusterContext:
 def cluster_contexts(configs: DataFrame, topics: DataFrame,
                      default_min_isr: int) -> dict[str, ClusterContext]:
     """Collect the context of every cluster in `configs` and `topics`: its
-    `min.insync.replicas` and `metadata.version` records (rows of the configs table) and its
-    topics (id, name, deleted_offset)."""
+    `min.insync.replicas` and `metadata.version` records and the broker records of the
+    attribution window's keys (rows of the configs table), and its topics (id, name,
+    deleted_offset)."""
+    config = F.col("kind") == "config"
+    broker = F.col("resource_type") == RESOURCE_BROKER
     cfg = configs.filter(
-        ((F.col("kind") == "config") & (F.col("name") == MIN_ISR)
+        (config & (F.col("name") == MIN_ISR)
          & ((F.col("resource_type") == RESOURCE_TOPIC)
-            | ((F.col("resource_type") == RESOURCE_BROKER)
-               & (F.col("resource_name") == CLUSTER_DEFAULT))))
+            | (broker & (F.col("resource_name") == CLUSTER_DEFAULT))))
+        | (config & broker & F.col("name").isin(*TIMING_KEYS))
         | ((F.col("kind") == "feature") & (F.col("name") == MV_FEATURE))
-    ).select("cluster_id", "kind", "resource_type", "resource_name", "offset", "seq", "value",
-             "feature_level").distinct().collect()
+    ).select("cluster_id", "kind", "resource_type", "resource_name", "name", "offset", "seq",
+             "value", "feature_level").distinct().collect()
     tops = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset").collect()
     names: dict[str, dict[str, str]] = {}
     own: dict[str, dict[str, list]] = {}
     cluster: dict[str, list] = {}
     mv: dict[str, list] = {}
+    timing: dict[str, list] = {}
     for r in cfg:
         if r.kind == "feature":
             mv.setdefault(r.cluster_id, []).append((r.offset, r.seq, r.feature_level))
+        elif r.name in TIMING_KEYS:
+            timing.setdefault(r.cluster_id, []).append(
+                (r.offset, r.seq, r.name, r.resource_name, r.value))
         elif r.resource_type == RESOURCE_TOPIC:
             own.setdefault(r.cluster_id, {}).setdefault(r.resource_name, []).append(
                 (r.offset, r.seq, r.value))
@@ -104,5 +116,6 @@ def cluster_contexts(configs: DataFrame, topics: DataFrame,
         topic_names=names.get(cid, {}),
         topic_min_isr={k: History.of(v) for k, v in own.get(cid, {}).items()},
         cluster_min_isr=History.of(cluster.get(cid, [])),
-        metadata_version=History.of(mv.get(cid, [])), default_min_isr=default_min_isr)
-        for cid in {*names, *own, *cluster, *mv}}
+        metadata_version=History.of(mv.get(cid, [])), default_min_isr=default_min_isr,
+        windows=window_history(timing.get(cid, [])))
+        for cid in {*names, *own, *cluster, *mv, *timing}}

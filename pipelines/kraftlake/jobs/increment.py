@@ -327,8 +327,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         _commit_concurrently(lake, tasks)
     else:
         brokers = _cluster(seed.read(spark, "brokers"), cid).unionByName(new_brokers)
-        _commit_concurrently(lake, _gold(spark, seed, src, gold, brokers, configs, res, write,
-                                         work) + tasks)
+        _commit_concurrently(lake, _gold(spark, seed, src, gold, brokers, res, write, work)
+                             + tasks)
         say("current: partition_current")
         write("partition_current", conform(gold.part("timeline").filter("is_current"),
                                            "partition_current"), "upsert",
@@ -421,6 +421,7 @@ class _Kernel:
     out: DataFrame  # the kernel's rows (a work frame, `fold.kernel.output_schema`)
     open_iv: DataFrame  # the cluster's intervals open at the increment's start
     intervals: int  # interval rows the kernel emitted
+    windows: dict[str, list[tuple[int, int, int]]]  # attribution windows (fold.context)
 
     def part(self, kind: str) -> DataFrame:
         return self.out.filter(F.col("out") == kind)
@@ -445,22 +446,23 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
     say("kernel: timeline, events, intervals")
     touched = changes.select(*KEY).distinct()
     open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter("is_open")
+    contexts = cluster_contexts(configs, topic_names, min_isr_default)
     out = work.frame("kernel", kernel.run(
         spark, changes, cur_df.join(touched, KEY, "left_semi"),
-        open_iv.join(touched, KEY, "left_semi"),
-        cluster_contexts(configs, topic_names, min_isr_default)))
+        open_iv.join(touched, KEY, "left_semi"), contexts))
     counts = {(r["out"], r["event_type"]): r["count"]
               for r in out.groupBy("out", "event_type").count().collect()}
     res.timeline = counts.get(("timeline", None), 0)
     res.orphans = counts.get(("orphan", None), 0)
     res.event_counts = {e: n for (o, e), n in counts.items() if o == "event"}
     res.events = sum(res.event_counts.values())
-    k = _Kernel(changes, out, open_iv, counts.get(("interval", None), 0))
+    k = _Kernel(changes, out, open_iv, counts.get(("interval", None), 0),
+                {c: ctx.windows for c, ctx in contexts.items()})
     write("partition_events", conform(k.part("event"), "partition_events"), count=res.events)
     return k
 
 
-def _gold(spark, seed, src, k: _Kernel, brokers, configs, res, write,
+def _gold(spark, seed, src, k: _Kernel, brokers, res, write,
           work) -> list[Callable[[], None]]:
     """The commits of the other gold tables, from the kernel's output: partition_changes,
     the timeline, reconciliation, intervals and incidents (`partition_current` comes after
@@ -505,12 +507,12 @@ def _gold(spark, seed, src, k: _Kernel, brokers, configs, res, write,
 
     def incidents_() -> None:
         _incidents(spark, seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
-                   brokers, configs, res, rerun, write, work)
+                   brokers, k.windows, res, rerun, write, work)
 
     return [incidents_, timeline, changes, reconciliation, intervals]
 
 
-def _incidents(spark, seed, iv, open_iv, ev, brokers, configs, res, rerun, write, work):
+def _incidents(spark, seed, iv, open_iv, ev, brokers, windows, res, rerun, write, work):
     """incidents of this increment, upserted on their key.
 
     Inputs grow with the increment, not the lake: the intervals this increment wrote and
@@ -534,7 +536,7 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, configs, res, rerun, write
     frm = since if first is None else min(first, since)
     events = _cluster(seed.read(spark, "partition_events"), cid).filter(
         (F.col("offset") >= frm) & (F.col("offset") < since)).unionByName(ev)
-    outages = broker_outages(brokers, events, configs).filter(
+    outages = broker_outages(brokers, events, windows).filter(
         (F.col("start_offset") >= since) | F.col("end_offset").isNull()
         | (F.col("end_offset") >= since))
     inc = work.frame("incidents", conform(incidents(
