@@ -14,7 +14,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from kraftlake.lake.delta import Lake
-from tests.cluster.conftest import EXAMPLE
+from tests.cluster.conftest import EXAMPLE, cli_commands
 from tests.cluster.servers import s3_server
 from tests.conftest import cli_env
 
@@ -49,7 +49,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=900, env=cli_env())
 
 
-def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake) -> None:
+def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake, tmp_path) -> None:
     lake = "s3a://kraftlake/lake"
     res = cli("ingest", "s3a://kraftlake/logs/real-3-broker", "--lake", lake)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -58,21 +58,26 @@ def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake) -> None:
     want = [r.asDict() for r in spark.sql(CURRENT.replace(
         "FROM partition_current", f"FROM delta.`{Lake(local_lake).path('partition_current')}`"))
         .collect()]
-    res = cli("sql", CURRENT, "--lake", lake, "--format", "json")
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert json.loads(res.stdout) == want and want
+    # sql, quality and maintain in one process: one JVM start instead of three (the
+    # first, sql's, resolves the s3a jars from the lake's URI alone; ingest's came with
+    # its s3a source too). One suite and two tables: every request to the store is a
+    # round trip, and a whole quality run or maintenance of every table takes minutes
+    # against a local server.
+    sql, quality, maintain = cli_commands([
+        [*cmd, "--master", "local[2]"] for cmd in (
+            ["sql", CURRENT, "--lake", lake, "--format", "json"],
+            ["quality", "--lake", lake, "--suite", "partition_current"],
+            ["maintain", "--lake", lake, "--table", "records", "--table", "partition_timeline",
+             "--retention-hours", "0", "--allow-short-retention"])], tmp_path, cli_env())
+    assert sql.returncode == 0, sql.stderr[-3000:]
+    assert json.loads(sql.stdout) == want and want
 
-    # one suite and two tables: every request to the store is a round trip, and a whole
-    # quality run or maintenance of every table takes minutes against a local server
-    res = cli("quality", "--lake", lake, "--suite", "partition_current")
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert "0 error(s) failed" in res.stdout
+    assert quality.returncode == 0, quality.stdout[-3000:] + quality.stderr[-3000:]
+    assert "0 error(s) failed" in quality.stdout
 
-    res = cli("maintain", "--lake", lake, "--table", "records", "--table", "partition_timeline",
-              "--retention-hours", "0", "--allow-short-retention")
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert maintain.returncode == 0, maintain.stdout[-3000:] + maintain.stderr[-3000:]
     # compacted and vacuumed, the table still holds every record: read by delta-rs (another
-    # Delta engine, and no fifth JVM start; the CLI's sql on s3a:// was run above)
+    # Delta engine, and no third JVM start; the CLI's sql on s3a:// was run above)
     records = deltalake.DeltaTable("s3://kraftlake/lake/records", storage_options={
         **{k: v for k, v in s3.items() if k.startswith("AWS_")}, "AWS_ALLOW_HTTP": "true"})
     assert records.to_pyarrow_table(columns=["offset"]).num_rows == 153
