@@ -69,7 +69,7 @@ TEST_SPARK_CONF = {
 # Kafka tests' live stream) is a JVM living a few minutes at most, where the C2 compiler
 # costs more CPU than its code saves: C1 only (`-XX:TieredStopAtLevel=1`) cut one CLI ingest
 # of a 2,067-record log from 130-146 to 99-104 CPU s in the same wall time,
-# tests/cluster/test_s3.py (four CLI jobs) from 750 to 547 CPU s (408 -> 351 s wall),
+# tests/cluster/test_s3.py (then four CLI jobs) from 750 to 547 CPU s (408 -> 351 s wall),
 # tests/cluster/test_standalone.py (driver and executors C1 only) from 1,401 to 887 CPU s
 # (462 -> 388 s wall) and the Kafka scenario (its live stream: three micro-batches in about
 # five minutes) from 738 to 661 CPU s (345 -> 333 s wall), each run alone on an idle
@@ -93,7 +93,17 @@ SHORT_JOB_CONF = {**TEST_SPARK_CONF,
 # for the serial collector (8 warm ingests of examples/real-3-broker in one session: 77.2
 # against 66.0 JVM CPU s). A whole run (idle machine, 2026-11-27): 19.3 min against 20.0,
 # the two sessions' JVMs 1,043 CPU s against 1,124.
-SESSION_JAVA_OPTIONS = "-XX:+UseSerialGC"
+# Their C2 compiler starts later than Java's default: a method is compiled by C2 after three
+# times the default invocations and loop iterations (`-XX:Tier4...Threshold`), so code that
+# runs hot for a test or two stays C1's. Compilation was a third of a session's JVM CPU:
+# test_ingest_growth, test_restart_points and test_reconcile in one process (idle machine,
+# 2026-11-27, one run each) took 306.8 JVM CPU s with the defaults, 95 s of it in the
+# compiler threads (C2 78), against 271.5 (67, C2 53) with these thresholds, 238 s wall
+# against 222; C1 only took 282.4 CPU s but 262 s wall.
+SESSION_JAVA_OPTIONS = " ".join([
+    "-XX:+UseSerialGC", "-XX:Tier4InvocationThreshold=15000",
+    "-XX:Tier4MinInvocationThreshold=1800", "-XX:Tier4CompileThreshold=45000",
+    "-XX:Tier4BackEdgeThreshold=120000"])
 
 
 def _conf_file(conf: dict[str, str]) -> str:
