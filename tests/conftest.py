@@ -93,17 +93,11 @@ SHORT_JOB_CONF = {**TEST_SPARK_CONF,
 # for the serial collector (8 warm ingests of examples/real-3-broker in one session: 77.2
 # against 66.0 JVM CPU s). A whole run (idle machine, 2026-11-27): 19.3 min against 20.0,
 # the two sessions' JVMs 1,043 CPU s against 1,124.
-# Their C2 compiler starts later than Java's default: a method is compiled by C2 after three
-# times the default invocations and loop iterations (`-XX:Tier4...Threshold`), so code that
-# runs hot for a test or two stays C1's. Compilation was a third of a session's JVM CPU:
-# test_ingest_growth, test_restart_points and test_reconcile in one process (idle machine,
-# 2026-11-27, one run each) took 306.8 JVM CPU s with the defaults, 95 s of it in the
-# compiler threads (C2 78), against 271.5 (67, C2 53) with these thresholds, 238 s wall
-# against 222; C1 only took 282.4 CPU s but 262 s wall.
-SESSION_JAVA_OPTIONS = " ".join([
-    "-XX:+UseSerialGC", "-XX:Tier4InvocationThreshold=15000",
-    "-XX:Tier4MinInvocationThreshold=1800", "-XX:Tier4CompileThreshold=45000",
-    "-XX:Tier4BackEdgeThreshold=120000"])
+# Starting C2 later (`-XX:Tier4*Threshold` at three times the default) cut three pipeline
+# modules in one new session from 306.8 to 271.5 JVM CPU s (compilation was 95 of the 306.8),
+# but not a whole run, whose sessions live 20 minutes: the groups they run took the same CPU
+# (2026-11-27, `benchmarks/suite_cpu.py`), so it is not used.
+SESSION_JAVA_OPTIONS = "-XX:+UseSerialGC"
 
 
 def _conf_file(conf: dict[str, str]) -> str:
