@@ -1,0 +1,140 @@
+"""CPU seconds of a test run per test and per scheduling group, every process a test starts
+included (its JVMs, Kafka's brokers, the S3 server, Spark's Python workers).
+
+    .venv/bin/python benchmarks/suite_cpu.py ./test.sh
+    .venv/bin/python benchmarks/suite_cpu.py --top 40 ./test.sh tests/cluster
+
+The suite runs on two saturated cores, so a test's wall time is mostly the other worker's
+load; the CPU it costs is what a change can save. pytest's durations miss what a test's
+processes use after they are orphaned (a kill -9 test's JVMs) and count a worker's waits.
+
+The command gets `-p benchmarks.suite_cpu` appended (pytest's arguments come last in
+test.sh): as a plugin this module writes the test each xdist worker runs to a file. This
+process reads /proc every second and adds each process's CPU since the last reading to the
+test its worker ran then; a process belongs to the worker it descends from when first seen
+(it keeps that worker after its parent dies). CPU of processes outside any worker (the
+controller, setup before pytest) is reported as "(no worker)"; a process living less than a
+second between readings is missed. Linux only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ENV = "KRAFTLAKE_SUITE_CPU_DIR"
+TICK = os.sysconf("SC_CLK_TCK")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _write_current(nodeid: str) -> None:
+    out = os.environ.get(ENV)
+    if out:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        tmp = Path(out) / f".{worker}"
+        tmp.write_text(f"{os.getpid()}\t{nodeid}\n")
+        tmp.replace(Path(out) / worker)
+
+
+def pytest_runtest_logstart(nodeid: str, location) -> None:
+    _write_current(nodeid)
+
+
+def pytest_runtest_logfinish(nodeid: str, location) -> None:
+    _write_current("(between tests)")
+
+
+def _processes() -> dict[int, tuple[int, int, int]]:
+    """pid -> (parent pid, start time, CPU ticks of the process itself)."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            f = stat[stat.rindex(")") + 2:].split()
+            out[int(name)] = (int(f[1]), int(f[19]), int(f[11]) + int(f[12]))
+    return out
+
+
+def _workers(d: Path) -> dict[int, str]:
+    """worker pid -> the test it runs now."""
+    out = {}
+    for f in d.iterdir():
+        if not f.name.startswith("."):
+            try:
+                pid, node = f.read_text().rstrip("\n").split("\t", 1)
+            except (OSError, ValueError):
+                continue
+            out[int(pid)] = node
+    return out
+
+
+def measure(cmd: list[str]) -> tuple[collections.Counter, int]:
+    """Run `cmd` (with this plugin) to its end; CPU seconds per test, and its exit status."""
+    d = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
+    env = {**os.environ, ENV: str(d),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
+                                                       os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([*cmd, "-p", "benchmarks.suite_cpu"], env=env)
+    owner: dict[tuple[int, int], int] = {}  # (pid, start) -> the worker it descends from
+    seen: dict[tuple[int, int], int] = {}  # (pid, start) -> ticks at the last reading
+    per_test: collections.Counter = collections.Counter()
+    started = _processes()
+    for pid, (_, start, ticks) in started.items():  # what ran before the command is not its
+        seen[(pid, start)] = ticks
+    while True:
+        done = proc.poll() is not None
+        workers, procs = _workers(d), _processes()
+        for pid, (_, start, ticks) in procs.items():
+            key = (pid, start)
+            if key not in owner:
+                q, hops = pid, 0
+                while q in procs and q not in workers and hops < 64:
+                    q, hops = procs[q][0], hops + 1
+                if q in workers:
+                    owner[key] = q
+            used = ticks - seen.get(key, 0)
+            seen[key] = ticks
+            if used > 0:
+                per_test[workers.get(owner.get(key, -1), "(no worker)")] += used / TICK
+        if done:
+            return per_test, proc.returncode
+        time.sleep(1.0)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--top", type=int, default=30, help="tests listed (default 30)")
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="e.g. ./test.sh")
+    args = ap.parse_args()
+    if not args.command:
+        ap.error("a command to run, e.g. ./test.sh")
+    t0 = time.time()
+    per_test, status = measure(args.command)
+    sys.path.insert(0, str(REPO))
+    from tests.conftest import group_of
+
+    groups: collections.Counter = collections.Counter()
+    for node, cpu in per_test.items():
+        groups[group_of(node) if node.startswith("tests/") else node] += cpu
+    print(f"\n{sum(per_test.values()):.0f} CPU s in {time.time() - t0:.0f} s, exit {status}")
+    print("CPU s by group:")
+    for name, cpu in groups.most_common():
+        if cpu >= 1:
+            print(f"{cpu:9.1f}  {name}")
+    print(f"CPU s of the {args.top} costliest tests:")
+    for name, cpu in per_test.most_common(args.top):
+        print(f"{cpu:9.1f}  {name}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
