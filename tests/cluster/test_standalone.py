@@ -6,6 +6,7 @@ table."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,10 +39,11 @@ def _jvm_options() -> str:
 
 
 @pytest.fixture(scope="module")
-def master(tmp_path_factory) -> str:
-    with spark_standalone(tmp_path_factory.mktemp("standalone"),
-                          java_options=_jvm_options()) as url:
-        yield url
+def master(tmp_path_factory) -> Iterator[tuple[str, Path]]:
+    """The master's URL and the cluster's directory (a `worker-<i>` work dir per worker)."""
+    work = tmp_path_factory.mktemp("standalone")
+    with spark_standalone(work, java_options=_jvm_options()) as url:
+        yield url, work
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,7 @@ def cluster_lakes(master, tmp_path_factory) -> list[tuple[subprocess.CompletedPr
         **SHORT_JOB_CONF, "spark.executor.extraJavaOptions": _jvm_options()}}}))
     lakes = [work / f"{job[0]}-lake" for job in JOBS]
     runs = cli_commands([[job[0], str(EXAMPLE), *job[1:], "--lake", str(lake),
-                          "--master", master] for job, lake in zip(JOBS, lakes, strict=True)],
+                          "--master", master[0]] for job, lake in zip(JOBS, lakes, strict=True)],
                         work, cli_env(SPARK_LOCAL_IP="127.0.0.1", KRAFTLAKE_CONF=str(conf)))
     return list(zip(runs, lakes, strict=True))
 
@@ -67,3 +69,14 @@ def test_a_cluster_lake_equals_a_local_one(cluster_lakes, job, local_lake) -> No
     assert res.returncode == 0, res.stderr[-3000:]
     for name in TABLES:
         assert table_rows(Lake(lake), name) == table_rows(Lake(local_lake), name), name
+
+
+def test_every_worker_ran_tasks_in_an_executor_of_its_own(master, cluster_lakes) -> None:
+    """The jobs' tasks ran in executor processes the workers started (each logs its tasks to
+    `<work dir>/<app id>/<executor id>/stderr`), on both workers, not in the driver."""
+    _, work = master
+    for i in range(2):
+        logs = list((work / f"worker-{i}").glob("app-*/*/stderr"))
+        assert logs, f"worker {i} started no executor"
+        assert any("Running task" in log.read_text() for log in logs), \
+            f"worker {i}'s executor ran no task: {logs}"
