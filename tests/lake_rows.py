@@ -10,18 +10,26 @@ Spark reads them (test_delta_engine.py checks that it reads every table Spark do
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import deltalake
 
 from kraftlake.lake.delta import Lake
 
 
-def table_rows(lake: Lake, name: str) -> list[str]:
-    """Sorted JSON rows of table `name`, every column; [] when there is no table, as a Spark
-    read of a lake without it gives no rows."""
-    path = lake.path(name)
-    if not deltalake.DeltaTable.is_deltatable(path):
+def table_dicts(path: str | Path, columns: list[str] | None = None,
+                filters: list[tuple[str, str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The rows of the Delta table at `path` (those columns, those passing delta-rs's
+    `filters`) as dicts; [] when there is no table, as a Spark read of a lake without it
+    gives no rows (a table is created by its first write)."""
+    if not deltalake.DeltaTable.is_deltatable(str(path)):
         return []
-    table = deltalake.DeltaTable(path).to_pyarrow_table()
+    return deltalake.DeltaTable(str(path)).to_pyarrow_table(
+        columns=columns, filters=filters).to_pylist(maps_as_pydicts="strict")
+
+
+def table_rows(lake: Lake, name: str) -> list[str]:
+    """Sorted JSON rows of table `name`, every column."""
     return sorted(json.dumps(r, default=str, sort_keys=True)
-                  for r in table.to_pylist(maps_as_pydicts="strict"))
+                  for r in table_dicts(lake.path(name)))

@@ -23,7 +23,6 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import deltalake
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
@@ -39,6 +38,7 @@ from kraftlake.report.data import (
     lake_events,
 )
 from kraftlake.report.kafka_view import fenced_brokers, lake_gauges, print_kafka_view
+from tests.lake_rows import table_dicts
 
 from .cluster import log_start
 from .scenario import FILTERS, LAGGING_STEP, Incidents, Partition, StepView
@@ -55,12 +55,8 @@ def kraftlake(*args: str) -> str:
 
 
 def table(lake: Path, name: str, columns: list[str]) -> list[dict[str, Any]]:
-    """The rows of one lake table (those columns), read with delta-rs; none when nothing was
-    ever written to it (a table is created by its first write)."""
-    path = str(lake / name)
-    if not deltalake.DeltaTable.is_deltatable(path):
-        return []
-    return deltalake.DeltaTable(path).to_pyarrow_table(columns=columns).to_pylist()
+    """The rows of one lake table (those columns), read with delta-rs (`table_dicts`)."""
+    return table_dicts(lake / name, columns)
 
 
 def ingest(log: Path, cluster_id: str, lake: Path) -> Path:

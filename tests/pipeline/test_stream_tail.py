@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import deltalake
 import pytest
 
 from kraftlake.codec.batch import Batch, encode_batch, scan_batches
@@ -25,7 +24,7 @@ from kraftlake.jobs.stream import processing_time
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from tests.conftest import real
-from tests.lake_rows import table_rows
+from tests.lake_rows import table_dicts, table_rows
 
 NOMAN = real("nomanazeem__Kafka-java/kafka-logs/__cluster_metadata-0")
 INDUS = real("IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0")
@@ -92,19 +91,18 @@ def progress_end(lake: Lake, cid: str) -> int:
     an unchanged `ingest_progress` in a warm session took 17.8 CPU s, 40 by delta-rs too
     little to tell from noise (2026-11-27, load average about 25). A test checks
     `cluster_progress` itself once the stream has stopped (`spark_progress_end`)."""
-    path = lake.path("ingest_progress")
-    if not deltalake.DeltaTable.is_deltatable(path):
-        return -1
-    rows = deltalake.DeltaTable(path).to_pyarrow_table(
-        filters=[("cluster_id", "=", cid)]).to_pylist()
-    p = furthest(rows)
-    return -1 if p is None else int(p["end_offset"] or 0)
+    return _end_offset(furthest(table_dicts(lake.path("ingest_progress"),
+                                            filters=[("cluster_id", "=", cid)])))
 
 
 def spark_progress_end(lake: Lake, cid: str) -> int:
     """`progress_end` as the jobs read it (`cluster_progress`: a Spark read)."""
-    p = cluster_progress(lake, cid)
-    return -1 if p is None else int(p["end_offset"] or 0)
+    return _end_offset(cluster_progress(lake, cid))
+
+
+def _end_offset(progress: dict | None) -> int:
+    """A progress row's end offset; -1 for no row (before the cluster's first increment)."""
+    return -1 if progress is None else int(progress["end_offset"] or 0)
 
 
 def batch_lake(spark, cfg_factory, path: Path, log_dir: Path) -> Lake:
