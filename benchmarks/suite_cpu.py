@@ -87,8 +87,8 @@ def measure(cmd: list[str]) -> tuple[collections.Counter, int]:
     owner: dict[tuple[int, int], int] = {}  # (pid, start) -> the worker it descends from
     seen: dict[tuple[int, int], int] = {}  # (pid, start) -> ticks at the last reading
     per_test: collections.Counter = collections.Counter()
-    started = _processes()
-    for pid, (_, start, ticks) in started.items():  # what ran before the command is not its
+    # a process already running counts from now: its CPU so far is not the command's
+    for pid, (_, start, ticks) in _processes().items():
         seen[(pid, start)] = ticks
     while True:
         done = proc.poll() is not None
