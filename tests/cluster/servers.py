@@ -16,13 +16,9 @@ from pathlib import Path
 
 import pyspark
 
+from tests.ports import free_port
+
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_port(port: int, proc: subprocess.Popen, log: Path, what: str,

@@ -20,7 +20,6 @@ import functools
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -32,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from kraftlake.jvm import resolve
+from tests.ports import free_port
 
 from . import toolserver
 
@@ -77,12 +77,6 @@ class KafkaStartError(RuntimeError):
 def classpath(version: str) -> str:
     """The pinned jars of Kafka `version` as one Java classpath."""
     return os.pathsep.join(resolve(POMS / f"kafka-{version}.pom.xml"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def new_cluster_id() -> str:
