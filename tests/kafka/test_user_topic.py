@@ -39,7 +39,9 @@ def orders(incidents: Incidents, tmp_path_factory: pytest.TempPathFactory) -> Pa
     src = incidents.cluster.nodes[2].data / "orders-0"
     dest = tmp_path_factory.mktemp("user-topic") / "orders-0"
     dest.mkdir()
-    for f in src.iterdir():  # the broker is running: a temporary file it renames can vanish
+    # the cluster stopped after the scenario (conftest); a running broker could rename a
+    # temporary file away under the copy
+    for f in src.iterdir():
         with contextlib.suppress(FileNotFoundError):
             shutil.copy2(f, dest / f.name)
     assert any(f.stat().st_size for f in dest.glob("*.log")), "orders-0 holds no data"
