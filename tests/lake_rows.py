@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import deltalake
+import pyarrow as pa
 
 from kraftlake.lake.delta import Lake
 
@@ -33,3 +34,30 @@ def table_rows(lake: Lake, name: str) -> list[str]:
     """Sorted JSON rows of table `name`, every column."""
     return sorted(json.dumps(r, default=str, sort_keys=True)
                   for r in table_dicts(lake.path(name)))
+
+
+def row_count(path: str | Path, version: int | None = None) -> int:
+    """The rows of the Delta table at `path` (at `version`), 0 when there is no table; one
+    column is read. A Spark count of the test session costs about 0.3-0.45 CPU s."""
+    if not deltalake.DeltaTable.is_deltatable(str(path)):
+        return 0
+    dt = deltalake.DeltaTable(str(path), version=version)
+    return dt.to_pyarrow_table(columns=[dt.schema().fields[0].name]).num_rows
+
+
+def table_files(lake: Lake, name: str) -> set[str]:
+    """Data files of table `name`'s current snapshot, relative to the table's directory (none
+    without a table). `Lake.files` answers the same from Spark (a read's input files and
+    DESCRIBE DETAIL): 2.3-3.5 CPU s for the fifteen tables of a small lake against 0.03."""
+    path = lake.path(name)
+    if not deltalake.DeltaTable.is_deltatable(path):
+        return set()
+    actions = pa.table(deltalake.DeltaTable(path).get_add_actions(flatten=False))
+    return set(actions.column("path").to_pylist())
+
+
+def table_operations(lake: Lake, name: str) -> list[str]:
+    """The operation of every commit of table `name` (WRITE, MERGE, OPTIMIZE, ...), newest
+    first; `Lake.operations`, a Spark history query, gives the same list: 2.5 CPU s for the
+    thirteen tables of a small lake against 0.03."""
+    return [c["operation"] for c in deltalake.DeltaTable(lake.path(name)).history()]

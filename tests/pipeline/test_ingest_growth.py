@@ -20,8 +20,8 @@ from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.simulate.writer import LogWriter
 from tests.conftest import real
-from tests.lake_rows import table_rows
-from tests.pipeline.conftest import BUSY
+from tests.lake_rows import table_dicts, table_files, table_rows
+from tests.pipeline.conftest import BUSY, BUSY_CUTS
 from tests.pipeline.test_ingest import GOLD
 
 LOG = real("vasifvortex__azercell_docker_project2/data/kafka1")  # 3 brokers, 153 records
@@ -58,27 +58,27 @@ def test_second_run_on_a_grown_log_adds_only_the_new_records(spark, tmp_path, cf
 
 def _history_files(lake: Lake) -> set[str]:
     """Files of closed timeline states (the `is_current=false` partition)."""
-    return {f for f in lake.files("partition_timeline") if "is_current=false" in f}
+    return {f for f in table_files(lake, "partition_timeline") if "is_current=false" in f}
 
 
 def test_an_increment_closes_states_without_rewriting_history(spark, tmp_path, cfg_factory,
-                                                             busy_once):
-    """The second run closes current states of the first but rewrites none of the files of
-    closed states: that is what keeps an increment's cost independent of the history."""
-    grown, seg, full, _ = _cut_copy(BUSY, tmp_path / "grown", -1)  # 61 changes, then 54
+                                                             busy_once, busy_runs):
+    """The next run closes current states of the runs before but rewrites none of the files
+    of closed states: that is what keeps an increment's cost independent of the history."""
+    # the log as the last of `busy_runs` saw it (61 changes in two runs), then 54 more
+    grown, seg, full, cut = _cut_copy(BUSY, tmp_path / "grown", BUSY_CUTS[-1])
+    assert busy_runs.results[-1].end_offset == cut.base_offset
 
-    lake = Lake(tmp_path / "lake")
-    cfg = cfg_factory(tmp_path / "lake")
-    ingest(spark, cfg, [grown])
+    cfg = cfg_factory(busy_runs.copy(tmp_path / "lake"))
+    lake = Lake(cfg.lake)
     history = _history_files(lake)
-    assert history, "the first half of this log already closes states"
+    assert history, "the first part of this log already closes states"
     seg.write_bytes(full)
     (second,) = ingest(spark, cfg, [grown])
     assert second.changes > 0
     assert history <= _history_files(lake)
-    tl = lake.read_arrow("partition_timeline")
-    assert tl.column("is_current").to_pylist() == [
-        v is None for v in tl.column("valid_to_offset").to_pylist()]
+    tl = table_dicts(lake.path("partition_timeline"), ["is_current", "valid_to_offset"])
+    assert [r["is_current"] for r in tl] == [r["valid_to_offset"] is None for r in tl]
 
     assert table_rows(lake, "partition_timeline") == table_rows(busy_once, "partition_timeline")
 
@@ -141,7 +141,7 @@ def test_a_topic_recreated_in_a_later_increment_does_not_inherit_its_configs(
     assert second.start_offset == recreated
 
     lake = Lake(tmp_path / "lake")
-    events = lake.read_arrow("partition_events").to_pylist()
+    events = table_dicts(lake.path("partition_events"))
     under = sorted(e["topic_id"] for e in events if e["event_type"] == "under_min_isr")
     assert under == [_topic("orders", 0xA1)]  # the first incarnation only: 2 < 3
     shrinks = {e["topic_id"]: e["min_isr"] for e in events if e["event_type"] == "isr_shrink"}

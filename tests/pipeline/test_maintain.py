@@ -7,23 +7,21 @@ still add exactly the new records.
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from pathlib import Path
 
 from click.testing import CliRunner
 
-from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.config import load_config
 from kraftlake.jobs.batch import app_id_for, ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.maintain import lake_app_ids, maintain
 from kraftlake.lake.schema import table_names
 from kraftlake.sources.files import read_cluster_id
-from tests.lake_rows import table_rows
-from tests.pipeline.conftest import BUSY
+from tests.lake_rows import table_files, table_operations, table_rows
+from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy
 
-CUTS = (7, 12)  # the scheduled runs saw the log end before these batches (offsets 64, 131)
+CUTS = BUSY_CUTS  # the scheduled runs saw the log end before these batches (offsets 64, 131)
 STREAM_CUTS = (7, 11, 12)  # the stream's log grows to offsets 64, 71, 131, then 188
 DATA = ["records", "quarantine", "partition_changes", "topics", "brokers", "configs",
         "partition_timeline", "partition_events", "snapshot_reconciliation",
@@ -36,7 +34,7 @@ def every_row(lake: Lake) -> dict[str, list[str]]:
 
 def referenced(lake: Lake, name: str) -> set[str]:
     """Data files of the table's current snapshot, relative to the table's directory."""
-    return set(lake.files(name))
+    return table_files(lake, name)
 
 
 def files_per_partition(lake: Lake, name: str) -> Counter:
@@ -61,23 +59,14 @@ def has_checkpoint(lake: Lake, name: str) -> bool:
     return (Path(lake.path(name)) / "_delta_log" / f"{v:020d}.checkpoint.parquet").is_file()
 
 
-def growing_copy(log: Path, dest: Path) -> tuple[Path, Path, bytes, list[Batch]]:
-    """A writable copy of `log`; returns (copy, its segment, the full bytes, the batches)."""
-    shutil.copytree(log, dest)
-    seg = dest / "__cluster_metadata-0" / "00000000000000000000.log"
-    seg.chmod(0o644)
-    full = seg.read_bytes()
-    return dest, seg, full, [b for b in scan_batches(full) if isinstance(b, Batch)]
-
-
 def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
-        spark, tmp_path, cfg_factory, busy_once):
+        spark, tmp_path, cfg_factory, busy_once, busy_runs):
     grown, seg, full, batches = growing_copy(BUSY, tmp_path / "grown")
-    cfg = cfg_factory(tmp_path / "lake")
+    seg.write_bytes(full[:batches[CUTS[-1]].position])  # the log as the last run saw it
+    # the scheduled runs, each on a longer log: a copy of the lake they left (`busy_runs`)
+    cfg = cfg_factory(busy_runs.copy(tmp_path / "lake"))
     lake = Lake(cfg.lake)
-    for i in CUTS:  # scheduled runs, each on a longer log
-        seg.write_bytes(full[:batches[i].position])
-        (res,) = ingest(spark, cfg, [grown])
+    for i, res in zip(CUTS, busy_runs.results, strict=True):
         assert res.end_offset == batches[i].base_offset
     app_id = app_id_for(read_cluster_id(seg.parent), "ingest")
     assert lake_app_ids(lake) == [app_id]
@@ -101,7 +90,7 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
             assert r.files_after < r.files_before, name
         assert r.vacuumed == 0, name
         # no file is older than the retention: vacuum is not even started
-        assert not any(op.startswith("VACUUM") for op in lake.operations(name)), name
+        assert not any(op.startswith("VACUUM") for op in table_operations(lake, name)), name
         assert has_checkpoint(lake, name), name
         assert files_on_disk(lake, name) >= referenced(lake, name)
     assert done["records"].files_after == 1 and done["records"].rows == 131
@@ -120,7 +109,7 @@ def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
     assert "partition_timeline" in out.output
     for name in done:
         assert files_on_disk(lake, name) == referenced(lake, name), name
-        assert "VACUUM END" in lake.operations(name), name
+        assert "VACUUM END" in table_operations(lake, name), name
     assert every_row(lake) == before
     assert txn_versions(lake, app_id) == txns
 
@@ -155,7 +144,7 @@ def test_the_stream_compacts_every_n_micro_batches(spark, tmp_path, cfg_factory,
     assert [r.maintenance_errors for r in seen] == [[]] * 4
 
     lake = Lake(cfg.lake)
-    ops = lake.operations("records")
+    ops = table_operations(lake, "records")
     assert ops.count("OPTIMIZE") == 2  # after the second and the fourth micro-batch
     assert not any(op.startswith("VACUUM") for op in ops)
     assert sum(files_per_partition(lake, "records").values()) == 1

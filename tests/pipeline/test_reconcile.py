@@ -18,6 +18,7 @@ from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.simulate.writer import LogWriter
+from tests.lake_rows import table_dicts
 from tests.pipeline.test_ingest_growth import _cut_copy
 
 T0 = 1_700_000_000_000
@@ -78,7 +79,7 @@ def test_a_snapshot_that_disagrees_with_the_log_is_reported(spark, tmp_path, cfg
     for lake_dir in (tmp_path / "lake", tmp_path / "once"):
         if lake_dir.name == "once":
             ingest(spark, cfg_factory(lake_dir), [log])
-        got = Lake(lake_dir).read_arrow("snapshot_reconciliation").to_pylist()
+        got = table_dicts(Lake(lake_dir).path("snapshot_reconciliation"))
         assert [(r["partition_id"], r["field"], json.loads(r["folded_value"])["v"],
                  json.loads(r["snapshot_value"])["v"]) for r in got] == \
             [(1, "isr", [1, 2], [1, 2, 3])], lake_dir.name

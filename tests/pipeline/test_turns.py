@@ -20,7 +20,7 @@ from kraftlake.jobs.stream import start_stream
 from kraftlake.lake.delta import Lake
 from kraftlake.simulate.cluster import SimConfig
 from kraftlake.simulate.scenarios import DEFAULTS, Params, simulate
-from tests.lake_rows import table_rows
+from tests.lake_rows import table_dicts, table_rows
 
 # every table a turn writes; ingest_progress differs by design (one row per turn)
 TABLES = ["records", "quarantine", "brokers", "configs", "topics", "partition_changes",
@@ -74,6 +74,7 @@ def test_turns_of_stream_ingest_stream_equal_one_ingest(spark, tmp_path: Path,
     turned, whole = Lake(tmp_path / "lake"), Lake(once)
     for name in TABLES:
         assert table_rows(turned, name) == table_rows(whole, name), name
-    current = [r for r in turned.read_arrow("partition_timeline", "is_current").to_pylist()]
+    current = table_dicts(turned.path("partition_timeline"),
+                          filters=[("is_current", "=", True)])
     keys = [(r["topic_id"], r["partition_id"]) for r in current]
     assert len(keys) == len(set(keys)), "one current timeline row per partition"
