@@ -11,9 +11,11 @@ partition stays RECOVERING).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -64,6 +66,23 @@ def sim_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def bronze_of(spark, tmp_path_factory) -> Callable[[str | None], pa.Table]:
+    """brk -> the `records` rows of `crafted.write_log(brk)` as the ingest's bronze step
+    decodes them (`crafted.bronze`), decoded once for the package: the good log and the
+    `bad_lrs` one are read by test_broken_records.py and test_record_checks.py both, and
+    each decode is a Spark job through the Python data source."""
+    decoded: dict[str | None, pa.Table] = {}
+
+    def get(brk: str | None) -> pa.Table:
+        if brk not in decoded:
+            log = crafted.write_log(tmp_path_factory.mktemp(f"log-{brk}"), brk)
+            decoded[brk] = crafted.bronze(spark, log)
+        return decoded[brk]
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def real_lake(spark, tmp_path_factory, sim_dir) -> Lake:
     """A lake with the real fixture(s) and the simulated cluster, one cluster each."""
     from kraftlake.jobs.batch import ingest
@@ -87,7 +106,18 @@ def good_run(spark, real_lake, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def broken_run(spark, real_lake, tmp_path_factory):
+def pristine(real_lake, tmp_path_factory) -> Path:
+    """The tables the silver/gold suites read, copied from the real lake once; the broken
+    lakes (`broken_run`, test_broken_tables.py's cases) are file copies of it with one
+    table edited (`crafted.edited_copy`), where a `copy_lake` of their own read and wrote
+    every table again."""
+    root = tmp_path_factory.mktemp("pristine") / "lake"
+    crafted.copy_lake(real_lake, root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def broken_run(spark, pristine, tmp_path_factory):
     """The same command on a copy of the lake where one timeline state has leader 9999 (an
     error-severity failure): (CLI result, report directory, lake)."""
     root = tmp_path_factory.mktemp("broken")
@@ -96,7 +126,7 @@ def broken_run(spark, real_lake, tmp_path_factory):
         i = crafted.find_row(t, lambda r: r["valid_to_offset"] is not None)
         return crafted.set_cell(t, i, "leader", 9999)
 
-    lake = crafted.copy_lake(real_lake, root / "lake", {"partition_timeline": edit})
+    lake = crafted.edited_copy(pristine, root / "lake", {"partition_timeline": edit})
     report = root / "report"
     res = CliRunner().invoke(main, ["quality", "--lake", str(lake.root), "--report",
                                     str(report), "--suite", "partition_timeline"])

@@ -12,14 +12,24 @@ from datetime import timedelta
 import pyarrow as pa
 import pytest
 
+from kraftlake.lake.delta import Lake
 from kraftlake.quality.suites import checks
 from tests.quality import crafted as C
 from tests.quality.conftest import CRAFTED_NOW, ONE_DAY, assert_only_failure, validate
 
 
 @pytest.fixture(scope="module")
-def good_records(spark, tmp_path_factory) -> pa.Table:
-    return C.bronze(spark, C.write_log(tmp_path_factory.mktemp("good")))
+def good_records(bronze_of) -> pa.Table:
+    return bronze_of(None)
+
+
+@pytest.fixture(scope="module")
+def good_lake(good_records, tmp_path_factory) -> Lake:
+    """The crafted log's rows and a progress row that agrees: the lake of the passing run
+    and of the stale one (a validation without results writes nothing to its lake), built
+    once: two Delta tables created by Spark writes."""
+    return C.records_lake(tmp_path_factory.mktemp("good-lake"), good_records,
+                          progress_records=good_records.num_rows)
 
 
 def _run(spark, qctx, lake, **kw):
@@ -28,10 +38,9 @@ def _run(spark, qctx, lake, **kw):
     return validate(spark, qctx, lake, ["records"], **kw)
 
 
-def test_crafted_log_passes(spark, qctx, good_records, tmp_path):
+def test_crafted_log_passes(spark, qctx, good_records, good_lake):
     assert good_records.num_rows == 12
-    lake = C.records_lake(tmp_path, good_records, progress_records=good_records.num_rows)
-    run = _run(spark, qctx, lake)
+    run = _run(spark, qctx, good_lake)
     assert not run.failed, [(o.expectation, o.unexpected_sample) for o in run.failed]
     assert {o.expectation for o in run.outcomes} == {c.name for c in checks("records")}
 
@@ -48,9 +57,9 @@ BYTES = {
 
 
 @pytest.mark.parametrize("brk", sorted(BYTES))
-def test_broken_bytes_fail_only_their_expectation(spark, qctx, tmp_path, brk):
+def test_broken_bytes_fail_only_their_expectation(spark, qctx, bronze_of, tmp_path, brk):
     name, column, value = BYTES[brk]
-    records = C.bronze(spark, C.write_log(tmp_path / "log", brk))
+    records = bronze_of(brk)
     lake = C.records_lake(tmp_path / "lake", records, progress_records=records.num_rows)
     out = assert_only_failure(_run(spark, qctx, lake), "records", name)
     assert out.column == column
@@ -83,9 +92,8 @@ def test_empty_lake_fails_volume(spark, qctx, good_records, tmp_path):
     assert out.observed_value == 0
 
 
-def test_stale_cluster_fails_freshness_as_warning(spark, qctx, good_records, tmp_path):
-    lake = C.records_lake(tmp_path, good_records, progress_records=good_records.num_rows)
-    run = _run(spark, qctx, lake, now=CRAFTED_NOW + timedelta(days=3))
+def test_stale_cluster_fails_freshness_as_warning(spark, qctx, good_records, good_lake):
+    run = _run(spark, qctx, good_lake, now=CRAFTED_NOW + timedelta(days=3))
     out = assert_only_failure(run, "records", "records_fresh")
     assert out.severity == "warning"
     assert run.exit_code == 0

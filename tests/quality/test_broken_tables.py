@@ -8,7 +8,6 @@ again, and exactly the targeted expectation must fail - with the broken row in i
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -124,15 +123,6 @@ CASES: dict[tuple[str, str], dict[str, Edit]] = {
     ("partition_current", "current_matches_timeline"): {
         "partition_current": _cell(ANY, "leader_epoch", lambda r: r["leader_epoch"] + 1)},
 }
-
-
-@pytest.fixture(scope="module")
-def pristine(real_lake, tmp_path_factory) -> Path:
-    """The tables the silver/gold suites read, copied from the real lake once; every case
-    edits a file copy of it."""
-    root = tmp_path_factory.mktemp("pristine") / "lake"
-    C.copy_lake(real_lake, root)
-    return root
 
 
 def test_every_table_expectation_has_a_case():

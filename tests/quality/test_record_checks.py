@@ -33,8 +33,8 @@ def test_record_level_checks_are_those_of_the_records_suite():
 
 
 @pytest.mark.parametrize("brk", [None, "bad_lrs"])
-def test_batch_is_split_into_good_rows_and_quarantine(spark, tmp_path, brk):
-    records = C.bronze(spark, C.write_log(tmp_path, brk))
+def test_batch_is_split_into_good_rows_and_quarantine(spark, bronze_of, brk):
+    records = bronze_of(brk)
     df = spark.createDataFrame(records.to_pandas(), table_schema("records").spark)
     good, bad = check_records(df)
     assert good.columns == df.columns
@@ -53,8 +53,8 @@ def test_batch_is_split_into_good_rows_and_quarantine(spark, tmp_path, brk):
     assert row["raw"] and row["offset"] == 7
 
 
-def test_missing_required_value_is_quarantined(spark, tmp_path):
-    records = C.set_cell(C.bronze(spark, C.write_log(tmp_path)), 3, "epoch", None)
+def test_missing_required_value_is_quarantined(spark, bronze_of):
+    records = C.set_cell(bronze_of(None), 3, "epoch", None)
     df = spark.createDataFrame(records.to_pandas(), table_schema("records").spark)
     good, bad = check_records(df)
     reasons = [r["reason"] for r in bad.collect()]
