@@ -29,6 +29,7 @@ from kraftlake.cli import main
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from tests.conftest import cli_env
+from tests.lake_rows import row_count
 
 KRAFTLAKE = str(Path(sys.executable).with_name("kraftlake"))
 URL = re.compile(r"sc://[\w.]+:\d+")
@@ -104,11 +105,11 @@ def test_a_spark_connect_client_reads_every_table(server, sim_lake, spark) -> No
                           *table_names()], capture_output=True, text=True, timeout=600)
     assert got.returncode == 0, got.stderr[-2000:]
     answer = json.loads(got.stdout)
-    assert answer["counts"] == {n: lake.read(spark, n).count() for n in table_names()}
+    assert answer["counts"] == {n: row_count(lake.path(n)) for n in table_names()}
     assert all(answer["counts"][n] == 0 for n in absent)
     assert answer["events"] == json.loads(
         _local_sql(sim_lake[0], EVENTS_BY_TYPE, "--format", "json").stdout)
-    assert answer["first_version"] == lake.read(spark, "records", version=0).count()
+    assert answer["first_version"] == row_count(lake.path("records"), version=0)
 
 
 def test_sql_remote_equals_local_and_starts_no_jvm(server, sim_lake) -> None:

@@ -9,23 +9,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pyspark.sql import DataFrame
-
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.jobs.batch import ingest
-from kraftlake.lake.delta import Lake
 from tests.report.conftest import REAL_INCIDENTS
 from tests.report.oracle import expected
-from tests.report.test_tables import INCIDENT_FIELDS
-
-
-def _intervals(df: DataFrame) -> dict[tuple, int | None]:
-    return {(r.topic_id, r.partition_id, r.kind, r.start_offset): r.end_offset
-            for r in df.collect()}
-
-
-def _incidents(df: DataFrame) -> list[dict]:
-    return [{k: r[k] for k in INCIDENT_FIELDS} for r in df.orderBy("start_offset").collect()]
+from tests.report.test_tables import incident_rows, interval_map
 
 
 def test_grown_log_increments_write_the_replay_answers(spark, tmp_path: Path, cfg_factory,
@@ -48,13 +36,11 @@ def test_grown_log_increments_write_the_replay_answers(spark, tmp_path: Path, cf
     runs += ingest(spark, cfg, [grown])
     assert len(runs) == 3 and all(r.records for r in runs)
 
-    lake = Lake(tmp_path / "lake")
     ex = expected(log_dir)
-    iv, inc = lake.read(spark, "partition_intervals"), lake.read(spark, "incidents")
-    assert _intervals(iv) == ex.intervals
-    assert _incidents(inc) == ex.incidents
+    assert interval_map(tmp_path / "lake") == ex.intervals
+    assert incident_rows(tmp_path / "lake") == ex.incidents
     assert ex.incidents and any(i["end_offset"] is not None for i in ex.incidents)
 
-    one = Lake(scenario_lakes["real"][1])  # the session's single run of the whole log
-    assert _intervals(one.read(spark, "partition_intervals")) == ex.intervals
-    assert _incidents(one.read(spark, "incidents")) == ex.incidents
+    one = scenario_lakes["real"][1]  # the session's single run of the whole log
+    assert interval_map(one) == ex.intervals
+    assert incident_rows(one) == ex.incidents

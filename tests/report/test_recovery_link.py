@@ -20,6 +20,7 @@ from kraftlake.cli import main
 from kraftlake.lake.delta import Lake
 from kraftlake.report.data import Window, clusters, load, recovery_of
 from kraftlake.simulate.writer import LogWriter
+from tests.lake_rows import table_dicts
 from tests.quality.crafted import DIR_ID, T0, TOPIC_ID
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -89,8 +90,8 @@ def test_readme_query_equals_report(spark, lakes, case) -> None:
                 report[(e["topic_name"], e["partition_id"], e["offset"])] = (
                     None if r is None else _second(r["timestamp"]))
     assert sql == report
-    detections = {r.detection for r in lake.read(spark, "partition_events")
-                  .filter("event_type = 'unclean_election'").collect()}
+    detections = {r["detection"] for r in table_dicts(
+        lake.path("partition_events"), ["detection"], [("event_type", "=", "unclean_election")])}
     if case == "twice-unclean":
         assert detections == {"leader_recovery_state", "already_recovering"}
         assert len(sql) == 2 and len(set(sql.values())) == 1  # one recovery closes both
