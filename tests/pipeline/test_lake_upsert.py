@@ -10,6 +10,7 @@ from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake, LakeLayoutError
 from kraftlake.lake.schema import table_names, table_schema
 from tests.conftest import REPO
+from tests.lake_rows import table_files
 
 
 def _current_row(cluster: str, topic: str, partition: int) -> dict:
@@ -55,7 +56,7 @@ def test_timeline_rows_land_in_their_is_current_partition(spark, tmp_path) -> No
                    valid_to_offset=None if current else i + 1)
         rows.append(row)
     lake.append("partition_timeline", pa.Table.from_pylist(rows, schema=schema))
-    files = lake.files("partition_timeline")
+    files = table_files(lake, "partition_timeline")
     assert {("is_current=true" in f) for f in files} == {True, False}
     got = lake.read_arrow("partition_timeline", "is_current")
     assert got.column("valid_from_offset").to_pylist() == [2]

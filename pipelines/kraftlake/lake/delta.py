@@ -158,19 +158,6 @@ class Lake:
         """`app_id` committed `version` (or a later one) to table `name`."""
         return _done(self._snapshot(name), app_id, version)
 
-    def files(self, name: str) -> list[str]:
-        """Data files of the table's current snapshot, relative to the table's location."""
-        if not self.exists(name):
-            return []
-        base = self.read(None, name).inputFiles()
-        root = DeltaTable.forPath(self.spark, self.path(name)).detail().first().location
-        return sorted(f[len(root):].lstrip("/") for f in base)
-
-    def operations(self, name: str) -> list[str]:
-        """The operation of every commit of the table, newest first (WRITE, MERGE, ...)."""
-        return [r.operation for r in DeltaTable.forPath(self.spark, self.path(name))
-                .history().select("operation").collect()]
-
     def commit_metadata(self, name: str, app_id: str, version: int) -> dict[str, str] | None:
         """The metadata written with the commit of (app_id, version) to `name`, if any.
 
