@@ -10,7 +10,6 @@ byte of its payloads is in any table.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import subprocess
 from pathlib import Path
@@ -37,13 +36,8 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def orders(incidents: Incidents, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of broker 2's `orders-0` (its segments, indexes and checkpoint files)."""
     src = incidents.cluster.nodes[2].data / "orders-0"
-    dest = tmp_path_factory.mktemp("user-topic") / "orders-0"
-    dest.mkdir()
-    # the cluster stopped after the scenario (conftest); a running broker could rename a
-    # temporary file away under the copy
-    for f in src.iterdir():
-        with contextlib.suppress(FileNotFoundError):
-            shutil.copy2(f, dest / f.name)
+    # the cluster stopped after the scenario (conftest): nothing renames files under the copy
+    dest = Path(shutil.copytree(src, tmp_path_factory.mktemp("user-topic") / "orders-0"))
     assert any(f.stat().st_size for f in dest.glob("*.log")), "orders-0 holds no data"
     return dest
 

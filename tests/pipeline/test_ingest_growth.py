@@ -8,7 +8,6 @@ must accept the same log grown longer.
 from __future__ import annotations
 
 import base64
-import shutil
 import uuid
 from itertools import pairwise
 from pathlib import Path
@@ -21,7 +20,7 @@ from kraftlake.lake.delta import Lake
 from kraftlake.simulate.writer import LogWriter
 from tests.conftest import real
 from tests.lake_rows import table_dicts, table_files, table_rows
-from tests.pipeline.conftest import BUSY, BUSY_CUTS
+from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy
 from tests.pipeline.test_ingest import GOLD
 
 LOG = real("vasifvortex__azercell_docker_project2/data/kafka1")  # 3 brokers, 153 records
@@ -30,11 +29,8 @@ LOG = real("vasifvortex__azercell_docker_project2/data/kafka1")  # 3 brokers, 15
 def _cut_copy(log: Path, dest: Path, batch: int) -> tuple[Path, Path, bytes, Batch]:
     """A copy of `log` whose (only) segment ends before its `batch`-th batch: the log as a
     scheduled run saw it earlier. Returns (copy, its segment, the full bytes, that batch)."""
-    shutil.copytree(log, dest)
-    seg = dest / "__cluster_metadata-0" / "00000000000000000000.log"
-    seg.chmod(0o644)
-    full = seg.read_bytes()
-    cut = [b for b in scan_batches(full) if isinstance(b, Batch)][batch]
+    dest, seg, full, batches = growing_copy(log, dest)
+    cut = batches[batch]
     seg.write_bytes(full[:cut.position])
     return dest, seg, full, cut
 

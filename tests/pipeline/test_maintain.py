@@ -21,7 +21,6 @@ from kraftlake.sources.files import read_cluster_id
 from tests.lake_rows import table_files, table_operations, table_rows
 from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy
 
-CUTS = BUSY_CUTS  # the scheduled runs saw the log end before these batches (offsets 64, 131)
 STREAM_CUTS = (7, 11, 12)  # the stream's log grows to offsets 64, 71, 131, then 188
 DATA = ["records", "quarantine", "partition_changes", "topics", "brokers", "configs",
         "partition_timeline", "partition_events", "snapshot_reconciliation",
@@ -62,19 +61,19 @@ def has_checkpoint(lake: Lake, name: str) -> bool:
 def test_maintain_keeps_rows_and_transactions_and_the_next_increment(
         spark, tmp_path, cfg_factory, busy_once, busy_runs):
     grown, seg, full, batches = growing_copy(BUSY, tmp_path / "grown")
-    seg.write_bytes(full[:batches[CUTS[-1]].position])  # the log as the last run saw it
+    seg.write_bytes(full[:batches[BUSY_CUTS[-1]].position])  # the log as the last run saw it
     # the scheduled runs, each on a longer log: a copy of the lake they left (`busy_runs`)
     cfg = cfg_factory(busy_runs.copy(tmp_path / "lake"))
     lake = Lake(cfg.lake)
-    for i, res in zip(CUTS, busy_runs.results, strict=True):
+    for i, res in zip(BUSY_CUTS, busy_runs.results, strict=True):
         assert res.end_offset == batches[i].base_offset
     app_id = app_id_for(read_cluster_id(seg.parent), "ingest")
     assert lake_app_ids(lake) == [app_id]
     before = every_row(lake)
     parts_before = {n: files_per_partition(lake, n) for n in table_names()}
     txns = txn_versions(lake, app_id)
-    assert txns["records"] == txns["ingest_progress"] == res.version == len(CUTS) - 1
-    assert sum(parts_before["records"].values()) >= len(CUTS)
+    assert txns["records"] == txns["ingest_progress"] == res.version == len(BUSY_CUTS) - 1
+    assert sum(parts_before["records"].values()) >= len(BUSY_CUTS)
 
     # default retention: compaction and checkpoints, but nothing is old enough to vacuum
     done = {r.table: r for r in maintain(lake)}
