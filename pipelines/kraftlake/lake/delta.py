@@ -82,6 +82,20 @@ def conform(df: DataFrame, name: str) -> DataFrame:
                            for f in table_schema(name).spark.fields])
 
 
+def _from_arrow(spark: SparkSession, name: str, data: pa.Table) -> DataFrame:
+    """Driver-made rows (`data`: some or all of table `name`'s columns; a missing one is
+    null) as a DataFrame of the table's schema.
+
+    Through Arrow, so the rows reach the JVM as Arrow batches and every later job reads them
+    there. A DataFrame made from Python rows (`createDataFrame(list)`) is a Python RDD: each
+    job that reads it, even an empty one (a table a new lake does not have yet), runs Python
+    tasks, and a new lake's first increment read a dozen of them."""
+    schema = table_schema(name)
+    cols = [data.column(f.name).cast(f.type) if f.name in data.column_names
+            else pa.nulls(data.num_rows, f.type) for f in schema.arrow]
+    return spark.createDataFrame(pa.Table.from_arrays(cols, schema=schema.arrow), schema.spark)
+
+
 def _column_sql(field, value: str) -> str:
     """A table column as a SQL select item: `value` cast to the column's type, named as it."""
     return f"CAST({value} AS {field.dataType.simpleString()}) AS `{field.name}`"
@@ -216,9 +230,7 @@ class Lake:
         """Rows for table `name`; an Arrow table is for the few rows the driver itself makes
         (a progress row, a quality run's results), never for rows read from a table."""
         if isinstance(data, pa.Table):
-            schema = table_schema(name).spark
-            data = self.spark.createDataFrame(
-                [tuple(r.get(f.name) for f in schema.fields) for r in data.to_pylist()], schema)
+            data = _from_arrow(self.spark, name, data)
         return conform(data, name)
 
     @staticmethod
@@ -344,7 +356,7 @@ class Lake:
         spark = spark or self.spark
         version = version if version is not None else (self._pins or {}).get(name)
         if (self._pins is not None and name not in self._pins) or not self.exists(name):
-            return spark.createDataFrame([], table_schema(name).spark)
+            return _from_arrow(spark, name, table_schema(name).arrow.empty_table())
         reader = spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
