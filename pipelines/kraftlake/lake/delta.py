@@ -91,9 +91,10 @@ def _from_arrow(spark: SparkSession, name: str, data: pa.Table) -> DataFrame:
     job that reads it, even an empty one (a table a new lake does not have yet), runs Python
     tasks, and a new lake's first increment read a dozen of them."""
     schema = table_schema(name)
+    arrow = schema.arrow  # built anew at each use of the property
     cols = [data.column(f.name).cast(f.type) if f.name in data.column_names
-            else pa.nulls(data.num_rows, f.type) for f in schema.arrow]
-    return spark.createDataFrame(pa.Table.from_arrays(cols, schema=schema.arrow), schema.spark)
+            else pa.nulls(data.num_rows, f.type) for f in arrow]
+    return spark.createDataFrame(pa.Table.from_arrays(cols, schema=arrow), schema.spark)
 
 
 def _column_sql(field, value: str) -> str:
