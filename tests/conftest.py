@@ -66,7 +66,7 @@ TEST_SPARK_CONF = {
 
 
 # A job a test starts as a process (a CLI ingest, sql, quality, one available-now stream, the
-# Kafka tests' live stream) is a JVM living a few minutes at most, where the C2 compiler
+# Kafka tests' user-topic refusals) is a JVM living a few minutes at most, where the C2 compiler
 # costs more CPU than its code saves: C1 only (`-XX:TieredStopAtLevel=1`) cut one CLI ingest
 # of a 2,067-record log from 130-146 to 99-104 CPU s in the same wall time,
 # tests/cluster/test_s3.py (then four CLI jobs) from 750 to 547 CPU s (408 -> 351 s wall),
@@ -97,7 +97,18 @@ SHORT_JOB_CONF = {**TEST_SPARK_CONF,
 # modules in one new session from 306.8 to 271.5 JVM CPU s (compilation was 95 of the 306.8),
 # but not a whole run, whose sessions live 20 minutes: the groups they run took the same CPU
 # (2026-11-27, `benchmarks/suite_cpu.py`), so it is not used.
-SESSION_JAVA_OPTIONS = "-XX:+UseSerialGC"
+# What does cut it is cheaper C2 compilations. A worker's session compiles all the while:
+# 68,000 methods in five minutes of pipeline tests, 12,500 of them with C2, and the C2
+# compilations alone took 141 of the JVM's 423 CPU s (a JFR recording of
+# test_ingest_growth, test_maintain and test_restart_points; most of it in Catalyst's tree
+# code, megamorphic, where deep inlining buys little). Inlining less deep and less large
+# code (`INLINE_LESS`) halved the compilation time, 170 -> 95 s, and the JVM took 371
+# against 412 CPU s at the same point (2026-11-28). A young generation of 1 GiB (`-Xmn1g`:
+# Serial's default starts at a third of a small initial heap and collects often) cut its
+# collections from 21 to 13.5 s. A whole run (idle machine, 2026-11-28): the two sessions'
+# JVMs 958 against 1,046 CPU s.
+INLINE_LESS = "-XX:MaxInlineLevel=6 -XX:FreqInlineSize=100 -XX:InlineSmallCode=1000"
+SESSION_JAVA_OPTIONS = f"-XX:+UseSerialGC -Xmn1g {INLINE_LESS}"
 
 
 def _conf_file(conf: dict[str, str]) -> str:
@@ -116,7 +127,7 @@ def _short_job_conf_file() -> str:
 
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment of a `kraftlake` job a test starts as a process (the Kafka tests'
-    live stream, the S3 and standalone-cluster jobs): `SHORT_JOB_CONF` through
+    user-topic refusals, the S3 and standalone-cluster jobs): `SHORT_JOB_CONF` through
     $KRAFTLAKE_CONF. On the standalone cluster TEST_SPARK_CONF took an ingest of the example
     log from 182-190 s to 137-140 s (two runs each). The installed-wheel test runs the demo
     on the built-in defaults, so generated code stays covered."""
