@@ -14,16 +14,16 @@ stays under pytest's tmp dir, printed.
 from __future__ import annotations
 
 import pickle
-import re
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from kraftlake.config import load_config
+from kraftlake.jobs.increment import IncrementResult
+from kraftlake.jobs.stream import start_stream
 from kraftlake.sources.files import LogDirIndex
-from tests.conftest import cli_env
 
 from . import scenario
 from .cluster import KafkaCluster, log_start, running_cluster
@@ -36,13 +36,13 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
 
 
 @pytest.fixture(scope="package")
-def incidents(kafka: KafkaCluster,
+def incidents(spark, kafka: KafkaCluster,
               tmp_path_factory: pytest.TempPathFactory) -> scenario.Incidents:
     """The scenario, with `kraftlake stream` tailing the controller's live log throughout
     (segment rolls, snapshots and retention deleting the first segments happen under it),
     and Kafka's view after it."""
     work = tmp_path_factory.mktemp("incidents")
-    stream = LiveStream(kafka, work)
+    stream = LiveStream(spark, kafka, work)
     try:
         views: list[scenario.StepView] = []
         steps = scenario.run(kafka, work, views)
@@ -64,36 +64,38 @@ def incidents(kafka: KafkaCluster,
 
 
 class LiveStream:
-    """`kraftlake stream --trigger 1s` on the controller's own `__cluster_metadata-0`."""
+    """`kraftlake stream --trigger 1s` on the controller's own `__cluster_metadata-0`, run
+    on the worker's session: the query the command starts (jobs/stream.py `start_stream`,
+    with the command's arguments), without the command's own process. As a process it paid
+    a JVM start and a cold JVM's compilation for its five micro-batches, 110 CPU s of a
+    whole run (2026-11-28), while the session it now runs on serves the package's later
+    tests warm. The command's own start, arguments and output are tests/cli's and the kill
+    tests' (tests/pipeline/test_kill_restart.py runs it as a process)."""
 
-    def __init__(self, kafka: KafkaCluster, work: Path) -> None:
-        self.lake, self.out = work / "stream-lake", work / "stream.out"
-        with open(self.out, "w") as out:
-            self.proc = subprocess.Popen(
-                ["kraftlake", "stream", str(kafka.controller.metadata_log), "--lake",
-                 str(self.lake), "--cluster-id", kafka.cluster_id, "--trigger", "1s"],
-                stdout=out, stderr=subprocess.STDOUT, env=cli_env(COLUMNS="200"))
+    def __init__(self, spark, kafka: KafkaCluster, work: Path) -> None:
+        self.lake = work / "stream-lake"
+        self.batches: list[IncrementResult] = []
+        cfg = load_config(lake=self.lake, spark_master="local[2]")
+        self.query = start_stream(spark, cfg, kafka.controller.metadata_log,
+                                  cluster_id=kafka.cluster_id, trigger="1s",
+                                  on_batch=self.batches.append)
 
     def committed_end(self) -> int:
-        """The end offset of the newest micro-batch the stream reported committed."""
-        ends = re.findall(r"offsets \d+\.\.(\d+)", self.out.read_text())
-        return int(ends[-1]) if ends else -1
+        """The end offset of the newest micro-batch the stream committed."""
+        ends = [b.end_offset for b in self.batches if b.end_offset is not None]
+        return max(ends, default=-1)
 
     def wait_until(self, end: int, timeout: float = 300) -> None:
         """Until the stream has committed the log up to `end` (a few triggers after the
         scenario): it must not have stopped meanwhile."""
         deadline = time.time() + timeout
         while self.committed_end() < end:
-            if self.proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"the live stream reached offset {self.committed_end()}, "
-                                   f"not {end}:\n{self.out.read_text()[-3000:]}")
+            if not self.query.isActive or time.time() > deadline:
+                raise RuntimeError(
+                    f"the live stream reached offset {self.committed_end()}, not {end}: "
+                    f"{self.query.exception() if not self.query.isActive else 'timed out'};"
+                    f" micro-batches {[(b.start_offset, b.end_offset) for b in self.batches]}")
             time.sleep(1)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
+        self.query.stop()
