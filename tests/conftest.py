@@ -51,16 +51,8 @@ ROOTS = (CORPUS, EXTENSION) if EXTENSION.is_dir() else (CORPUS,)
 # average about 30). The results depend on neither setting; the jobs the tests start as
 # processes get the same settings (`cli_env`), except the installed-wheel demo, which runs
 # the defaults (generated code, adaptive execution) and is checked against the simulator's
-# labels. Local files are written and read without Hadoop's checksum layer (the raw local
-# file system for `file:` paths, both of Hadoop's interfaces: Delta's log store takes the
-# second): that layer writes a `.crc` beside every file and checks it at every read, 8% of a
-# warm increment's JVM samples; 8 warm ingests of examples/real-3-broker in one session took
-# 60.9 and 57.2 CPU s without it against 67.0 and 61.8 with it (two sessions each,
-# alternating, idle machine, 2026-11-28). Nothing reads those files but Hadoop itself (Delta's
-# own `<version>.crc` is a file of the table, written either way); the tables are the same.
+# labels.
 TEST_SPARK_CONF = {
-    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
-    "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.adaptive.enabled": "false",
@@ -117,6 +109,18 @@ SHORT_JOB_CONF = {**TEST_SPARK_CONF,
 # JVMs 958 against 1,046 CPU s.
 INLINE_LESS = "-XX:MaxInlineLevel=6 -XX:FreqInlineSize=100 -XX:InlineSmallCode=1000"
 SESSION_JAVA_OPTIONS = f"-XX:+UseSerialGC -Xmn1g {INLINE_LESS}"
+# The sessions write and read local files without Hadoop's checksum layer (the raw local file
+# system for `file:` paths, in both of Hadoop's interfaces: Delta's log store takes the
+# second). That layer writes a `.crc` beside every file and checks it at every read, 8% of a
+# warm increment's JVM samples; 8 warm ingests of examples/real-3-broker in one session took
+# 60.9 and 57.2 CPU s without it against 67.0 and 61.8 with it (two sessions each,
+# alternating, idle machine, 2026-11-28). Only Hadoop reads those files (Delta's own
+# `<version>.crc` is a file of the table, written either way); the tables are the same. Not
+# for the jobs tests start as processes: S3A buffers its uploads through the local file
+# system and needs Hadoop's checksummed class there (a ClassCastException in test_s3.py).
+SESSION_RAW_LOCAL_FILES = {
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs"}
 
 
 def _conf_file(conf: dict[str, str]) -> str:
@@ -322,7 +326,7 @@ def spark():
     # the heap `kraftlake ingest` gives a large input: the session runs every in-process
     # test's increments, the hypothesis fold's 200 logs among them
     s = get_spark(load_config(), master="local[2]", extra_conf={
-        **TEST_SPARK_CONF, "spark.driver.memory": DRIVER_MEMORY_MAX,
+        **TEST_SPARK_CONF, **SESSION_RAW_LOCAL_FILES, "spark.driver.memory": DRIVER_MEMORY_MAX,
         "spark.driver.extraJavaOptions": SESSION_JAVA_OPTIONS})
     yield s
     s.stop()
