@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import os
 import struct
 import subprocess
 import sys
@@ -26,7 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-TICK = os.sysconf("SC_CLK_TCK")
+from suite_cpu import TICK, processes
+
 PERF_DIR = Path(tempfile.gettempdir()) / f"hsperfdata_{getpass.getuser()}"
 COUNTERS = {"compile": "java.ci.totalTime", "compiles": "sun.ci.totalCompiles",
             "young": "sun.gc.collector.0.time", "old": "sun.gc.collector.1.time",
@@ -51,17 +51,17 @@ def perf_counters(path: Path) -> dict[str, int]:
     return out
 
 
-def reading(pid: int) -> dict[str, float] | None:
-    """CPU, compile and GC seconds of Spark JVM `pid`; None if it is not one (or is gone)."""
+def reading(pid: int, ticks: int) -> dict[str, float] | None:
+    """CPU (`ticks` of it so far), compile and GC seconds of Spark JVM `pid`; None if it is
+    not one (or is gone)."""
     try:
         if b"SparkSubmit" not in Path(f"/proc/{pid}/cmdline").read_bytes():
             return None
-        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         c = perf_counters(PERF_DIR / str(pid))
     except (OSError, ValueError, IndexError, struct.error):
         return None
     hz = c.get(COUNTERS["ticks_per_s"]) or 1_000_000_000
-    return {"cpu": (int(f[11]) + int(f[12])) / TICK,
+    return {"cpu": ticks / TICK,
             "compile": c.get(COUNTERS["compile"], 0) / hz,
             "compiles": c.get(COUNTERS["compiles"], 0),
             "gc": (c.get(COUNTERS["young"], 0) + c.get(COUNTERS["old"], 0)) / hz}
@@ -76,9 +76,10 @@ def main() -> int:
     proc = subprocess.Popen(args.command)
     t0, last = time.time(), {}
     while proc.poll() is None:
+        alive = processes()
         pids = [int(p.name) for p in PERF_DIR.glob("*") if p.name.isdigit()]
-        for pid in pids:
-            r = reading(pid)
+        for pid in (p for p in pids if p in alive):
+            r = reading(pid, alive[pid][2])
             if r:
                 r["at"] = time.time() - t0
                 last[pid] = r

@@ -50,7 +50,7 @@ def pytest_runtest_logfinish(nodeid: str, location) -> None:
     _write_current("(between tests)")
 
 
-def _processes() -> dict[int, tuple[int, int, int]]:
+def processes() -> dict[int, tuple[int, int, int]]:
     """pid -> (parent pid, start time, CPU ticks of the process itself)."""
     out = {}
     for name in os.listdir("/proc"):
@@ -88,11 +88,11 @@ def measure(cmd: list[str]) -> tuple[collections.Counter, int]:
     seen: dict[tuple[int, int], int] = {}  # (pid, start) -> ticks at the last reading
     per_test: collections.Counter = collections.Counter()
     # a process already running counts from now: its CPU so far is not the command's
-    for pid, (_, start, ticks) in _processes().items():
+    for pid, (_, start, ticks) in processes().items():
         seen[(pid, start)] = ticks
     while True:
         done = proc.poll() is not None
-        workers, procs = _workers(d), _processes()
+        workers, procs = _workers(d), processes()
         for pid, (_, start, ticks) in procs.items():
             key = (pid, start)
             if key not in owner:
