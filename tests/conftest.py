@@ -44,7 +44,7 @@ ROOTS = (CORPUS, EXTENSION) if EXTENSION.is_dir() else (CORPUS,)
 # tests' small inputs compiling the generated code was a third of the JVM's CPU (Janino and
 # its regex-based code formatter in a profile of an increment), and turning it off cut an
 # increment's JVM CPU time by a fifth to a quarter. Adaptive query execution is off: on these
-# inputs it has nothing to adapt (two shuffle partitions, tables of kilobytes), but it plans
+# inputs it has nothing to adapt (one or two shuffle partitions, tables of kilobytes), but it plans
 # the rest of a query again after every shuffle stage; off, an in-process ingest of a
 # 188-record real log (nurlan-abdullazada) took 11.0-15.8 CPU s of the process tree against
 # 13.3-18.3 with it on (three runs each, alternating in one warm session, 2026-11-26, load
@@ -57,12 +57,22 @@ TEST_SPARK_CONF = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.adaptive.enabled": "false",
     "spark.ui.enabled": "false",
-    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.shuffle.partitions": "1",
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
-    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.databricks.delta.snapshotPartitions": "1",
 }
+# One shuffle partition and one Delta snapshot partition: the tests' tables hold kilobytes,
+# and every shuffle stage and every Delta state rebuild then runs one task instead of two.
+# Ten warm ingests of examples/real-3-broker in one session (`increment_steps.py -n 10`, the
+# third to the tenth): 65.3 CPU s against 76.6 with two of each (idle machine, 2026-11-28).
+# Where the number of partitions is what a test is about, it runs with `SEVERAL_PARTITIONS`:
+# the modules holding the Spark fold against the sequential replay (`several_partitions`),
+# the kill -9 jobs (whose lakes are then compared with a clean ingest of one partition: the
+# tables must not depend on it) and the standalone cluster's executors.
+SEVERAL_PARTITIONS = {"spark.sql.shuffle.partitions": "2",
+                      "spark.databricks.delta.snapshotPartitions": "2"}
 
 
 # A job a test starts as a process (a CLI ingest, sql, quality, one available-now stream, the
@@ -150,7 +160,7 @@ def cli_env(**extra: str) -> dict[str, str]:
 # SparkSession, and pyspark's getOrCreate applies the modifiable settings of the command's
 # configuration to that session: with the package defaults, the first in-process command of
 # a worker left every later test on that worker with 8 shuffle partitions and 4 Delta
-# snapshot partitions instead of TEST_SPARK_CONF's 2 and 2. The tests' process reads
+# snapshot partitions instead of TEST_SPARK_CONF's 1 and 1. The tests' process reads
 # TEST_SPARK_CONF as its configuration instead (test_wheel.py removes it for the installed
 # demo, which runs the defaults).
 os.environ["KRAFTLAKE_CONF"] = _conf_file(TEST_SPARK_CONF)
@@ -330,3 +340,18 @@ def spark():
         "spark.driver.extraJavaOptions": SESSION_JAVA_OPTIONS})
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="module")
+def several_partitions(spark):
+    """`SEVERAL_PARTITIONS` for a module's tests and its module fixtures (`pytestmark =
+    pytest.mark.usefixtures("several_partitions")`): the kernel then folds the partitions of
+    an input in two tasks, as it does on any real input, and a key split between them would
+    show. A `kraftlake` command run in the tests' process sets the session back to
+    TEST_SPARK_CONF (see `KRAFTLAKE_CONF` above), so such a test comes last in its module."""
+    before = {k: spark.conf.get(k) for k in SEVERAL_PARTITIONS}
+    for k, v in SEVERAL_PARTITIONS.items():
+        spark.conf.set(k, v)
+    yield spark
+    for k, v in before.items():
+        spark.conf.set(k, v)

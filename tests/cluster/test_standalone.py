@@ -18,7 +18,7 @@ from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from tests.cluster.conftest import EXAMPLE, cli_commands
 from tests.cluster.servers import spark_standalone
-from tests.conftest import C1_ONLY, SHORT_JOB_CONF, cli_env
+from tests.conftest import C1_ONLY, SEVERAL_PARTITIONS, SHORT_JOB_CONF, cli_env
 from tests.lake_rows import table_rows
 
 # ingest_progress and quality_results record runs, not the log
@@ -55,7 +55,8 @@ def cluster_lakes(master, tmp_path_factory) -> list[tuple[subprocess.CompletedPr
     work = tmp_path_factory.mktemp("cluster-jobs")
     conf = work / "conf.yaml"
     conf.write_text(yaml.safe_dump({"spark": {"conf": {
-        **SHORT_JOB_CONF, "spark.executor.extraJavaOptions": _jvm_options()}}}))
+        **SHORT_JOB_CONF, **SEVERAL_PARTITIONS,  # the kernel's tasks on both workers
+        "spark.executor.extraJavaOptions": _jvm_options()}}}))
     lakes = [work / f"{job[0]}-lake" for job in JOBS]
     runs = cli_commands([[job[0], str(EXAMPLE), *job[1:], "--lake", str(lake),
                           "--master", master[0]] for job, lake in zip(JOBS, lakes, strict=True)],

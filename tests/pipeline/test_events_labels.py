@@ -31,6 +31,9 @@ from kraftlake import (
     simulate_cluster,
 )
 
+# Spark held against the sequential rules: over two partitions, as on a real input
+pytestmark = pytest.mark.usefixtures("several_partitions")
+
 # id: (scenario, ELR on?, metadata.version level, hours, event types that must occur,
 #      detections of unclean_election that must all occur, and nothing else)
 CASES = {

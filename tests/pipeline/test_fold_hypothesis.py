@@ -26,6 +26,7 @@ import json
 import time
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +39,9 @@ from kraftlake.sources.decode import source_spark_schema
 from tests.pipeline.foldcheck import normalise, replay_rows, spark_fold_and_events
 from tests.replay_events import event_lines
 from tests.replay_intervals import IntervalSweep
+
+# Spark held against the sequential rules: over two partitions, as on a real input
+pytestmark = pytest.mark.usefixtures("several_partitions")
 
 EXAMPLES = 200
 TOPICS = [("t0", "AAAAAAAAAAAAAAAAAAAAZA"), ("t1", "AAAAAAAAAAAAAAAAAAAAZQ")]

@@ -13,6 +13,9 @@ from kraftlake.lake.delta import Lake
 from tests.conftest import real
 from tests.lake_rows import table_dicts, table_rows
 
+# Spark held against the sequential rules: over two partitions, as on a real input
+pytestmark = pytest.mark.usefixtures("several_partitions")
+
 # Kafka 4.x, ELR on: topic deleted and recreated twice, then partition 0 goes leaderless
 # (ELR [1], LastKnownElr [1]) and comes back by an unclean last-known-leader election
 # (LeaderRecoveryState=1, offset 3602) that never recovers; six snapshots check the fold.

@@ -39,7 +39,7 @@ from kraftlake.jobs.batch import app_id_for, ingest
 from kraftlake.jobs.increment import ORDER
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
-from tests.conftest import SHORT_JOB_CONF
+from tests.conftest import SEVERAL_PARTITIONS, SHORT_JOB_CONF
 from tests.lake_rows import table_rows
 from tests.pipeline.test_stream_tail import NOMAN, GrowingLog
 
@@ -47,9 +47,11 @@ TABLES = ["records", "partition_changes", "partition_timeline", "partition_event
           "partition_current", "quarantine", "topics", "brokers", "configs",
           "snapshot_reconciliation"]
 # the settings of a short job process (tests/conftest.py SHORT_JOB_CONF: C1 only, which
-# matters here, where a dozen JVMs each live a minute or less) in a small driver
+# matters here, where a dozen JVMs each live a minute or less) in a small driver, folding over
+# two partitions (the clean ingest they are compared with runs in the session, over one)
 CONF = {"spark": {"master": "local[2]", "conf": {
-    **SHORT_JOB_CONF, "spark.driver.memory": "1g", "spark.buffer.pageSize": "4m"}}}
+    **SHORT_JOB_CONF, **SEVERAL_PARTITIONS, "spark.driver.memory": "1g",
+    "spark.buffer.pageSize": "4m"}}}
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 # One fixed schedule a test: on delta-spark one seed costs about 10 minutes of JVM restarts

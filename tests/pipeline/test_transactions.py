@@ -12,12 +12,16 @@ several clusters.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 from kraftlake.fold.silver import committed
 from kraftlake.kraft.records import TRANSACTION_MARKERS, marker_refusal
+
+# Spark held against the sequential rules: over two partitions, as on a real input
+pytestmark = pytest.mark.usefixtures("several_partitions")
 
 BEGIN, END, ABORT = TRANSACTION_MARKERS
 KINDS = ["PartitionChangeRecord", "PartitionChangeRecord", BEGIN, END, ABORT]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from kraftlake.codec.logfiles import list_log_dir
 from kraftlake.jobs.batch import ingest
 from kraftlake.jobs.stream import start_stream
@@ -21,6 +23,9 @@ from kraftlake.lake.delta import Lake
 from kraftlake.simulate.cluster import SimConfig
 from kraftlake.simulate.scenarios import DEFAULTS, Params, simulate
 from tests.lake_rows import table_dicts, table_rows
+
+# Spark held against the sequential rules: over two partitions, as on a real input
+pytestmark = pytest.mark.usefixtures("several_partitions")
 
 # every table a turn writes; ingest_progress differs by design (one row per turn)
 TABLES = ["records", "quarantine", "brokers", "configs", "topics", "partition_changes",
