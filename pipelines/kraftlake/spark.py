@@ -211,6 +211,9 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
                         (state_dir() / "spark-warehouse").resolve().as_uri())
     if master or "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         conf["spark.master"] = master or cfg.spark_master
+    if "PYSPARK_GATEWAY_PORT" not in os.environ and conf["spark.master"].startswith("local"):
+        # the Python workers import the installed pyspark, not its zip (`python_daemon`)
+        conf.setdefault("spark.python.daemon.module", "kraftlake.python_daemon")
     launcher = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if input_bytes is not None and "spark.driver.memory" not in conf \
             and "--driver-memory" not in launcher and "spark.driver.memory" not in launcher:

@@ -1,0 +1,36 @@
+"""The Python workers of a session kraftlake starts import the installed pyspark, not the zip
+Spark puts first on their path (`kraftlake.python_daemon`), and only a pip-installed
+pyspark's own zips are moved."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyspark
+
+from kraftlake.python_daemon import installed_first
+
+HOME = Path(pyspark.__file__).parent  # a pip install: its own SPARK_HOME
+
+
+def _pyspark_file(batches):
+    import pyspark
+
+    for _ in batches:
+        yield pa.RecordBatch.from_pylist([{"file": pyspark.__file__}])
+
+
+def test_the_workers_import_the_installed_pyspark(spark) -> None:
+    (row,) = spark.range(1).coalesce(1).mapInArrow(_pyspark_file, "file string").collect()
+    assert row.file == pyspark.__file__  # not .../python/lib/pyspark.zip/pyspark/__init__.py
+
+
+def test_only_the_zips_of_the_installed_pyspark_move_behind_it() -> None:
+    zips = [str(HOME / "python/lib/pyspark.zip"), str(HOME / "python/lib/py4j-src.zip")]
+    rest = [p for p in sys.path if not p.endswith(".zip")]
+    assert installed_first(["", *zips, *rest]) == ["", *rest, *zips]
+    # another Spark distribution's zips (a $SPARK_HOME elsewhere) keep their place
+    other = ["", "/opt/spark/python/lib/pyspark.zip", *rest]
+    assert installed_first(other) == other
