@@ -65,8 +65,9 @@ TEST_SPARK_CONF = {
 }
 # One shuffle partition and one Delta snapshot partition: the tests' tables hold kilobytes,
 # and every shuffle stage and every Delta state rebuild then runs one task instead of two.
-# Ten warm ingests of examples/real-3-broker in one session (`increment_steps.py -n 10`, the
-# third to the tenth): 65.3 CPU s against 76.6 with two of each (idle machine, 2026-11-28).
+# Warm ingests of examples/real-3-broker into new lakes, alternating the two settings in one
+# session (8 each, idle machine, 2026-11-28): a median 6.25 CPU s against 7.42 with two of
+# each, the dearest with one below the median with two.
 # Where the number of partitions is what a test is about, it runs with `SEVERAL_PARTITIONS`:
 # the modules holding the Spark fold against the sequential replay (`several_partitions`),
 # the kill -9 jobs (whose lakes are then compared with a clean ingest of one partition: the
