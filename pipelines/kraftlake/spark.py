@@ -205,14 +205,16 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     conf = {"spark.app.name": cfg.spark_app_name, **DELTA_CONF,
             **cfg.spark_conf, **(extra_conf or {})}
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not spark-submit's JVM, whose conf rules
+    ours = "PYSPARK_GATEWAY_PORT" not in os.environ  # not spark-submit's JVM, whose conf rules
+    if ours:
         # Spark's default is ./spark-warehouse: a directory left wherever a command ran
         conf.setdefault("spark.sql.warehouse.dir",
                         (state_dir() / "spark-warehouse").resolve().as_uri())
     if master or "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         conf["spark.master"] = master or cfg.spark_master
-    if "PYSPARK_GATEWAY_PORT" not in os.environ and conf["spark.master"].startswith("local"):
-        # the Python workers import the installed pyspark, not its zip (`python_daemon`)
+    if ours and conf.get("spark.master", "").startswith("local"):
+        # the Python workers import the installed pyspark, not its zip (`python_daemon`);
+        # a master from $PYSPARK_SUBMIT_ARGS is not in `conf`: Spark's daemon then
         conf.setdefault("spark.python.daemon.module", "kraftlake.python_daemon")
     launcher = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if input_bytes is not None and "spark.driver.memory" not in conf \

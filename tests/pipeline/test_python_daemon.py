@@ -10,7 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyspark
 
+from kraftlake.config import load_config
 from kraftlake.python_daemon import installed_first
+from kraftlake.spark import get_spark
 
 HOME = Path(pyspark.__file__).parent  # a pip install: its own SPARK_HOME
 
@@ -34,3 +36,11 @@ def test_only_the_zips_of_the_installed_pyspark_move_behind_it() -> None:
     # another Spark distribution's zips (a $SPARK_HOME elsewhere) keep their place
     other = ["", "/opt/spark/python/lib/pyspark.zip", *rest]
     assert installed_first(other) == other
+
+
+def test_a_master_named_only_in_the_launchers_arguments_still_gets_a_session(
+        spark, monkeypatch) -> None:
+    """`$PYSPARK_SUBMIT_ARGS` naming the master leaves it out of the session's settings:
+    the daemon's choice must not look it up there (a KeyError before)."""
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.master=local[2] pyspark-shell")
+    assert get_spark(load_config()).sparkContext is spark.sparkContext
