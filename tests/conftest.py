@@ -69,7 +69,8 @@ TEST_SPARK_CONF = {
 # session (8 each, idle machine, 2026-11-28): a median 6.25 CPU s against 7.42 with two of
 # each, the dearest with one below the median with two.
 # Where the number of partitions is what a test is about, it runs with `SEVERAL_PARTITIONS`:
-# the modules holding the Spark fold against the sequential replay (`several_partitions`),
+# the modules holding the Spark fold against the sequential replay, the simulator's labels,
+# or a lake built in turns or micro-batches against one ingest (`several_partitions`),
 # the kill -9 jobs (whose lakes are then compared with a clean ingest of one partition: the
 # tables must not depend on it) and the standalone cluster's executors.
 SEVERAL_PARTITIONS = {"spark.sql.shuffle.partitions": "2",

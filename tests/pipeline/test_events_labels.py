@@ -31,7 +31,7 @@ from kraftlake import (
     simulate_cluster,
 )
 
-# Spark held against the sequential rules: over two partitions, as on a real input
+# Spark's events held against the simulator's labels: over two partitions, as on a real input
 pytestmark = pytest.mark.usefixtures("several_partitions")
 
 # id: (scenario, ELR on?, metadata.version level, hours, event types that must occur,

@@ -13,7 +13,8 @@ from kraftlake.lake.delta import Lake
 from tests.conftest import real
 from tests.lake_rows import table_dicts, table_rows
 
-# Spark held against the sequential rules: over two partitions, as on a real input
+# micro-batches held against one batch, a real log's events: over two partitions, as on a
+# real input
 pytestmark = pytest.mark.usefixtures("several_partitions")
 
 # Kafka 4.x, ELR on: topic deleted and recreated twice, then partition 0 goes leaderless

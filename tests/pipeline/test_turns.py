@@ -24,7 +24,7 @@ from kraftlake.simulate.cluster import SimConfig
 from kraftlake.simulate.scenarios import DEFAULTS, Params, simulate
 from tests.lake_rows import table_dicts, table_rows
 
-# Spark held against the sequential rules: over two partitions, as on a real input
+# a lake built in turns held against one ingest: over two partitions, as on a real input
 pytestmark = pytest.mark.usefixtures("several_partitions")
 
 # every table a turn writes; ingest_progress differs by design (one row per turn)
