@@ -3,11 +3,12 @@ subprocess, SIGKILLed at random instants (at least three times), restarted until
 complete; the lake must then equal one clean batch ingest of the same input.
 
 The whole process group is killed (the Python driver and its Spark JVM), which is what
-`kill -9` of a job does. Stream kills are placed after the job announced it is streaming, at
-a random delay (seeded, and printed on failure), so they land inside micro-batches: between
-Delta commits of one increment, or inside one. Ingest kills are placed after a stage message
-of the increment ("fold: ...", "commit: ...": each follows the commits of the stage before
-it), a different stage for every kill, so they land between or inside different table
+`kill -9` of a job does. Every kill is placed by what the job has done, never by the clock
+alone, so it lands in work however fast the machine is: stream kills inside a micro-batch
+drawn from the seed (Spark's offset log says when it starts, the lake's Delta logs when its
+tables commit), ingest kills after a stage message of the increment ("fold: ...",
+"commit: ...": each follows the commits of the stage before it). Each kill of a test lands
+at another kind of instant, so they fall before, between and inside different table
 commits, one of them always inside the wave of tables that commit concurrently.
 
 Each test runs the fixed seeds (`FIXED_SEEDS`: the same kill schedules every run, so a
@@ -28,6 +29,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,10 +40,10 @@ from kraftlake.cli import main
 from kraftlake.jobs.batch import app_id_for, ingest
 from kraftlake.jobs.increment import ORDER
 from kraftlake.lake.delta import Lake
-from kraftlake.lake.schema import table_names
+from kraftlake.lake.schema import KRAFTLAKE_DIR, table_names
 from tests.conftest import SEVERAL_PARTITIONS, SHORT_JOB_CONF
 from tests.lake_rows import table_rows
-from tests.pipeline.test_stream_tail import NOMAN, GrowingLog
+from tests.pipeline.test_stream_tail import NOMAN
 
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "quarantine", "topics", "brokers", "configs",
@@ -106,87 +108,14 @@ def _kill(p: subprocess.Popen) -> bool:
     return p.returncode == -signal.SIGKILL
 
 
-# offsets the stream's log holds at the start, then after each growth (the real log ends at
-# offset 2,066)
-GROWTH = (1200, 1500, 1800, 2067)
-
-
-def _tail(out: Path, n: int = 3000) -> str:
-    """The end of a job's output, without terminal control sequences."""
-    return ANSI.sub(b"", out.read_bytes()).decode(errors="replace").replace("\r", "\n")[-n:]
-
-
-@pytest.mark.slow  # about 6 minutes a seed on two shared cores: every restart starts a JVM
-@pytest.mark.parametrize("seed", kill_seeds(), ids=lambda s: f"KILL_SEED={s}")
-def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
-        spark, tmp_path, cfg_factory, seed):
-    log = GrowingLog(tmp_path / "kafka", NOMAN / "00000000000000000000.log", "kill-test")
-    # the log as written at the start and after each growth (batch indexes): a run that
-    # completes before its kill lands (its micro-batches took less than the drawn delay)
-    # finds the log grown by the next part, so three kills land in work however fast it is
-    parts = [max(i for i, b in enumerate(log.batches) if b.base_offset < limit) + 1
-             for limit in GROWTH]
-    end = log.write(0, parts[0])
-    grown = 0
-    lake = tmp_path / "lake"
-    conf = _conf(tmp_path)
-    print(f"KILL_SEED={seed}")
-    rng = random.Random(seed)
-    kills: list[float] = []  # delays (s) after "streaming" at which a SIGKILL landed
-    runs = 0
-    while True:
-        runs += 1
-        out = tmp_path / f"run{runs}.out"
-        out.write_bytes(b"")
-        p = _start(["stream", str(log.dir), "--lake", str(lake), "--available-now",
-                    "--max-offsets", "400"], conf, out)
-        if len(kills) < 3:
-            _wait_for(p, out, b"streaming")
-            delay = rng.uniform(0.5, 30.0)
-            try:
-                p.wait(timeout=delay)
-            except subprocess.TimeoutExpired:
-                _kill(p)
-                kills.append(round(delay, 1))
-                continue
-        else:
-            p.wait(timeout=600)
-        assert p.returncode == 0, f"seed {seed}, run {runs}: {out.read_text()[-3000:]}"
-        if len(kills) < 3 and grown + 1 < len(parts):  # done before its kill: more log
-            grown += 1
-            end = log.write(parts[grown - 1], parts[grown])
-            continue
-        break  # completed (before a kill landed, if fewer than 3 kills: checked below)
-    print(f"seed {seed}: {runs} runs, kills after {kills} s, log grown {grown} times")
-    assert len([k for k in kills if k >= 0]) >= 3, f"seed {seed}: kills {kills}"
-
-    clean = tmp_path / "clean"
-    ingest(spark, cfg_factory(clean), [log.dir])
-    slake, blake = Lake(lake), Lake(clean)
-    for name in TABLES:
-        assert table_rows(slake, name) == table_rows(blake, name), \
-            f"{name} differs (seed {seed}, kills after {kills} s)"
-    recs = slake.read(spark, "records")
-    assert recs.count() == recs.select("offset").distinct().count() == end
-
-
-# Stage messages of one increment (jobs/increment.py), in the order they come; each one is
-# said after the commits of the stage before it: "decode:", "fold:" and "kernel:" before any
-# commit, "commit:" after `partition_events`, when the wave of `records` ... `incidents`
-# starts committing on several threads, "current:" after that wave, before
-# `partition_current`. Two kills are drawn within 2 s of two of the first three, one within
-# 2 s of "commit:" (inside the wave: some of its tables committed, others not); a run
-# restarted after a kill skips the tables already committed, so from a late stage on it may
-# finish in a few seconds (merges into empty tables are appends, tables are created by their
-# first write), and a kill drawn later than that would find it done (8 s did, at seed 11).
-EARLY_STAGES = ["decode:", "fold:", "kernel:"]
+# a kill drawn "within a stage" lands up to this many seconds after the stage began
 MAX_DELAY = 2.0
 
 
-def _committed(lake: Path, app_id: str) -> list[str]:
-    """Tables that hold increment 0 of `app_id` (a killed run's commits)."""
+def _committed(lake: Path, app_id: str, version: int) -> list[str]:
+    """Tables that hold increment `version` of `app_id` (a killed run's commits)."""
     lk = Lake(lake)
-    return [t for t in ORDER if lk.committed(t, app_id, 0)]
+    return [t for t in ORDER if lk.committed(t, app_id, version)]
 
 
 def _next_commit(lake: Path, name: str) -> Path:
@@ -196,23 +125,124 @@ def _next_commit(lake: Path, name: str) -> Path:
     return lake / name / "_delta_log" / f"{0 if v is None else v + 1:020d}.json"
 
 
-@pytest.mark.slow  # about 7 minutes a seed on two shared cores: five runs of ~1 min, a clean one
-@pytest.mark.parametrize("seed", kill_seeds(), ids=lambda s: f"KILL_SEED={s}")
-def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
-        spark, tmp_path, cfg_factory, seed):
-    """`kraftlake ingest` of a real log (about 2,000 records, 159 partition changes) killed
-    three times at a random instant within a stage, a different one each time (the last
-    within the wave of concurrent commits), then once just after `partition_current`
-    committed (the window before `ingest_progress` commits is a few milliseconds, no stage
-    message reaches it); then restarted until it
-    exits 0. A further run (in this process) finds nothing new and commits nothing, and
-    every table, including `ingest_progress` (one increment in both lakes), equals one clean
-    ingest's."""
+# The stream's micro-batches over the whole log (`--max-offsets 700`): offsets 0-699, 700-1,399
+# and 1,400-2,066. Partitions are created in the second and change (ELR among the changes) in
+# the third.
+MAX_OFFSETS = 700
+BATCHES = 3
+# Where in its micro-batch a stream kill lands: up to `MAX_DELAY` s after the batch started
+# (Spark wrote its offset log entry; decode, fold and kernel come before any commit), just
+# after the batch's `records` commit (inside the wave of concurrent commits: some of its
+# tables committed, others not), or just after its `partition_current` commit (`topics` and
+# `ingest_progress` still to come).
+ANCHORS = ("start", "records", "partition_current")
+
+
+def _tail(out: Path, n: int = 3000) -> str:
+    """The end of a job's output, without terminal control sequences."""
+    return ANSI.sub(b"", out.read_bytes()).decode(errors="replace").replace("\r", "\n")[-n:]
+
+
+def _log_dir(tmp_path: Path, cluster_id: str) -> Path:
+    """A Kafka log directory holding the real log `NOMAN` (about 2,000 records, 159 partition
+    changes) as cluster `cluster_id`."""
     kafka = tmp_path / "kafka"
     log_dir = kafka / "__cluster_metadata-0"
     log_dir.mkdir(parents=True)
     shutil.copyfile(NOMAN / "00000000000000000000.log", log_dir / "00000000000000000000.log")
-    (kafka / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=kill-ingest\n")
+    (kafka / "meta.properties").write_text(f"version=1\nnode.id=1\ncluster.id={cluster_id}\n")
+    return log_dir
+
+
+def _until(p: subprocess.Popen, done: Callable[[], bool], poll: float = 0.002) -> bool:
+    """Poll until `done()` (True), or until the job has exited (False)."""
+    while p.poll() is None:
+        if done():
+            return True
+        time.sleep(poll)
+    return False
+
+
+@pytest.mark.slow  # three JVM starts, each killed (a JVM start is most of a run's CPU)
+@pytest.mark.parametrize("seed", kill_seeds(), ids=lambda s: f"KILL_SEED={s}")
+def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
+        spark, tmp_path, cfg_factory, seed):
+    """`kraftlake stream --available-now` killed once in each of its micro-batches, each
+    kill at another kind of instant (`ANCHORS`, in an order drawn from the seed), then
+    restarted. Each restart runs the killed micro-batch again with the offsets Spark logged
+    for it and skips the tables it had committed. The last restart runs in this process (the
+    same CLI command, on the worker's warm session: a JVM start fewer), as the ingest test's
+    run after does."""
+    cid = "kill-test"
+    log_dir = _log_dir(tmp_path, cid)
+    lake = tmp_path / "lake"
+    offsets = lake / KRAFTLAKE_DIR / "checkpoints" / cid / "spark" / "offsets"
+    app_id = app_id_for(cid, "stream")
+    conf = _conf(tmp_path)
+    print(f"KILL_SEED={seed}")
+    rng = random.Random(seed)
+    plan = list(zip(range(BATCHES), rng.sample(ANCHORS, 3), strict=True))
+    kills: list[tuple[int, str, float, list[str]]] = []  # batch, anchor, delay, committed
+    args = ["stream", str(log_dir), "--lake", str(lake), "--available-now", "--max-offsets",
+            str(MAX_OFFSETS)]
+    for run, (batch, anchor) in enumerate(plan, 1):
+        out = tmp_path / f"run{run}.out"
+        p = _start(args, conf, out)
+        started = _until(p, (offsets / str(batch)).exists, poll=0.05)
+        delay = 0.0
+        if started and anchor == "start":
+            delay = rng.uniform(0, MAX_DELAY)
+            time.sleep(delay)
+        elif started:  # the batch's own commit: the table's next version as the batch began
+            started = _until(p, _next_commit(lake, anchor).exists)
+        assert _kill(p) and started, \
+            f"seed {seed}, run {run}: the job ended before its kill in micro-batch {batch} " \
+            f"({anchor}): {_tail(out)}"
+        kills.append((batch, anchor, round(delay, 1), _committed(lake, app_id, batch)))
+    print(f"seed {seed}: kills (micro-batch, anchor, delay s, tables committed) {kills}")
+    assert any(c and "ingest_progress" not in c for *_, c in kills), \
+        f"seed {seed}: no kill landed between commits of a micro-batch: {kills}"
+    last = CliRunner().invoke(main, args, env={"COLUMNS": "200"})
+    assert last.exit_code == 0, f"seed {seed}, the run after the kills: {last.output[-3000:]}"
+    assert sorted(int(f.name) for f in offsets.iterdir() if f.name.isdigit()) == \
+        list(range(BATCHES)), f"seed {seed}: the micro-batches are not the ones planned"
+
+    clean = tmp_path / "clean"
+    ingest(spark, cfg_factory(clean), [log_dir])
+    slake, blake = Lake(lake), Lake(clean)
+    for name in TABLES:
+        assert table_rows(slake, name) == table_rows(blake, name), \
+            f"{name} differs (seed {seed}, kills {kills})"
+    recs = slake.read(spark, "records")
+    assert recs.count() == recs.select("offset").distinct().count() == 2067
+
+
+# Stage messages of one increment (jobs/increment.py), in the order they come; each one is
+# said after the commits of the stage before it: "decode:", "fold:" and "kernel:" before any
+# commit, "commit:" after `partition_events`, when the wave of `records` ... `incidents`
+# starts committing on several threads, "current:" after that wave, before
+# `partition_current`. One kill is drawn within 2 s of one of the first three (before any
+# commit: which of them matters little, a restart finds the same lake after each), one within
+# 2 s of "commit:" (inside the wave: some of its tables committed, others not); a run
+# restarted after a kill skips the tables already committed, so from a late stage on it may
+# finish in a few seconds (merges into empty tables are appends, tables are created by their
+# first write), and a kill drawn later than that would find it done (8 s did, at seed 11).
+EARLY_STAGES = ["decode:", "fold:", "kernel:"]
+
+
+@pytest.mark.slow  # three JVM starts, each killed (a JVM start is most of a run's CPU)
+@pytest.mark.parametrize("seed", kill_seeds(), ids=lambda s: f"KILL_SEED={s}")
+def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
+        spark, tmp_path, cfg_factory, seed):
+    """`kraftlake ingest` of a real log (about 2,000 records, 159 partition changes) killed
+    twice at a random instant within a stage (one before any commit, one within the wave of
+    concurrent commits), then once just after `partition_current` committed (the window
+    before `ingest_progress` commits is a few milliseconds, no stage message reaches it);
+    then restarted, in this process (the same CLI command on the
+    worker's warm session: a JVM start fewer), which must complete the increment. A further
+    run finds nothing new and commits nothing, and every table, including `ingest_progress`
+    (one increment in both lakes), equals one clean ingest's."""
+    log_dir = _log_dir(tmp_path, "kill-ingest")
     app_id = app_id_for("kill-ingest")
     lake = tmp_path / "lake"
     conf = _conf(tmp_path)
@@ -221,35 +251,34 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
     tty = {"TTY_COMPATIBLE": "1"}
     print(f"KILL_SEED={seed}")
     rng = random.Random(seed)
-    plan = [(s, rng.uniform(0, MAX_DELAY)) for s in [*sorted(
-        rng.sample(EARLY_STAGES, 2), key=EARLY_STAGES.index), "commit:"]] + [("current:", None)]
+    plan = [(s, rng.uniform(0, MAX_DELAY)) for s in [rng.choice(EARLY_STAGES), "commit:"]
+            ] + [("current:", None)]
     kills: list[tuple[str, float | None, list[str]]] = []  # landed: stage, delay, committed
     runs, completed = 0, False
+    args = ["ingest", str(log_dir), "--lake", str(lake)]
     for stage, delay in plan:
         runs += 1
         out = tmp_path / f"ingest{runs}.out"
         nxt = _next_commit(lake, "partition_current") if delay is None else None
-        p = _start(["ingest", str(log_dir), "--lake", str(lake)], conf, out, **tty)
+        p = _start(args, conf, out, **tty)
         if _wait_for(p, out, stage.encode(), timeout=600, poll=0.1):
             if nxt is not None:  # kill as soon as partition_current has committed
-                while p.poll() is None and not nxt.exists():
-                    time.sleep(0.002)
+                _until(p, nxt.exists)
             else:
                 time.sleep(delay)
             if _kill(p):
                 kills.append((stage, None if delay is None else round(delay, 1),
-                              _committed(lake, app_id)))
+                              _committed(lake, app_id, 0)))
                 continue
         p.wait(timeout=900)
         assert p.returncode == 0, f"seed {seed}, run {runs}: {_tail(out)}"
         completed = True  # before the kill landed: the checks below say if that is too few
         break
-    if not completed:  # the restart without a kill must complete the increment
+    if not completed:  # the restart without a kill, in this process (a JVM start fewer)
         runs += 1
-        out = tmp_path / f"ingest{runs}.out"
-        p = _start(["ingest", str(log_dir), "--lake", str(lake)], conf, out, **tty)
-        p.wait(timeout=900)
-        assert p.returncode == 0, f"seed {seed}, run {runs} (the restart): {_tail(out)}"
+        restart = CliRunner().invoke(main, args, env={"COLUMNS": "200"})
+        assert restart.exit_code == 0, \
+            f"seed {seed}, run {runs} (the restart): {restart.output[-3000:]}"
     print(f"seed {seed}: {runs} runs, kills (stage, delay s, tables committed) {kills}")
     assert len(kills) >= 3, f"seed {seed}: only {len(kills)} kills landed: {kills}"
     assert any(c and "ingest_progress" not in c for _, _, c in kills), \
@@ -257,10 +286,7 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
 
     klake = Lake(lake)
     versions = {n: klake.version(n) for n in table_names()}
-    # the run after, in this process (the lake is new to this session, and a JVM start
-    # would add a minute): the same CLI command
-    again = CliRunner().invoke(main, ["ingest", str(log_dir), "--lake", str(lake)],
-                               env={"COLUMNS": "200"})
+    again = CliRunner().invoke(main, args, env={"COLUMNS": "200"})
     assert again.exit_code == 0, f"seed {seed}, the run after: {again.output[-3000:]}"
     assert "nothing new" in again.output, f"seed {seed}, the run after: {again.output}"
     assert {n: Lake(lake).version(n) for n in table_names()} == versions, \
