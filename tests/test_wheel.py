@@ -19,7 +19,8 @@ from collections import Counter
 from pathlib import Path
 
 from kraftlake import EVENT_TYPES, read_labels, simulate_cluster
-from tests.conftest import REPO
+from kraftlake.spark import SHORT_JOB_JVM_OPTIONS
+from tests.conftest import REPO, launch_command
 
 ARGS = ["--scenario", "mixed", "--seed", "1", "--hours", "1"]
 
@@ -47,7 +48,9 @@ def test_the_installed_wheel_runs_the_demo_and_it_prints_the_labels(tmp_path: Pa
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     # TMPDIR: the demo's simulated cluster goes to a new temp dir; keep it inside tmp_path
-    env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "200", "TMPDIR": str(tmp_path)}
+    state = tmp_path / "state"
+    env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "200", "TMPDIR": str(tmp_path),
+           "KRAFTLAKE_STATE_DIR": str(state), "SPARK_PRINT_LAUNCH_COMMAND": "1"}
     env.pop("KRAFTLAKE_CONF", None)
     where = subprocess.run([sys.executable, "-c", "import kraftlake; print(kraftlake.__file__)"],
                            cwd=elsewhere, env=env, capture_output=True, text=True, check=True)
@@ -57,6 +60,9 @@ def test_the_installed_wheel_runs_the_demo_and_it_prints_the_labels(tmp_path: Pa
                           check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (elsewhere / "lake" / "partition_events" / "_delta_log").is_dir()
+    # a small log: the demo's JVM is a short job's, as `kraftlake ingest` of it would be
+    java = launch_command(state)
+    assert all(o in java.split() for o in SHORT_JOB_JVM_OPTIONS), java
     out = proc.stdout
 
     simulate_cluster(tmp_path / "truth", "mixed", seed=1, hours=1.0, elr=True)

@@ -187,6 +187,15 @@ def _launch(conf: dict[str, str], short: bool) -> None:
     SparkContext._ensure_initialized(gateway=gateway)
 
 
+def ingest_spark(cfg: Config, master: str | None, sources: list[str],
+                 size: int) -> SparkSession:
+    """The session of a command that ingests `size` bytes read from `sources` and then
+    ends (`ingest`, `demo`): the driver's heap sized to the input, and a short job's JVM
+    (`SHORT_JOB_JVM_OPTIONS`) below `SHORT_INGEST_BYTES`."""
+    return get_spark(cfg, master=master, uris=sources, input_bytes=size,
+                     short=size < SHORT_INGEST_BYTES)
+
+
 def get_spark(cfg: Config | None = None, master: str | None = None,
               extra_conf: dict[str, str] | None = None,
               uris: list[str] | None = None, input_bytes: int | None = None,

@@ -17,7 +17,7 @@ from pyspark.find_spark_home import _find_spark_home
 
 from kraftlake.jvm import _cache_dir, resolve
 from kraftlake.jvm.cds import DYNAMIC_MAGIC, ClassArchive, is_archive
-from tests.conftest import cli_env
+from tests.conftest import cli_env, launch_command
 
 JARS = Path(_find_spark_home()) / "jars"
 QUERY = "SELECT count(*) AS n FROM topics"
@@ -77,12 +77,6 @@ def _sql(lake: Path, cache: Path, state: Path) -> subprocess.CompletedProcess[st
                     SPARK_PRINT_LAUNCH_COMMAND="1"))
 
 
-def _launch_command(state: Path) -> str:
-    """The java command line of the newest JVM (spark-class prints it to the log)."""
-    log = sorted((state / "logs").glob("spark-*.log"))[-1]
-    return next(ln for ln in log.read_text().splitlines() if ln.startswith("Spark Command:"))
-
-
 def test_the_first_short_job_writes_it_the_next_uses_it_a_broken_one_is_ignored(
         sim_lake, tmp_path: Path) -> None:
     lake, state = sim_lake[0], tmp_path / "state"
@@ -90,7 +84,7 @@ def test_the_first_short_job_writes_it_the_next_uses_it_a_broken_one_is_ignored(
     out = _sql(lake, cache, state)
     assert out.returncode == 0 and json.loads(out.stdout)[0]["n"] > 0, out
     expected = out.stdout
-    assert "-XX:ArchiveClassesAtExit=" in _launch_command(state)
+    assert "-XX:ArchiveClassesAtExit=" in launch_command(state)
     (claim,) = (cache / "cds").glob("*.jvm")  # the JVM writes on after the process ended
     jvm = int(claim.read_text())
     deadline = time.monotonic() + 600
@@ -101,7 +95,7 @@ def test_the_first_short_job_writes_it_the_next_uses_it_a_broken_one_is_ignored(
     assert out.returncode == 0 and out.stdout == expected, out
     (archive,) = (cache / "cds").glob("*.jsa")
     assert is_archive(archive)
-    assert f"-XX:SharedArchiveFile={archive}" in _launch_command(state)
+    assert f"-XX:SharedArchiveFile={archive}" in launch_command(state)
 
     # the magic of a whole archive, garbage after it: Java refuses to map it, and runs on.
     # A new file in its place, as kraftlake puts one there: the JVM of the run before may

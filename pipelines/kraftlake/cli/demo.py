@@ -39,16 +39,25 @@ def _cluster_id(log_dir: Path) -> str:
     return cid
 
 
+def _session(log: Path, lake: Path, master: str | None, conf_file: str | None):
+    """The demo's Spark session: sized and tuned as `kraftlake ingest LOG` would size its
+    own (a short job's JVM for a small log: the demo answers once and ends)."""
+    from kraftlake.config import load_config
+    from kraftlake.jobs.inputs import find_inputs, input_bytes
+    from kraftlake.spark import ingest_spark
+
+    cfg = load_config(conf_file, lake=lake)
+    return ingest_spark(cfg, master, [str(log)], input_bytes(find_inputs([log], None, cfg)))
+
+
 def _run_example(name: str, lake: Path, master: str | None, conf_file: str | None) -> None:
     """Ingest `examples/<name>` or the directory `name` (a log real Kafka wrote) instead of
     simulating; print the incidents and compare them with Kafka's own view saved beside
     the log."""
-    from kraftlake.config import load_config
     from kraftlake.jobs.batch import ingest_dir
     from kraftlake.report.console import print_incidents
     from kraftlake.report.data import lake_brokers, lake_current, lake_events
     from kraftlake.report.kafka_view import fenced_brokers, print_kafka_view
-    from kraftlake.spark import get_spark
 
     src = Path(name) if (Path(name) / "kafka-view.json").is_file() else EXAMPLES / name
     if not (src / "kafka-view.json").is_file():
@@ -57,7 +66,7 @@ def _run_example(name: str, lake: Path, master: str | None, conf_file: str | Non
     view = json.loads((src / "kafka-view.json").read_text())
     out = Console() if Console().is_terminal else Console(width=160)
     t0 = time.time()
-    spark = get_spark(load_config(conf_file, lake=lake), master=master)
+    spark = _session(src, lake, master, conf_file)
     ingest_dir(spark, src, lake, conf_file=conf_file)
     cid = _cluster_id(src)
     events = lake_events(spark, lake, cid)
@@ -136,9 +145,7 @@ def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool | 
         summary = simulate_cluster(sim_dir, scenario, seed, hours, elr, progress=lambda d, n:
                                    prog.update(task, completed=1000 * d // max(1, n)))
         prog.update(task, completed=1000, description="starting Spark", total=None)
-        from kraftlake.spark import get_spark
-
-        spark = get_spark(load_config(conf_file, lake=lake), master=master)
+        spark = _session(sim_dir, lake, master, conf_file)
         ingest_dir(spark, sim_dir, lake, log=lambda m: prog.update(
             task, description=f"ingest: {m[:70]}"), conf_file=conf_file)
         prog.update(task, description="reading partition_events")

@@ -41,15 +41,14 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
             console.print(f"Error: {i.refused}", soft_wrap=True, highlight=False)
         raise SystemExit(2)
     from ..jobs.batch import ingest as run  # pyspark: only for what will be ingested
-    from ..spark import SHORT_INGEST_BYTES, get_spark
+    from ..spark import ingest_spark
 
     t0 = time.time()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("starting Spark", total=None)
         size = input_bytes(inputs)
-        spark = get_spark(cfg, master=master, uris=list(sources), input_bytes=size,
-                          short=size < SHORT_INGEST_BYTES)
+        spark = ingest_spark(cfg, master, list(sources), size)
         try:
             results = run(spark, cfg, list(sources), cluster_id,
                           log=lambda m: progress.update(task, description=m))
