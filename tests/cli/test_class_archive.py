@@ -16,7 +16,7 @@ from pathlib import Path
 from pyspark.find_spark_home import _find_spark_home
 
 from kraftlake.jvm import _cache_dir, resolve
-from kraftlake.jvm.cds import DYNAMIC_MAGIC, ClassArchive, is_archive
+from kraftlake.jvm.cds import DYNAMIC_MAGIC, UNUSED_DAYS, ClassArchive, is_archive
 from tests.conftest import cli_env, launch_command
 
 JARS = Path(_find_spark_home()) / "jars"
@@ -55,6 +55,28 @@ def test_what_a_killed_jvm_left_is_deleted(tmp_path: Path) -> None:
     assert any(o.startswith("-XX:ArchiveClassesAtExit=") for o in options)  # a new try
     assert not claim.exists() and not claim.with_suffix(".tmp").exists()
     assert not archive.path.exists()
+
+
+def test_archives_of_other_pairs_unused_for_a_week_go_before_a_new_one_is_written(
+        tmp_path: Path) -> None:
+    long_ago = time.time() - UNUSED_DAYS * 86400 - 60
+    unused = tmp_path / "spark-0123456789abcdef.jsa"
+    left = tmp_path / "spark-0123456789abcdef.jsa.4242.tmp"  # a killed writer's
+    used = tmp_path / "spark-fedcba9876543210.jsa"
+    for f in (unused, left, used):
+        f.write_bytes(DYNAMIC_MAGIC + b"\0" * 64)
+    for f in (unused, left):
+        os.utime(f, (long_ago, long_ago))
+    mine = ClassArchive(JARS, tmp_path)
+    mine.path.write_bytes(DYNAMIC_MAGIC + b"\0" * 64)
+    os.utime(mine.path, (long_ago, long_ago))
+    # mapping an archive is a use: it is touched, and nothing is pruned
+    assert mine.jvm_options(write=True)[0] == f"-XX:SharedArchiveFile={mine.path}"
+    assert mine.path.stat().st_mtime > time.time() - 60 and unused.exists()
+    # another pair writing its first archive deletes what nobody used for a week
+    mine.path.unlink()
+    assert any(o.startswith("-XX:ArchiveClassesAtExit=") for o in mine.jvm_options(write=True))
+    assert not unused.exists() and not left.exists() and used.exists()
 
 
 def _jvm_cache_without_archive(cache: Path) -> Path:

@@ -29,13 +29,21 @@ What makes it safe:
   switched off (`-Xlog:cds*=off`);
 - only a JVM kraftlake launches gets these options: under `spark-submit` (a cluster) the
   driver JVM is the launcher's and nothing here runs.
+
+Each (java, Spark) pair has an archive of its own, about 220 MB, and every new virtual
+environment is a new pair: a machine that ran a fresh clone per CI job kept one per clone
+(2.6 GB in twelve here). So every JVM that maps an archive touches it, and before a new one
+is written the files of other pairs that no JVM used for `UNUSED_DAYS` are deleted (a JVM
+still mapping one keeps its pages: only cutting a mapped file short would hurt it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 from . import _cache_dir
@@ -43,6 +51,7 @@ from . import _cache_dir
 # Java 17's dynamic archive header begins with this 32-bit magic (native byte order)
 DYNAMIC_MAGIC = 0xF00BABA8.to_bytes(4, "little")
 QUIET = ("-Xshare:auto", "-Xlog:cds*=off")  # a JVM without a usable archive runs on, silently
+UNUSED_DAYS = 7  # another pair's archive no JVM mapped for this long is deleted (module doc)
 
 
 def archive_dir() -> Path:
@@ -125,12 +134,26 @@ class ClassArchive:
         except OSError:  # a read-only or full cache: run without
             return []
         if is_archive(self.path):
+            with contextlib.suppress(OSError):  # its last use, for `_prune` elsewhere
+                os.utime(self.path)
             return [f"-XX:SharedArchiveFile={self.path}", *QUIET]
         if writing or not write:
             return []
+        self._prune()
         self._claim = self.path.with_name(f"{self.path.name}.{os.getpid()}.jvm")
         self._claim.write_text("")  # this process's pid (in the name) until the JVM's
         return [f"-XX:ArchiveClassesAtExit={self._claim.with_suffix('.tmp')}", *QUIET]
+
+    def _prune(self) -> None:
+        """Delete the files of other (java, Spark) pairs that no JVM used for
+        `UNUSED_DAYS`: archives, and what a JVM killed while writing one left."""
+        cutoff = time.time() - UNUSED_DAYS * 86400
+        for other in self.path.parent.glob("spark-*"):
+            if other.name.startswith(self.path.name):
+                continue
+            with contextlib.suppress(OSError):  # gone meanwhile: another process pruned it
+                if other.stat().st_mtime < cutoff:
+                    other.unlink()
 
     def claim(self, jvm_pid: int | None) -> None:
         """Record the pid of the JVM that writes the archive at its exit."""
