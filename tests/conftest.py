@@ -158,13 +158,13 @@ def cli_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "KRAFTLAKE_CONF": _short_job_conf_file(), **extra}
 
 
-
 def launch_command(state: Path) -> str:
     """The java command line of the newest JVM a `kraftlake` process with
     $KRAFTLAKE_STATE_DIR `state` and $SPARK_PRINT_LAUNCH_COMMAND set started (spark-class
     prints it to the JVM's log)."""
     log = sorted((state / "logs").glob("spark-*.log"))[-1]
     return next(ln for ln in log.read_text().splitlines() if ln.startswith("Spark Command:"))
+
 
 # A `kraftlake` command a test runs in its own process (click's CliRunner) gets the worker's
 # SparkSession, and pyspark's getOrCreate applies the modifiable settings of the command's

@@ -42,7 +42,8 @@ DELTA_CONF = {
     # a first ingest creates a dozen tables and paid about a tenth of its CPU for it
     # (examples/real-3-broker into new lakes, one warm session, alternating: 50.5 -> 45.2 and
     # 50.8 -> 45.5 CPU s over 8 ingests). Increments into an existing lake and cold reads of
-    # every table cost the same either way (docs/benchmarks.md, 2026-11-28, morning).
+    # every table cost the same either way (docs/benchmarks.md, "Kills placed by progress;
+    # the demo as a short job; checksums without file lists").
     "spark.databricks.delta.allFilesInCrc.enabled": "false",
 }
 

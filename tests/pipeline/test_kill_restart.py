@@ -4,12 +4,13 @@ complete; the lake must then equal one clean batch ingest of the same input.
 
 The whole process group is killed (the Python driver and its Spark JVM), which is what
 `kill -9` of a job does. Every kill is placed by what the job has done, never by the clock
-alone, so it lands in work however fast the machine is: stream kills inside a micro-batch
-drawn from the seed (Spark's offset log says when it starts, the lake's Delta logs when its
-tables commit), ingest kills after a stage message of the increment ("fold: ...",
-"commit: ...": each follows the commits of the stage before it). Each kill of a test lands
-at another kind of instant, so they fall before, between and inside different table
-commits, one of them always inside the wave of tables that commit concurrently.
+alone, so it lands in work however fast the machine is: stream kills inside each
+micro-batch (Spark's offset log says when it starts, the lake's Delta logs when its tables
+commit; the seed orders the kinds of instant), ingest kills after a stage message of the
+increment ("fold: ...", "commit: ...": each follows the commits of the stage before it).
+Each kill of a test lands at another kind of instant, so they fall before, between and
+inside different table commits, one of them always inside the wave of tables that commit
+concurrently.
 
 Each test runs the fixed seeds (`FIXED_SEEDS`: the same kill schedules every run, so a
 failure reproduces), shown in the test id and printed; `KILL_SEED=N` runs that seed alone.

@@ -32,7 +32,7 @@ What makes it safe:
 
 Each (java, Spark) pair has an archive of its own, about 220 MB, and every new virtual
 environment is a new pair: a machine that ran a fresh clone per CI job kept one per clone
-(2.6 GB in twelve here). So every JVM that maps an archive touches it, and before a new one
+(2.9 GB in fourteen here). So every JVM that maps an archive touches it, and before a new one
 is written the files of other pairs that no JVM used for `UNUSED_DAYS` are deleted (a JVM
 still mapping one keeps its pages: only cutting a mapped file short would hurt it).
 """
