@@ -89,15 +89,21 @@ def _start(args: list[str], conf: Path, out: Path, **env: str) -> subprocess.Pop
                                 start_new_session=True)
 
 
-def _wait_for(p: subprocess.Popen, out: Path, text: bytes, timeout: float = 180,
-              poll: float = 0.2) -> bool:
-    """Until the job's output holds `text` (True), or it has exited or `timeout` s passed."""
+def _until(p: subprocess.Popen, done: Callable[[], bool], poll: float = 0.002,
+           timeout: float = 600) -> bool:
+    """Poll until `done()` (True), or until the job has exited or `timeout` s passed
+    (False)."""
     deadline = time.time() + timeout
     while time.time() < deadline and p.poll() is None:
-        if text in out.read_bytes():
+        if done():
             return True
         time.sleep(poll)
     return False
+
+
+def _said(out: Path, text: str) -> Callable[[], bool]:
+    """Whether the job's output (file `out`) holds `text` yet: a condition for `_until`."""
+    return lambda: text.encode() in out.read_bytes()
 
 
 def _kill(p: subprocess.Popen) -> bool:
@@ -155,15 +161,6 @@ def _log_dir(tmp_path: Path, cluster_id: str) -> Path:
     return log_dir
 
 
-def _until(p: subprocess.Popen, done: Callable[[], bool], poll: float = 0.002) -> bool:
-    """Poll until `done()` (True), or until the job has exited (False)."""
-    while p.poll() is None:
-        if done():
-            return True
-        time.sleep(poll)
-    return False
-
-
 @pytest.mark.slow  # three JVM starts, each killed (a JVM start is most of a run's CPU)
 @pytest.mark.parametrize("seed", kill_seeds(), ids=lambda s: f"KILL_SEED={s}")
 def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
@@ -197,8 +194,8 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
         elif started:  # the batch's own commit: the table's next version as the batch began
             started = _until(p, _next_commit(lake, anchor).exists)
         assert _kill(p) and started, \
-            f"seed {seed}, run {run}: the job ended before its kill in micro-batch {batch} " \
-            f"({anchor}): {_tail(out)}"
+            f"seed {seed}, run {run}: micro-batch {batch} ({anchor}) not reached before the " \
+            f"job ended or timed out: {_tail(out)}"
         kills.append((batch, anchor, round(delay, 1), _committed(lake, app_id, batch)))
     print(f"seed {seed}: kills (micro-batch, anchor, delay s, tables committed) {kills}")
     assert any(c and "ingest_progress" not in c for *_, c in kills), \
@@ -262,7 +259,7 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
         out = tmp_path / f"ingest{runs}.out"
         nxt = _next_commit(lake, "partition_current") if delay is None else None
         p = _start(args, conf, out, **tty)
-        if _wait_for(p, out, stage.encode(), timeout=600, poll=0.1):
+        if _until(p, _said(out, stage), poll=0.1):
             if nxt is not None:  # kill as soon as partition_current has committed
                 _until(p, nxt.exists)
             else:

@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -24,6 +25,9 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from kraftlake.cli import main, spark_options
 from kraftlake.simulate.run import DEMO_HOURS
+
+if TYPE_CHECKING:  # pyspark is imported only once a demo starts Spark
+    from pyspark.sql import SparkSession
 
 # the source checkout's examples/ (an installed wheel has none: --example takes a directory)
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -39,7 +43,8 @@ def _cluster_id(log_dir: Path) -> str:
     return cid
 
 
-def _session(log: Path, lake: Path, master: str | None, conf_file: str | None):
+def _session(log: Path, lake: Path, master: str | None,
+             conf_file: str | None) -> SparkSession:
     """The demo's Spark session: sized and tuned as `kraftlake ingest LOG` would size its
     own (a short job's JVM for a small log: the demo answers once and ends)."""
     from kraftlake.config import load_config
