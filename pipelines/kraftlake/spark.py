@@ -45,6 +45,13 @@ DELTA_CONF = {
     # every table cost the same either way (docs/benchmarks.md, "Kills placed by progress;
     # the demo as a short job; checksums without file lists").
     "spark.databricks.delta.allFilesInCrc.enabled": "false",
+    # The tables an increment replaces slices of are partitioned by cluster_id, and its joins
+    # of their rows (old open rows against the ones the kernel rewrote) are on keys that
+    # start with cluster_id, so Spark plans a dynamic partition pruning subquery for each.
+    # It prunes nothing (every read already filters cluster_id by a literal), and with
+    # adaptive execution off and expressions interpreted a task evaluated it before it was
+    # computed ("IllegalArgumentException: ... IN dynamicpruning#... has not finished").
+    "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
 }
 
 

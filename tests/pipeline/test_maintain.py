@@ -16,7 +16,7 @@ from kraftlake.config import load_config
 from kraftlake.jobs.batch import app_id_for, ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.maintain import lake_app_ids, maintain
-from kraftlake.lake.schema import table_names
+from kraftlake.lake.schema import table_names, table_schema
 from kraftlake.sources.files import read_cluster_id
 from tests.lake_rows import table_files, table_operations, table_rows
 from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy
@@ -164,3 +164,60 @@ def test_compact_every_comes_from_the_config(tmp_path):
     assert load_config(conf).compact_every == 0
     conf.write_text("stream:\n  compact_every: 7\n")
     assert load_config(conf).compact_every == 7
+
+
+# How kraftlake up to a88c476 partitioned the tables an increment now replaces per cluster
+# (their schemas' `partition_by` then); `incidents` had no `is_open` column.
+OLD_LAYOUT = {"partition_timeline": ["is_current"], "partition_intervals": ["is_open"],
+              "incidents": [], "partition_current": [], "topics": []}
+
+
+def _as_an_older_kraftlake_wrote_it(spark, lake: Lake) -> None:
+    """Rewrite the tables of `lake` into the old layout, each by one overwrite (Delta keeps
+    their transaction ids across it, as it kept the old lakes' own)."""
+    for name, parts in OLD_LAYOUT.items():
+        rows = lake.read(spark, name)
+        if name == "incidents":
+            rows = rows.drop("is_open")
+        (rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+         .partitionBy(*parts).save(lake.path(name)))
+
+
+def test_upgrade_rewrites_a_lake_of_the_old_layout_and_the_next_increment_goes_on(
+        spark, tmp_path, cfg_factory, busy_once, busy_runs):
+    """A lake an older kraftlake laid out (cluster-less partitions, no `incidents.is_open`):
+    the next scheduled run is refused before its first commit with the command that
+    rewrites it; `kraftlake upgrade` rewrites the five tables, keeping every row and every
+    transaction id; the run then goes on as on a lake that never was old, and a second
+    upgrade has nothing to do."""
+    from kraftlake.cli import main
+
+    grown, seg, _, _ = growing_copy(BUSY, tmp_path / "grown")
+    cfg = cfg_factory(busy_runs.copy(tmp_path / "lake"))
+    lake = Lake(cfg.lake)
+    app_id = app_id_for(read_cluster_id(seg.parent), "ingest")
+    before, txns = every_row(lake), txn_versions(lake, app_id)
+    _as_an_older_kraftlake_wrote_it(spark, lake)
+    assert {n: list(lake.partition_columns(n)) for n in OLD_LAYOUT} == OLD_LAYOUT
+    versions = {n: lake.version(n) for n in table_names()}
+
+    refused = CliRunner().invoke(main, ["ingest", str(grown), "--lake", str(lake.root)])
+    assert refused.exit_code == 2, refused.output
+    assert f"run `kraftlake upgrade --lake {lake.root}`" in " ".join(refused.output.split())
+    assert {n: lake.version(n) for n in table_names()} == versions
+
+    out = CliRunner().invoke(main, ["upgrade", "--lake", str(lake.root)],
+                             env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    for name in OLD_LAYOUT:
+        assert name in out.output
+        assert lake.partition_columns(name) == table_schema(name).partition_by, name
+    assert every_row(lake) == before
+    assert txn_versions(lake, app_id) == txns
+    again = CliRunner().invoke(main, ["upgrade", "--lake", str(lake.root)])
+    assert again.exit_code == 0 and "nothing to do" in again.output, again.output
+
+    (nxt,) = ingest(spark, cfg, [grown])
+    assert (nxt.start_offset, nxt.end_offset) == (131, 188)
+    for name in [*DATA, "partition_intervals", "incidents"]:
+        assert table_rows(lake, name) == table_rows(busy_once, name), name

@@ -31,12 +31,15 @@ class _Main(click.Group):
 
     def invoke(self, ctx: click.Context) -> object:
         from kraftlake.config import ConfigError
+        from kraftlake.lake.conflicts import SliceMovedError
         from kraftlake.lake.location import NotALakeError
 
         try:
             return super().invoke(ctx)
         except (ConfigError, NotALakeError) as e:
             raise BadInput(str(e)) from None
+        except SliceMovedError as e:
+            raise click.ClickException(str(e)) from None
         except Exception as e:
             if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
                 raise
@@ -129,6 +132,6 @@ def spark_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 # Each module registers its commands on `main` when imported.
 for _name in ("decode", "simulate", "ingest", "stream", "query", "demo", "quality",
-              "maintain", "report", "tables", "serve"):
+              "maintain", "upgrade", "report", "tables", "serve"):
     if importlib.util.find_spec(f"{__name__}.{_name}") is not None:
         importlib.import_module(f"{__name__}.{_name}")

@@ -61,7 +61,7 @@ TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, UNDER_REP
 INTERVAL_KEY = [*KEY, "kind", "start_offset", "start_seq"]  # partition_intervals' key
 SAME_WRITE_MS = 1000
 COLUMNS = ["cluster_id", "incident_id", "start_offset", "start_ts", "end_offset", "end_ts",
-           "duration_ms", "cause", "cause_broker", "brokers", "partitions_affected",
+           "is_open", "duration_ms", "cause", "cause_broker", "brokers", "partitions_affected",
            "event_types", "event_partitions", "events", "unclean_elections",
            "data_loss_partitions"]
 _OPEN_END = 2**63 - 1  # the end offset of an open trouble, for ordering only
@@ -72,10 +72,10 @@ _OUTAGE_ARROW = pa.schema([("cluster_id", pa.string()), ("broker_id", pa.int32()
                            ("end_ts", pa.timestamp("us", tz="UTC")), ("window_ms", pa.int64())])
 EVENT_COLUMNS = ["cluster_id", "offset", "event_type", "topic_id", "partition_id",
                  "topic_name"]
-# what `incidents_of_cluster` returns: the table's columns but the duration (`duration_ms`,
-# from the two timestamps, after it)
+# what `incidents_of_cluster` returns: the table's columns but the two derived after it
+# (`duration_ms` from the two timestamps, `is_open` from the end)
 _OUT_ARROW = pa.schema([f.with_nullable(True) for f in table_schema("incidents").arrow
-                        if f.name != "duration_ms"])
+                        if f.name not in ("duration_ms", "is_open")])
 _INT_ARRAY = "array<int>"
 _BATCH_ROWS = 65_536  # events turned into Python objects at a time
 
@@ -228,8 +228,8 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
     ev = events.select(*EVENT_COLUMNS)
     out = t.groupBy("cluster_id").cogroup(ev.groupBy("cluster_id")).applyInArrow(
         incidents_of_cluster, from_arrow_schema(_OUT_ARROW))
-    return out.withColumn("duration_ms", duration_ms(F.col("start_ts"), F.col("end_ts"))
-                          ).select(*COLUMNS)
+    return out.withColumns({"duration_ms": duration_ms(F.col("start_ts"), F.col("end_ts")),
+                            "is_open": F.col("end_offset").isNull()}).select(*COLUMNS)
 
 
 def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
@@ -53,6 +53,7 @@ from ..fold.silver import (
 )
 from ..kraft.records import BROKER_TYPES
 from ..lake.delta import Lake, conform, sql_eq
+from ..lake.schema import table_schema
 from ..lake.work import Work
 from ..quality.record_checks import check_records
 
@@ -134,11 +135,6 @@ def cluster_progress(lake: Lake, cluster_id: str) -> dict | None:
     return furthest(progress_rows(lake, cluster_id))
 
 
-def _same_cluster(cid: str) -> str:
-    """Merge target filter: rows of cluster `cid` (file statistics skip other clusters)."""
-    return "t." + sql_eq("cluster_id", cid)
-
-
 def _cluster(df: DataFrame, cid: str) -> DataFrame:
     return df.filter(F.col("cluster_id") == cid)
 
@@ -217,7 +213,10 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
             return 0
         t0 = time.perf_counter()
         if how == "append":
-            lake.append(name, data, app_id, version)
+            lake.append(name, data, app_id, version, **kw)
+        elif how == "replace":
+            lake.replace(name, data, app_id=app_id, version=version,
+                         read_version=seed.pin(name), **kw)
         else:
             lake.upsert(name, data, app_id, version, **kw)
         res.commit_seconds[name] = round(time.perf_counter() - t0, 2)
@@ -287,10 +286,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
                         ["deleted_offset", "deleted_ts"]]))
     # deleted_offset too: a topic deleted by an earlier increment and re-created under the
     # same name must not inherit the old topic's configs (fold.context)
-    topic_names = work.frame("topic_names", merged.select(
-        "cluster_id", "topic_id", "topic_name", "deleted_offset"))
-    changed_topics = merged.join(new_topics.select("cluster_id", "topic_id"),
-                                 ["cluster_id", "topic_id"], "left_semi")
+    topics = work.frame("topics", conform(merged, "topics"))
+    topic_names = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset")
     new_brokers = brokers_of(effective)
     new_cfg = configs_of(effective)
     configs = _cluster(seed.read(spark, "configs"), cid).unionByName(new_cfg).distinct()
@@ -330,11 +327,9 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         _commit_concurrently(lake, _gold(spark, seed, src, gold, brokers, res, write, work)
                              + tasks)
         say("current: partition_current")
-        write("partition_current", conform(gold.part("timeline").filter("is_current"),
-                                           "partition_current"), "upsert",
-              delete_keys=gold.part("gone").select(*KEY), target_filter=_same_cluster(cid),
-              metadata=_gold_counts(res))
-    write("topics", changed_topics, "upsert", count=None if n_topic_records else 0)
+        _current(spark, seed, gold, res, write)
+    if n_topic_records:  # the cluster's topics as the increment leaves them
+        write("topics", topics, "replace", slice_={"cluster_id": cid})
     _progress(res, prev, snapshot_high, write, say)
     return res
 
@@ -478,9 +473,11 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write,
         write("partition_changes", k.changes, count=res.changes)
 
     def timeline() -> None:
-        # Only current states are ever closed, so the merge reads the current partition alone
-        write("partition_timeline", tl, "upsert", count=res.timeline,
-              target_filter=f"t.is_current = true AND {_same_cluster(cid)}")
+        # Only current states are ever closed: the cluster's current partition is replaced,
+        # the states it closes are added to the history in the same commit
+        old = _cluster(seed.read(spark, "partition_timeline"), cid).filter("is_current")
+        write("partition_timeline", _replacement(old, tl, table_schema("partition_timeline").key),
+              "replace", count=res.timeline, slice_={"cluster_id": cid, "is_current": True})
 
     def reconciliation() -> None:
         points = check_points(src)
@@ -501,9 +498,9 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write,
         write("snapshot_reconciliation", m, "upsert", count=res.mismatches)
 
     def intervals() -> None:
-        # Only open intervals are ever closed: the merge reads the open partition alone
-        write("partition_intervals", iv, "upsert", count=k.intervals,
-              target_filter=f"t.is_open = true AND {_same_cluster(cid)}")
+        # Only open intervals are ever closed: the cluster's open partition is replaced
+        write("partition_intervals", _replacement(k.open_iv, iv, INTERVAL_KEY), "replace",
+              count=k.intervals, slice_={"cluster_id": cid, "is_open": True})
 
     def incidents_() -> None:
         _incidents(spark, seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
@@ -528,10 +525,8 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, windows, res, rerun, write
         troubles = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
             F.col("is_open") | (F.col("end_offset") >= since))
     else:  # what the table will hold: open at the start or ended in this increment
-        troubles = open_iv.join(iv.select(*INTERVAL_KEY), INTERVAL_KEY, "left_anti"
-                                ).unionByName(iv)
-    open_inc = _cluster(seed.read(spark, "incidents"), cid).filter(
-        F.col("end_offset").isNull())
+        troubles = _replacement(open_iv, iv, INTERVAL_KEY)
+    open_inc = _cluster(seed.read(spark, "incidents"), cid).filter("is_open")
     first = open_inc.agg(F.min("start_offset")).first()[0]
     frm = since if first is None else min(first, since)
     events = _cluster(seed.read(spark, "partition_events"), cid).filter(
@@ -542,5 +537,27 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, windows, res, rerun, write
     inc = work.frame("incidents", conform(incidents(
         troubles, outages, events, open_incident=open_inc if first is not None else None,
         since_offset=since), "incidents"))
-    write("incidents", inc, "upsert",
-          target_filter=f"t.end_offset IS NULL AND {_same_cluster(cid)}")
+    write("incidents", _replacement(open_inc, inc, table_schema("incidents").key), "replace",
+          count=inc.count(), slice_={"cluster_id": cid, "is_open": True})
+
+
+def _current(spark, seed, k: _Kernel, res: IncrementResult, write) -> None:
+    """`partition_current`, the marker that gold is done: the cluster's rows replaced when
+    the increment changed a state, else a commit of no rows (the marker alone)."""
+    cid = res.cluster_id
+    new = conform(k.part("timeline").filter("is_current"), "partition_current")
+    if not res.timeline:  # no state changed (a partition deleted has a timeline row too)
+        write("partition_current", new, metadata=_gold_counts(res))
+        return
+    old = _cluster(seed.read(spark, "partition_current"), cid)
+    write("partition_current", _replacement(old, new, KEY, k.part("gone").select(*KEY)),
+          "replace", slice_={"cluster_id": cid}, metadata=_gold_counts(res))
+
+
+def _replacement(old: DataFrame, new: DataFrame, key: Sequence[str],
+                 gone: DataFrame | None = None) -> DataFrame:
+    """A slice's rows after an increment (`Lake.replace`): the `old` rows that no `new` row
+    (nor a `gone` key) replaces, and every `new` row; a new row outside the slice (a state
+    or span the increment closed) is added by the same commit."""
+    drop = new.select(*key) if gone is None else new.select(*key).unionByName(gone)
+    return old.join(drop, list(key), "left_anti").unionByName(new)

@@ -6,7 +6,9 @@ identifiers, kept in the table itself (no side files):
 
 * appends carry the writer options `txnAppId` / `txnVersion`: Delta skips a write whose
   version it already committed for that app id;
-* merges (`partition_current`, closing timeline states, topics) carry the same pair as the
+* replacements of a slice (`replace`: one cluster's current states, open intervals, open
+  incidents, topics) are overwrites with `replaceWhere` and carry the same options;
+* merges (snapshot reconciliation, refusals in `quarantine`) carry the same pair as the
   session settings `spark.databricks.delta.write.txnAppId` / `txnVersion`, in a session of
   the writing thread's own (`own_session`) when an increment commits independent tables
   from several threads: one thread's transaction id must never reach another's merge.
@@ -34,6 +36,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..uris import join, to_uri
+from .conflicts import SliceMovedError
 from .hadoopfs import HadoopFS
 from .jvmclass import java_class
 from .location import PROGRESS_TABLE, not_a_lake
@@ -60,6 +63,14 @@ TABLE_PROPERTIES = {
     "delta.checkpointInterval": "20",
     "delta.dataSkippingNumIndexedCols": "8",
 }
+
+
+# Replacing a slice writes, in the same commit, rows outside it (the states an increment
+# closes go to the history partition beside the slice's new rows). Delta refuses such rows
+# in a `replaceWhere` overwrite unless this check is off; the files of the slice are still
+# the only ones removed (`replace`).
+_REPLACE_CHECK_CONF = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
+UPGRADE_COMMAND = "kraftlake upgrade --lake {root}"
 
 
 class LakeLayoutError(ValueError):
@@ -216,13 +227,13 @@ class Lake:
         if name in self._checked:
             return
         schema = table_schema(name)
-        cols = snap.metadata().partitionColumns()
-        parts = tuple(cols.apply(i) for i in range(cols.size()))
+        parts = _partition_columns(snap)
         if parts != schema.partition_by:
             raise LakeLayoutError(
                 f"{self.path(name)}: table is partitioned by {list(parts)}, this kraftlake "
                 f"expects {list(schema.partition_by)}; it was written by an older version: "
-                f"ingest into a new lake (the log is the source of truth)")
+                f"run `{UPGRADE_COMMAND.format(root=self.root)}` (it rewrites the lake's "
+                f"tables into this layout) and start the job again")
         self._checked.add(name)
 
     # ------------------------------------------------------------------ writing
@@ -267,6 +278,71 @@ class Lake:
                  .option("userMetadata", self._meta(app_id, version, metadata)))
         w.save(self.path(name))
         return True
+
+    def replace(self, name: str, data: DataFrame, slice_: dict[str, str | bool], app_id: str,
+                version: int, *, read_version: int | None,
+                metadata: dict[str, str] | None = None) -> bool:
+        """Commit `data` as the new content of the table's slice `slice_` (partition column
+        -> value: one cluster's rows, or its open ones), once per (app_id, version); returns
+        False if already committed.
+
+        One Delta commit removes every file of the slice (whole partitions: no file is read
+        or rewritten) and adds `data`. Rows of `data` outside the slice (the states an
+        increment closes, which belong to the history partition) are added by the same
+        commit, so a table holds all of an increment or none of it. This is what an
+        increment does instead of a MERGE: it knows every row of the slice after it, and a
+        MERGE read its target twice to find the few rows it changed.
+
+        `read_version`: the table's version when the slice's old rows were read (None: there
+        was no table). A commit since then that changed the slice's rows (a second job of
+        the same cluster) would be undone by the replacement: `SliceMovedError` instead.
+        Commits into other slices (another cluster's job) and compactions (`dataChange`
+        false) do not matter. Between this check and the commit, Delta's own conflict
+        detection guards the slice: the overwrite reads it.
+        """
+        snap = self._snapshot(name)
+        if _done(snap, app_id, version):
+            return False
+        now = _version(snap)
+        if now != read_version:
+            self._check_slice_unmoved(name, slice_, read_version, now)
+        if now is None or _size(snap)[0] == 0:
+            return self._append(name, snap, data, app_id, version, metadata)
+        self._check_layout(name, snap)
+        frame = self._frame(name, data)
+        frame.sparkSession.conf.set(_REPLACE_CHECK_CONF, "false")
+        where = " AND ".join(sql_eq(c, v) if isinstance(v, str) else f"{c} = {str(v).lower()}"
+                             for c, v in slice_.items())
+        (frame.write.format("delta").mode("overwrite").option("replaceWhere", where)
+         .option("txnAppId", app_id).option("txnVersion", str(version))
+         .option("userMetadata", self._meta(app_id, version, metadata))
+         .save(self.path(name)))
+        return True
+
+    def _check_slice_unmoved(self, name: str, slice_: dict[str, str | bool],
+                             since: int | None, until: int | None) -> None:
+        """`SliceMovedError` if a commit after version `since` up to `until` added or
+        removed rows of the slice. Read from the commits' JSON files (a few small files)."""
+        want = {c: v if isinstance(v, str) else str(v).lower() for c, v in slice_.items()}
+        log = join(self.path(name), "_delta_log")
+        for v in range(0 if since is None else since + 1, (until or -1) + 1):
+            for line in (self.fs.read_text(join(log, f"{v:020d}.json")) or "").splitlines():
+                action = json.loads(line)
+                change = action.get("add") or action.get("remove")
+                if change is None or not change.get("dataChange", True):
+                    continue
+                values = change.get("partitionValues") or {}
+                if all(values.get(c) == x for c, x in want.items()):
+                    raise SliceMovedError(
+                        f"{self.path(name)}: another job changed the rows of "
+                        f"{', '.join(f'{c}={x}' for c, x in want.items())} (version {v}) "
+                        f"after this one read them; only one job per cluster may write a "
+                        f"lake at a time: run it again once the other has ended")
+
+    def partition_columns(self, name: str) -> tuple[str, ...]:
+        """The table's partition columns as its Delta metadata says (() without a table)."""
+        snap = self._snapshot(name)
+        return () if _version(snap) is None else _partition_columns(snap)
 
     def size(self, name: str) -> tuple[int, int]:
         """(data files, bytes) of the table's current version, (0, 0) without a table."""
@@ -352,6 +428,12 @@ class Lake:
                 pins[name] = v
         return Lake(self.root, self._spark, pins)
 
+    def pin(self, name: str) -> int | None:
+        """The version this view reads table `name` at (None: no table when pinned)."""
+        if self._pins is None:
+            raise ValueError("only a pinned view (`pinned()`) has versions")
+        return self._pins.get(name)
+
     def read(self, spark: SparkSession | None, name: str, version: int | None = None) -> DataFrame:
         """Table `name` as a Spark DataFrame (at `version`, at this view's pin, or the latest)."""
         spark = spark or self.spark
@@ -423,6 +505,11 @@ def _txn_version(snap, app_id: str) -> int | None:
         return int(found[0]) if found else None
     v = snap.transactions().get(app_id)
     return int(v.get()) if v.isDefined() else None
+
+
+def _partition_columns(snap) -> tuple[str, ...]:
+    cols = snap.metadata().partitionColumns()
+    return tuple(cols.apply(i) for i in range(cols.size()))
 
 
 def _done(snap, app_id: str, version: int | None) -> bool:

@@ -1,4 +1,5 @@
-"""Lake.upsert on real Delta tables: an increment that only deletes partitions."""
+"""The lake's writes on real Delta tables: a slice replaced in one commit (what an increment
+does to a cluster's open rows), merges, and the refusal of a table laid out otherwise."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import pytest
 
 from kraftlake.config import load_config
 from kraftlake.jobs.batch import ingest
+from kraftlake.lake.conflicts import SliceMovedError
 from kraftlake.lake.delta import Lake, LakeLayoutError
 from kraftlake.lake.schema import table_names, table_schema
 from tests.conftest import REPO
-from tests.lake_rows import table_files
+from tests.lake_rows import table_dicts, table_files
 
 
 def _current_row(cluster: str, topic: str, partition: int) -> dict:
@@ -44,6 +46,69 @@ def test_upsert_with_only_deletions(spark, tmp_path) -> None:
     assert sorted(left) == [0, 2]
 
 
+def _timeline_row(cluster: str, offset: int, current: bool) -> dict:
+    row = _current_row(cluster, "AAAAAAAAAAAAAAAAAAAAAQ", 0)
+    row = {f.name: row.get(f.name) for f in table_schema("partition_timeline").arrow}
+    row.update(valid_from_offset=offset, seq=0, is_current=current,
+               valid_to_offset=None if current else offset + 1)
+    return row
+
+
+def _timeline(spark, rows: list[dict]):
+    return spark.createDataFrame(pa.Table.from_pylist(
+        rows, schema=table_schema("partition_timeline").arrow))
+
+
+def test_a_replacement_swaps_one_clusters_slice_and_adds_the_closed_rows_in_one_commit(
+        spark, tmp_path) -> None:
+    """Cluster a's current state at offset 1 is closed by a new one at offset 5: one commit
+    removes a's current partition alone (no file read or rewritten: Delta copied no row),
+    adds the new current state there and the closed one to a's history. Cluster b's rows
+    and a's older history keep their files. The same transaction id again commits nothing."""
+    lake = Lake(tmp_path, spark)
+    lake.append("partition_timeline", _timeline(spark, [
+        _timeline_row("a", 0, False), _timeline_row("a", 1, True),
+        _timeline_row("b", 0, True)]))
+    before = table_files(lake, "partition_timeline")
+    new = _timeline(spark, [{**_timeline_row("a", 1, False), "valid_to_offset": 5},
+                            _timeline_row("a", 5, True)])
+    assert lake.replace("partition_timeline", new, {"cluster_id": "a", "is_current": True},
+                        "app", 1, read_version=0)
+    assert lake.version("partition_timeline") == 1
+    got = sorted((r["cluster_id"], r["valid_from_offset"], r["valid_to_offset"],
+                  r["is_current"]) for r in table_dicts(lake.path("partition_timeline")))
+    assert got == [("a", 0, 1, False), ("a", 1, 5, False), ("a", 5, None, True),
+                   ("b", 0, None, True)]
+    after = table_files(lake, "partition_timeline")
+    gone = before - after
+    assert gone and all(f.startswith("cluster_id=a/is_current=true/") for f in gone)
+    assert {f.split("/")[0] + "/" + f.split("/")[1] for f in after - before} == {
+        "cluster_id=a/is_current=true", "cluster_id=a/is_current=false"}
+    metrics = lake.last_commit_metrics("partition_timeline")
+    assert metrics["numCopiedRows"] == 0 and metrics["numOutputRows"] == 2
+    assert not lake.replace("partition_timeline", new, {"cluster_id": "a", "is_current": True},
+                            "app", 1, read_version=0)
+    assert lake.version("partition_timeline") == 1
+
+
+def test_a_replacement_after_another_jobs_commit_into_its_slice_is_refused(
+        spark, tmp_path) -> None:
+    """A slice read at version 0 and changed at version 1 by another job of the same cluster
+    is not replaced (that job's rows would be lost); a commit of another cluster's job, or
+    into the cluster's history, does not stand in the way."""
+    lake = Lake(tmp_path, spark)
+    lake.append("partition_timeline", _timeline(spark, [_timeline_row("a", 1, True)]))
+    lake.append("partition_timeline", _timeline(spark, [_timeline_row("b", 3, True)]), "b", 1)
+    lake.append("partition_timeline", _timeline(spark, [_timeline_row("a", 0, False)]), "x", 1)
+    new = _timeline(spark, [_timeline_row("a", 5, True)])
+    where = {"cluster_id": "a", "is_current": True}
+    assert lake.replace("partition_timeline", new, where, "a", 1, read_version=0)
+    lake.append("partition_timeline", _timeline(spark, [_timeline_row("a", 7, True)]), "y", 1)
+    with pytest.raises(SliceMovedError, match=r"is_current=true \(version 4\) after this one"):
+        lake.replace("partition_timeline", new, where, "a", 2, read_version=3)
+    assert lake.version("partition_timeline") == 4
+
+
 def test_timeline_rows_land_in_their_is_current_partition(spark, tmp_path) -> None:
     """`is_current` partitions the table: closed and current states live in different files."""
     lake = Lake(tmp_path)
@@ -69,7 +134,7 @@ def test_a_table_of_another_layout_is_refused(spark, tmp_path) -> None:
     schema = table_schema("partition_timeline").spark
     spark.createDataFrame([], schema).write.format("delta").save(
         str(tmp_path / "partition_timeline"))
-    with pytest.raises(LakeLayoutError, match="written by an older version"):
+    with pytest.raises(LakeLayoutError, match="older version: run `kraftlake upgrade --lake"):
         Lake(tmp_path).append("partition_timeline", spark.createDataFrame([], schema))
 
 
@@ -81,7 +146,7 @@ def test_an_ingest_into_a_lake_of_another_layout_is_refused_before_its_first_com
     schema = table_schema("partition_intervals").spark
     spark.createDataFrame([], schema).write.format("delta").save(
         str(tmp_path / "partition_intervals"))
-    with pytest.raises(LakeLayoutError, match="ingest into a new lake"):
+    with pytest.raises(LakeLayoutError, match="run `kraftlake upgrade --lake"):
         ingest(spark, load_config(lake=str(tmp_path)), [REPO / "examples" / "real-3-broker"])
     lake = Lake(tmp_path)
     assert [n for n in table_names() if lake.exists(n)] == ["partition_intervals"]

@@ -1,0 +1,38 @@
+"""`kraftlake upgrade --lake DIR`: rewrite a lake an older kraftlake wrote into this layout.
+
+A job that finds a table laid out otherwise stops before its first commit and names this
+command (`lake.upgrade`). Exit status 0 when the lake is in this version's layout afterwards
+(also when it already was), 1 when a table could not be rewritten.
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import lake_config, lake_option, main, spark_options
+from .render import print_table
+
+
+@main.command(epilog="""\b
+Examples:
+  kraftlake upgrade --lake lake          # once, after installing a kraftlake whose jobs
+                                         # refuse the lake; no job may write it meanwhile""")
+@lake_option
+@spark_options
+def upgrade(lake: str | None, master: str | None, conf_file: str | None) -> None:
+    """Rewrite the lake's tables into the layout this version of kraftlake writes."""
+    cfg = lake_config(conf_file, lake)  # before pyspark is loaded
+    from ..lake.delta import Lake
+    from ..lake.upgrade import upgrade as run
+    from ..spark import get_spark
+
+    lk = Lake(cfg.lake, get_spark(cfg, master=master)).require()
+    t0 = time.time()
+    done = run(lk)
+    if not done:
+        print(f"{lk.root} is in this version's layout already: nothing to do")
+        return
+    print_table(("table", "partitioned by (before)", "partitioned by (now)", "rows"),
+                [[u.table, ", ".join(u.before) or "-", ", ".join(u.after), str(u.rows)]
+                 for u in done],
+                title=f"upgraded {lk.root} in {time.time() - t0:.1f}s", right=("rows",))

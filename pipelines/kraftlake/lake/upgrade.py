@@ -1,0 +1,65 @@
+"""Rewrite a lake an older kraftlake laid out into this version's layout (`kraftlake upgrade`).
+
+A table's layout is its partition columns and its columns (`schemas/tables/`). An increment
+replaces one cluster's open rows of the mutable tables (`Lake.replace`), which is a
+metadata-only delete only when those rows are whole partitions: so `partition_timeline`,
+`partition_intervals` and `incidents` are partitioned by `cluster_id` and whether the row is
+open, `partition_current` and `topics` by `cluster_id`, and `incidents` has an `is_open` column
+to partition by. A lake an older kraftlake wrote has them otherwise; a job refuses to write
+into it (`Lake._check_layout` names this command) instead of mixing layouts.
+
+Each table in another layout is rewritten by one Delta commit, an overwrite with the new
+partitioning and schema, of its rows at the version read, the new columns derived
+(`DERIVED`). Delta keeps a table's transaction ids across an overwrite, which exactly-once
+relies on: a re-run of an increment after the upgrade must still find its commits; the ids
+and the row count are checked after each table. A table already in this layout is left
+alone, so the command can be run again after a failure, and on a current lake it does
+nothing. No job may write the lake meanwhile (the overwrite would win over its commit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import functions as F
+
+from .delta import Lake, conform
+from .maintain import MaintenanceError, lake_app_ids
+from .schema import table_names, table_schema
+
+# columns a table gained, as SQL over the columns it had
+DERIVED = {"incidents": {"is_open": "end_offset IS NULL"}}
+
+
+@dataclass
+class TableUpgrade:
+    """One rewritten table: its partition columns before and after, and its rows."""
+
+    table: str
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    rows: int
+
+
+def upgrade(lake: Lake) -> list[TableUpgrade]:
+    """Rewrite every table of `lake` whose layout is not this version's; what was done."""
+    app_ids = lake_app_ids(lake)
+    done = []
+    for name in table_names():
+        before, after = lake.partition_columns(name), table_schema(name).partition_by
+        if not lake.exists(name) or before == after:
+            continue
+        version = lake.version(name)
+        txns = {a: lake.txn_version(name, a) for a in app_ids}
+        old = lake.read(None, name, version)
+        rows = old.count()
+        old = old.withColumns({c: F.expr(sql) for c, sql in DERIVED.get(name, {}).items()})
+        (conform(old, name).write.format("delta").mode("overwrite")
+         .option("overwriteSchema", "true").partitionBy(*after).save(lake.path(name)))
+        kept = lake.read(None, name).count()
+        moved = {a: (v, lake.txn_version(name, a)) for a, v in txns.items()}
+        if kept != rows or any(v != w for v, w in moved.values()):
+            raise MaintenanceError(f"{lake.path(name)}: the rewrite changed the table "
+                                   f"({rows} -> {kept} rows; transaction ids {moved})")
+        done.append(TableUpgrade(name, before, after, rows))
+    return done
