@@ -47,8 +47,8 @@ from tests.lake_rows import table_rows
 from tests.pipeline.test_stream_tail import NOMAN
 
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
-          "partition_current", "quarantine", "topics", "brokers", "configs",
-          "snapshot_reconciliation"]
+          "partition_current", "partition_intervals", "incidents", "quarantine", "topics",
+          "brokers", "configs", "snapshot_reconciliation"]
 # the settings of a short job process (tests/conftest.py SHORT_JOB_CONF: C1 only, which
 # matters here, where a dozen JVMs each live a minute or less) in a small driver, folding over
 # two partitions (the clean ingest they are compared with runs in the session, over one)
