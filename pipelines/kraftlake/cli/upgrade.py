@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+import click
+
 from . import lake_config, lake_option, main, spark_options
 from .render import print_table
 
@@ -23,12 +25,16 @@ def upgrade(lake: str | None, master: str | None, conf_file: str | None) -> None
     """Rewrite the lake's tables into the layout this version of kraftlake writes."""
     cfg = lake_config(conf_file, lake)  # before pyspark is loaded
     from ..lake.delta import Lake
+    from ..lake.maintain import MaintenanceError
     from ..lake.upgrade import upgrade as run
     from ..spark import get_spark
 
     lk = Lake(cfg.lake, get_spark(cfg, master=master)).require()
     t0 = time.time()
-    done = run(lk)
+    try:
+        done = run(lk)
+    except MaintenanceError as e:
+        raise click.ClickException(str(e)) from None
     if not done:
         print(f"{lk.root} is in this version's layout already: nothing to do")
         return
