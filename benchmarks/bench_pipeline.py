@@ -216,6 +216,12 @@ def rows(lake: Lake, name: str) -> int:
     return lake.read(None, name).count()
 
 
+def spark_jobs(spark) -> int:  # type: ignore[no-untyped-def]
+    """Spark jobs the session has started so far (job ids are numbered from 0)."""
+    ids = spark.sparkContext.statusTracker().getJobIdsForGroup(None)
+    return max(ids, default=-1) + 1
+
+
 def increments(spark, cfg, log_copy: Path, tails: list[bytes],  # type: ignore[no-untyped-def]
                threads: list[int]) -> list[float]:
     """Wall seconds of each tail's increment; `threads`: increment.COMMIT_THREADS for each
@@ -226,16 +232,23 @@ def increments(spark, cfg, log_copy: Path, tails: list[bytes],  # type: ignore[n
         if threads:
             increment.COMMIT_THREADS = threads[i % len(threads)]
         append(log_copy, tail)
+        jobs = spark_jobs(spark)
+        marks: list[tuple[str, int]] = []  # (stage, Spark jobs started before it)
         t = time.perf_counter()
-        res = ingest(spark, cfg, [log_copy])
+        res = ingest(spark, cfg, [log_copy], log=lambda m, marks=marks: marks.append(
+            (m.split(":", 1)[0], spark_jobs(spark))))
         took.append(time.perf_counter() - t)
+        marks.append(("", spark_jobs(spark)))
+        per_stage = ", ".join(f"{a} {m - n}" for (a, n), (_, m) in itertools.pairwise(marks))
+        jobs = spark_jobs(spark) - jobs
         by_threads.setdefault(increment.COMMIT_THREADS, []).append(took[-1])
         stages = ", ".join(f"{k} {v:.1f}" for k, v in res[0].stage_seconds.items())
         commits = ", ".join(f"{k} {v:.1f}" for k, v in sorted(
             res[0].commit_seconds.items(), key=lambda kv: -kv[1]))
         print(f"    increment of {sum(r.records for r in res):,} records "
-              f"(COMMIT_THREADS={increment.COMMIT_THREADS}): {took[-1]:.1f} s ({stages}); "
-              f"Delta commits: {commits}")
+              f"(COMMIT_THREADS={increment.COMMIT_THREADS}): {took[-1]:.1f} s, {jobs} Spark "
+              f"jobs ({stages}); "
+              f"Delta commits: {commits}; Spark jobs by stage: {per_stage}")
     if len(by_threads) > 1:
         print("    median by COMMIT_THREADS: " + ", ".join(
             f"{n}: {statistics.median(v):.1f} s" for n, v in sorted(by_threads.items())))
