@@ -219,6 +219,7 @@ GROUP_SECONDS = (
     ("tests/pipeline/test_delta_engine.py", 100),
     ("tests/pipeline/test_turns.py", 75),
     ("tests/pipeline/test_ingest.py", 70),
+    ("tests/pipeline/test_clusters_at_once.py", 60),
     ("tests/test_wheel.py", 60),
     ("tests/simulate", 45),
     ("tests/pipeline/test_reconcile.py", 35),

@@ -283,7 +283,7 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[str | Path],
                                            source=inp.source))
             continue
         if lake is None:
-            lake = Lake(cfg.lake)
+            lake = Lake(cfg.lake, spark)
         try:
             if inp.kind == "text":
                 res = _ingest_text(spark, lake, cfg, Path(inp.location), inp.cluster_id, say)

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import delta.exceptions
 import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
@@ -71,6 +72,15 @@ TABLE_PROPERTIES = {
 # the only ones removed (`replace`).
 _REPLACE_CHECK_CONF = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
 UPGRADE_COMMAND = "kraftlake upgrade --lake {root}"
+# Attempts of a write whose commit Delta refused for another writer's (`_retrying`).
+WRITE_ATTEMPTS = 3
+# Delta's refusals of a commit for another writer's. Its Python classes do not derive from
+# DeltaConcurrentModificationException (delta-spark 4.4), so each is named.
+COMMIT_CONFLICTS = tuple(getattr(delta.exceptions, n) for n in (
+    "DeltaConcurrentModificationException", "ConcurrentWriteException",
+    "MetadataChangedException", "ProtocolChangedException", "ConcurrentAppendException",
+    "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
+    "ConcurrentTransactionException"))
 
 
 class LakeLayoutError(ValueError):
@@ -258,10 +268,12 @@ class Lake:
         The first write of a table creates it, in the same commit: a lake holds the tables
         something was written to (readers see a missing table as an empty one), and a new
         lake costs no commit per table before its data."""
-        snap = self._snapshot(name)
-        if app_id is not None and _done(snap, app_id, version):
-            return False
-        return self._append(name, snap, data, app_id, version, metadata)
+        def attempt() -> bool:
+            snap = self._snapshot(name)
+            if app_id is not None and _done(snap, app_id, version):
+                return False
+            return self._append(name, snap, data, app_id, version, metadata)
+        return _retrying(attempt)
 
     def _append(self, name: str, snap, data: DataFrame | pa.Table, app_id: str | None,
                 version: int | None, metadata: dict[str, str] | None) -> bool:
@@ -300,24 +312,26 @@ class Lake:
         false) do not matter. Between this check and the commit, Delta's own conflict
         detection guards the slice: the overwrite reads it.
         """
-        snap = self._snapshot(name)
-        if _done(snap, app_id, version):
-            return False
-        now = _version(snap)
-        if now != read_version:
-            self._check_slice_unmoved(name, slice_, read_version, now)
-        if now is None or _size(snap)[0] == 0:
-            return self._append(name, snap, data, app_id, version, metadata)
-        self._check_layout(name, snap)
-        frame = self._frame(name, data)
-        frame.sparkSession.conf.set(_REPLACE_CHECK_CONF, "false")
-        where = " AND ".join(sql_eq(c, v) if isinstance(v, str) else f"{c} = {str(v).lower()}"
-                             for c, v in slice_.items())
-        (frame.write.format("delta").mode("overwrite").option("replaceWhere", where)
-         .option("txnAppId", app_id).option("txnVersion", str(version))
-         .option("userMetadata", self._meta(app_id, version, metadata))
-         .save(self.path(name)))
-        return True
+        def attempt() -> bool:
+            snap = self._snapshot(name)
+            if _done(snap, app_id, version):
+                return False
+            now = _version(snap)
+            if now != read_version:
+                self._check_slice_unmoved(name, slice_, read_version, now)
+            if now is None or _size(snap)[0] == 0:
+                return self._append(name, snap, data, app_id, version, metadata)
+            self._check_layout(name, snap)
+            frame = self._frame(name, data)
+            frame.sparkSession.conf.set(_REPLACE_CHECK_CONF, "false")
+            where = " AND ".join(sql_eq(c, v) if isinstance(v, str) else
+                                 f"{c} = {str(v).lower()}" for c, v in slice_.items())
+            (frame.write.format("delta").mode("overwrite").option("replaceWhere", where)
+             .option("txnAppId", app_id).option("txnVersion", str(version))
+             .option("userMetadata", self._meta(app_id, version, metadata))
+             .save(self.path(name)))
+            return True
+        return _retrying(attempt)
 
     def _check_slice_unmoved(self, name: str, slice_: dict[str, str | bool],
                              since: int | None, until: int | None) -> None:
@@ -386,6 +400,13 @@ class Lake:
         (or none yet) the rows are appended: a merge there could only insert, and costs a
         join and a second Spark job.
         """
+        return _retrying(lambda: self._upsert(name, data, app_id, version, delete_keys,
+                                              target_filter, metadata))
+
+    def _upsert(self, name: str, data: DataFrame | pa.Table, app_id: str, version: int,
+                delete_keys: DataFrame | None, target_filter: str,
+                metadata: dict[str, str] | None) -> bool:
+        """One attempt of `upsert`."""
         snap = self._snapshot(name)
         if _done(snap, app_id, version):
             return False
@@ -477,6 +498,26 @@ class Lake:
             else:
                 cols = ", ".join(_column_sql(f, "NULL") for f in table_schema(name).spark.fields)
                 spark.sql(f"CREATE VIEW {name} AS SELECT {cols} WHERE false")
+
+
+def _retrying(write: Callable[[], bool]) -> bool:
+    """`write()`, again when Delta refused its commit for another writer's, at most
+    `WRITE_ATTEMPTS` times in all.
+
+    Writers of different clusters touch disjoint partitions and blind appends never
+    conflict, but some races remain: two jobs creating the same table of a new lake (the
+    loser's commit finds a protocol it did not read), a merge of an unpartitioned table
+    beside another cluster's append, a compaction by `maintain`. Every write begins by
+    asking whether its transaction id committed, on a fresh snapshot, so running it again
+    never writes twice; a replacement also checks again that its slice did not move.
+    """
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            return write()
+        except COMMIT_CONFLICTS:
+            if attempt == WRITE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 # ---------------------------------------------------------------------- one snapshot

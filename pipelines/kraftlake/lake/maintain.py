@@ -30,10 +30,9 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from delta.exceptions import DeltaConcurrentModificationException
 from delta.tables import DeltaTable
 
-from .delta import Lake
+from .delta import COMMIT_CONFLICTS, Lake
 from .jvmclass import java_class
 from .retention import DEFAULT_RETENTION_HOURS
 from .schema import table_names
@@ -152,7 +151,7 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
         if checkpoint:
             java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(
                 spark._jsparkSession, lake.path(name)).checkpoint()
-    except DeltaConcurrentModificationException as exc:  # a concurrent writer won
+    except COMMIT_CONFLICTS as exc:  # a concurrent writer won
         res.error = str(exc).splitlines()[0]
     _check_txns(lake, name, txns, res.version_before)
     # rows as counted at the start: compaction was checked to keep them, and vacuum and

@@ -1,0 +1,45 @@
+"""Jobs of different clusters writing one lake at the same moment: three real logs of three
+clusters ingested together into a new lake (every table created by whichever job commits
+first), then each cluster's rows must equal its own one-shot ingest into a lake of its own,
+in every table. The jobs run on threads of the worker's session: Delta's optimistic
+concurrency is the same between threads as between processes, each job commits its own
+transactions against the tables' shared logs."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from kraftlake.jobs.batch import ingest
+from kraftlake.lake.delta import Lake
+from kraftlake.lake.schema import table_names
+from kraftlake.sources.files import find_log_dirs, read_cluster_id
+from tests.lake_rows import table_dicts
+from tests.pipeline.conftest import BUSY
+from tests.pipeline.test_stream_tail import NOMAN, TINY
+
+LOGS = [BUSY, NOMAN.parent, TINY]  # three cluster ids
+
+
+def _rows(lake: Path, name: str, cluster_id: str) -> list[str]:
+    return sorted(map(repr, (sorted(r.items()) for r in table_dicts(
+        lake / name, filters=[("cluster_id", "=", cluster_id)]))))
+
+
+def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests(
+        spark, tmp_path, cfg_factory) -> None:
+    ids = [read_cluster_id(find_log_dirs(str(log))[0]) for log in LOGS]
+    assert len(set(ids)) == 3, ids
+    shared = tmp_path / "shared"
+    with ThreadPoolExecutor(len(LOGS)) as pool:
+        results = list(pool.map(lambda log: ingest(spark, cfg_factory(shared), [log]), LOGS))
+    assert [r.cluster_id for (r,) in results] == ids
+    assert all(r.records > 0 for (r,) in results)
+    lake = Lake(shared)
+    for log, cid in zip(LOGS, ids, strict=True):
+        own = tmp_path / cid
+        ingest(spark, cfg_factory(own), [log])
+        for name in table_names():
+            if name != "quality_results":
+                assert _rows(shared, name, cid) == _rows(own, name, cid), (cid, name)
+    assert lake.is_lake()
