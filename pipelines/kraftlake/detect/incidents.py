@@ -33,7 +33,7 @@ Incremental: an increment passes the troubles it created or closed, the troubles
 in the lake, the incident still open (at most one per cluster: troubles open at the same
 time are one incident) and the events from that incident's start on. The open incident
 becomes a trouble from its start to `since_offset` (the increment's first offset), so every
-trouble carried over joins it; its id is its start, so it is updated by an upsert.
+trouble carried over joins it; its id is its start, so the new row replaces the open one (same key).
 """
 
 from __future__ import annotations

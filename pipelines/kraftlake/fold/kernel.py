@@ -9,7 +9,8 @@ the troubles of each state. One pass emits every gold row of the partition:
 * `timeline`: every new state, with its validity (closed by the next state or by the
   partition's deletion; open and `is_current` when last), and the seed once it is closed.
   The seed's key (valid_from_offset, seq) is the one `partition_current` holds, which is
-  the timeline row the previous increment left current: closing it is an upsert on it;
+  the timeline row the previous increment left current: the closed seed replaces it
+  (`jobs/increment.py`, a replacement of the cluster's current rows);
 * `event`: `partition_events` rows;
 * `interval`: runs of consecutive timeline states in one trouble kind (a run that goes on
   from the seed keeps the start of the interval the lake holds open);

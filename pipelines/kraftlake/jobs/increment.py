@@ -510,11 +510,11 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write,
 
 
 def _incidents(spark, seed, iv, open_iv, ev, brokers, windows, res, rerun, write, work):
-    """incidents of this increment, upserted on their key.
+    """incidents of this increment: the cluster's open incidents replaced by the new rows.
 
     Inputs grow with the increment, not the lake: the intervals this increment wrote and
-    those still open at its start, the incident still open at its start (the merge touches
-    open rows only), the events from that incident's start on (Delta skips older files by
+    those still open at its start, the incident still open at its start (only open rows are
+    replaced), the events from that incident's start on (Delta skips older files by
     their offset statistics) and the cluster's broker records (silver, one row per broker
     state change).
     """
