@@ -11,8 +11,10 @@ from kraftlake.cli import main
 
 COMMANDS = sorted(main.commands)
 # the commands that start Spark (`spark_options`) and those that read or write a lake
-SPARK = ["demo", "ingest", "maintain", "quality", "report", "serve", "sql", "stream", "timeline"]
-LAKE = ["ingest", "maintain", "quality", "report", "serve", "sql", "stream", "timeline"]
+SPARK = ["demo", "ingest", "maintain", "quality", "report", "serve", "sql", "stream", "timeline",
+         "upgrade"]
+LAKE = ["ingest", "maintain", "quality", "report", "serve", "sql", "stream", "timeline",
+        "upgrade"]
 
 
 def _options(name: str) -> dict[str, click.Option]:
