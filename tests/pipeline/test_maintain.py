@@ -7,6 +7,7 @@ still add exactly the new records.
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -205,6 +206,14 @@ def test_upgrade_rewrites_a_lake_of_the_old_layout_and_the_next_increment_goes_o
     assert refused.exit_code == 2, refused.output
     assert f"run `kraftlake upgrade --lake {lake.root}`" in " ".join(refused.output.split())
     assert {n: lake.version(n) for n in table_names()} == versions
+    # a stream is refused alike, by its micro-batch: the line says why, not that "an
+    # exception was raised by the Python Proxy" (on a copy: its plan would stay open)
+    other = shutil.copytree(lake.root, tmp_path / "old-lake")
+    stream = CliRunner().invoke(main, ["stream", str(grown), "--lake", str(other),
+                                       "--available-now"])
+    assert stream.exit_code == 2, stream.output
+    said = " ".join(stream.output.split())
+    assert f"run `kraftlake upgrade --lake {other}`" in said and "Python Proxy" not in said
 
     out = CliRunner().invoke(main, ["upgrade", "--lake", str(lake.root)],
                              env={"COLUMNS": "200"})

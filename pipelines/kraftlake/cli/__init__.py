@@ -41,7 +41,7 @@ class _Main(click.Group):
         except SliceMovedError as e:
             raise click.ClickException(str(e)) from None
         except Exception as e:
-            if type(e).__module__.split(".")[0] not in ("pyspark", "py4j"):
+            if type(e).__module__.split(".")[0] not in ("pyspark", "py4j", "delta"):
                 raise
             from kraftlake.spark import spark_log
 

@@ -27,8 +27,10 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
     """Stream new records of a __cluster_metadata-0 directory into the lake (exactly once)."""
     from ..config import load_config
     from ..jobs.trigger import processing_time
+    from ..lake.location import require_lake_location
 
     cfg = load_config(conf_file, lake=lake, cluster_id=cluster_id, checkpoint=checkpoint)
+    require_lake_location(cfg.lake)  # before Spark: a --lake naming a file
     if not available_now:  # a trigger Spark would refuse only once the query starts
         try:
             processing_time(trigger or cfg.trigger)
@@ -59,13 +61,18 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
     from ..codec.errors import KraftCodecError
     from ..jobs.batch import DivergedLogError
 
+    failures: list[BaseException] = []
     try:
         q = start_stream(spark, cfg, source, cluster_id, trigger, available_now, max_offsets,
-                         report)
+                         report, failures)
+        console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
+        try:
+            q.awaitTermination()
+        except KeyboardInterrupt:
+            q.stop()
+        except Exception:
+            if failures:  # a micro-batch's own exception, not Spark's wrapping of it
+                raise failures[-1] from None
+            raise
     except (DivergedLogError, ValueError, KraftCodecError) as exc:
         raise BadInput(str(exc)) from None
-    console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
-    try:
-        q.awaitTermination()
-    except KeyboardInterrupt:
-        q.stop()

@@ -27,7 +27,7 @@ from ..config import Config
 from ..lake.delta import Lake
 from ..lake.maintain import maintain
 from ..lake.schema import KRAFTLAKE_DIR
-from ..sources.files import find_log_dirs, read_cluster_id, require_metadata_log
+from ..sources.files import find_log_dirs, no_cluster_id, read_cluster_id, require_metadata_log
 from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
 from .batch import app_id_for, finish_open_ingest, refuse_if_diverged, write_plan
@@ -96,14 +96,19 @@ def _after(batch: DataFrame, at: dict | None) -> DataFrame:
 def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str | None = None,
                  trigger: str | None = None, available_now: bool = False,
                  max_offsets: int | None = None,
-                 on_batch: Callable[[IncrementResult], None] | None = None) -> StreamingQuery:
-    """Start the streaming query for one metadata-log directory (one cluster)."""
+                 on_batch: Callable[[IncrementResult], None] | None = None,
+                 failures: list[BaseException] | None = None) -> StreamingQuery:
+    """Start the streaming query for one metadata-log directory (one cluster).
+
+    `failures`: receives the exception a micro-batch raised before the query stops with it.
+    Spark reports that as "An exception was raised by the Python Proxy", the cause buried in
+    a Python traceback inside its message; the caller can raise the original instead."""
     interval = None if available_now else processing_time(trigger or cfg.trigger)
     log_dir = find_log_dirs(source)[0]
     require_metadata_log(log_dir)  # before the lake is touched: user data never enters
     cid = cluster_id or cfg.cluster_id or read_cluster_id(log_dir)
     if not cid:
-        raise ValueError(f"{log_dir}: no meta.properties beside it; pass --cluster-id")
+        raise ValueError(no_cluster_id(log_dir, "pass --cluster-id"))
     lake = Lake(cfg.lake, spark)
     rows = finish_open_ingest(spark, lake, cfg, log_dir, cid)
     app_id = app_id_for(cid, "stream")
@@ -119,6 +124,14 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
     df = reader.load(str(log_dir))
 
     def each(batch: DataFrame, batch_id: int) -> None:
+        try:
+            _each(batch, batch_id)
+        except Exception as exc:
+            if failures is not None:
+                failures.append(exc)
+            raise
+
+    def _each(batch: DataFrame, batch_id: int) -> None:
         version = st["base_version"] + batch_id
         at = None
         if not lake.committed("ingest_progress", app_id, version):
