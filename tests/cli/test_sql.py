@@ -72,6 +72,18 @@ def test_a_huge_result_is_bounded_by_limit(sim_lake) -> None:
     assert len(json.loads(out.stdout)) == total["n"] and "note:" not in out.stderr
 
 
+def test_csv_lines_end_in_a_newline_alone(sim_lake) -> None:
+    """`--format csv` for shell scripts: `$(kraftlake sql ... | tail -1)` must not carry
+    a carriage return (Python's csv module ends lines in \\r\\n unless told)."""
+    out = _sql(sim_lake[0], "SELECT offset FROM records ORDER BY offset", "--format", "csv",
+               "--limit", "3")
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.split("\n")
+    assert "\r" not in out.stdout and lines[0] == "offset" and lines[-1] == ""
+    assert [int(x) for x in lines[1:-1]] == sorted(int(x) for x in lines[1:-1])
+    assert len(lines) == 5
+
+
 def test_json_timestamps_are_utc_with_their_zone(sim_lake) -> None:
     """An instant in JSON names its zone: `...Z`, not a bare local-looking time."""
     import datetime as dt

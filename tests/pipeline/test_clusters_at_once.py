@@ -1,7 +1,8 @@
 """Jobs of different clusters writing one lake at the same moment: three real logs of three
 clusters ingested together into a new lake (every table created by whichever job commits
 first), then each cluster's rows must equal its own one-shot ingest into a lake of its own,
-in every table. The jobs run on threads of the worker's session: Delta's optimistic
+in every table, and `kraftlake timeline` of a partition the clusters share asks which
+cluster is meant. The jobs run on threads of the worker's session: Delta's optimistic
 concurrency is the same between threads as between processes, each job commits its own
 transactions against the tables' shared logs."""
 
@@ -10,6 +11,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from kraftlake.cli import main
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
@@ -43,3 +47,19 @@ def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests
             if name != "quality_results":
                 assert _rows(shared, name, cid) == _rows(own, name, cid), (cid, name)
     assert lake.is_lake()
+
+    # a partition every cluster has: its timeline names no cluster unless asked for one
+    shared_parts = {}
+    for r in table_dicts(shared / "partition_current",
+                         columns=["cluster_id", "topic_name", "partition_id"]):
+        shared_parts.setdefault((r["topic_name"], r["partition_id"]), set()).add(r["cluster_id"])
+    (topic, pid), owners = max(shared_parts.items(), key=lambda kv: len(kv[1]))
+    assert len(owners) >= 2, shared_parts
+    args = ["timeline", "--lake", str(shared), "--topic", topic, "--partition", str(pid)]
+    mixed = CliRunner().invoke(main, args)
+    assert mixed.exit_code == 2, mixed.output
+    assert f"{topic}-{pid} is in {len(owners)} clusters" in mixed.output
+    assert all(c in mixed.output for c in owners)
+    one = CliRunner().invoke(main, [*args, "--cluster-id", min(owners)],
+                             env={"COLUMNS": "200"})
+    assert one.exit_code == 0, one.output

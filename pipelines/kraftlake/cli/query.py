@@ -61,7 +61,7 @@ def print_rows(columns: list[str], rows: list[list], fmt: str = "table") -> None
         click.echo(json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=1,
                               default=str))
     elif fmt == "csv":
-        w = csv.writer(sys.stdout)
+        w = csv.writer(sys.stdout, lineterminator="\n")  # csv's default ends lines in \r\n
         w.writerow(columns)
         for r in rows:
             w.writerow([json.dumps(v) if isinstance(v, (list, dict)) else v for v in r])
@@ -218,6 +218,10 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
         by.setdefault((e.cluster_id, e.topic_id, e.offset, e.seq), []).append(label)
     if not states:
         raise BadInput(f"no timeline rows for {topic}-{partition}")
+    ids = sorted({s.cluster_id for s in states})
+    if len(ids) > 1:  # one table of several clusters' offsets would read as one history
+        raise BadInput(f"{topic}-{partition} is in {len(ids)} clusters of the lake; choose "
+                       f"one with --cluster-id: {', '.join(ids)}")
     rows = []
     for s in states:
         fmt = lambda a: "" if a is None else ",".join(map(str, a))  # noqa: E731
