@@ -9,6 +9,7 @@ session or simulation starts.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -174,6 +175,35 @@ def test_a_source_that_is_no_metadata_log_is_refused_before_spark_starts(
     assert len(lines) == 1 and lines[0].startswith(f"Error: {src}"), out.stderr
     assert needle in lines[0]
     assert not lake.exists()
+
+
+@pytest.mark.parametrize("command", ["ingest", "stream"])
+def test_a_lake_that_is_a_file_is_refused_before_spark_starts(tmp_path: Path,
+                                                              command: str) -> None:
+    lake = tmp_path / "lake.yaml"
+    lake.write_text("lake: somewhere\n")
+    out = kraftlake(command, str(EXAMPLE), "--lake", str(lake))
+    assert out.returncode == 2, out
+    assert out.stderr.strip() == (f"Error: {lake}: is a file, not a directory a lake can be "
+                                  f"written to"), out.stderr
+    assert lake.read_text() == "lake: somewhere\n"
+
+
+@pytest.mark.parametrize("props, says", [
+    (None, "no meta.properties beside it; pass --cluster-id"),
+    ("node.id=1\nversion=1\n", "meta.properties holds no cluster.id; pass --cluster-id"),
+])
+def test_a_log_without_a_cluster_id_says_what_is_missing(tmp_path: Path, props: str | None,
+                                                         says: str) -> None:
+    shutil.copytree(EXAMPLE, tmp_path / "node", ignore=shutil.ignore_patterns(
+        "meta.properties"))
+    if props is not None:
+        (tmp_path / "node" / "meta.properties").write_text(props)
+    log = tmp_path / "node" / "__cluster_metadata-0"
+    out = kraftlake("ingest", str(log), "--lake", str(tmp_path / "lake"))
+    assert out.returncode == 2, out
+    assert out.stderr.strip().endswith(says), out.stderr
+    assert not (tmp_path / "lake").exists()
 
 
 def test_every_bad_source_gets_its_line(tmp_path: Path) -> None:

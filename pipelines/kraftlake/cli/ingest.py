@@ -32,9 +32,11 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
     from ..codec.errors import KraftCodecError
     from ..config import load_config
     from ..jobs.inputs import find_inputs, input_bytes
+    from ..lake.location import require_lake_location
 
     console = Console(stderr=True)
     cfg = load_config(conf_file, lake=lake, cluster_id=cluster_id)
+    require_lake_location(cfg.lake)  # before Spark: a --lake naming a file
     inputs = find_inputs(list(sources), cluster_id, cfg)
     if all(i.refused for i in inputs):  # before Spark starts or the lake is created
         for i in inputs:

@@ -14,7 +14,13 @@ from pathlib import Path
 from ..codec.dumplog import looks_like_dump_log
 from ..codec.errors import KraftCodecError
 from ..config import Config
-from ..sources.files import find_log_dirs, log_dir_bytes, read_cluster_id, require_metadata_log
+from ..sources.files import (
+    find_log_dirs,
+    log_dir_bytes,
+    no_cluster_id,
+    read_cluster_id,
+    require_metadata_log,
+)
 from ..uris import file_size, is_local, to_uri
 
 
@@ -52,7 +58,7 @@ def find_inputs(sources: list[str | Path], cluster_id: str | None,
                 require_metadata_log(d)
                 cid = cluster_id or cfg.cluster_id or read_cluster_id(d)
                 if not cid:
-                    raise ValueError(f"{d}: no meta.properties beside it; pass --cluster-id")
+                    raise ValueError(no_cluster_id(d, "pass --cluster-id"))
                 found.append(Input(src, d, "dir", cid))
         except (ValueError, OSError, KraftCodecError) as exc:
             found.append(Input(src, src, "", None, refused=_one_line(exc)))

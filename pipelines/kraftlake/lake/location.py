@@ -9,7 +9,9 @@ every increment ends with.
 
 from __future__ import annotations
 
-from ..uris import join, listing, to_uri
+from pathlib import Path
+
+from ..uris import is_local, join, listing, to_uri
 
 PROGRESS_TABLE = "ingest_progress"
 
@@ -21,6 +23,16 @@ class NotALakeError(ValueError):
 def not_a_lake(root: str) -> NotALakeError:
     return NotALakeError(f"{root}: no kraftlake lake here (no {PROGRESS_TABLE} table); run "
                          f"`kraftlake ingest ... --lake {root}` first")
+
+
+def require_lake_location(root: str) -> str:
+    """The URI of a location a job may create or continue a lake at: anything but a local
+    path to a file (a `--lake` naming a log segment or a configuration by mistake), which is
+    refused here, before Spark starts, rather than by Hadoop once it tries to write there."""
+    uri = to_uri(root)
+    if is_local(uri) and Path(uri).exists() and not Path(uri).is_dir():
+        raise NotALakeError(f"{uri}: is a file, not a directory a lake can be written to")
+    return uri
 
 
 def require_lake(root: str) -> str:

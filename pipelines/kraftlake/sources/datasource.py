@@ -29,7 +29,7 @@ from pyspark.sql.types import StructType
 
 from ..uris import to_uri
 from .decode import read_range, source_spark_schema
-from .files import LogDirIndex, ReadRange, read_cluster_id
+from .files import LogDirIndex, ReadRange, no_cluster_id, read_cluster_id
 from .plan import FRESH, as_value, latest, offset_dict, plan
 
 DEFAULT_SPLIT = 32 * 1024 * 1024
@@ -47,7 +47,7 @@ def _lower(options) -> dict:
 def _cluster_id(options: dict, path: str) -> str:
     cid = options.get("cluster_id") or options.get("clusterid") or read_cluster_id(path)
     if not cid:
-        raise ValueError(f"{path}: no meta.properties beside it; pass option cluster_id")
+        raise ValueError(no_cluster_id(path, "pass option cluster_id"))
     return cid
 
 

@@ -36,16 +36,34 @@ from ..codec.logfiles import METADATA_LOG_DIR, LogFile, classify, records_of_bat
 _LEN = struct.Struct(">qi")
 
 
-def read_cluster_id(log_dir: str | Path) -> str | None:
-    """`cluster.id` from the meta.properties beside (or inside) a `__cluster_metadata-0`."""
+def _meta_properties(log_dir: str | Path) -> list[tuple[str, str]]:
+    """(URI, text) of each meta.properties beside (or inside) a `__cluster_metadata-0`."""
     d = uris.to_uri(log_dir)
+    found = []
     for props in (uris.join(uris.parent(d), "meta.properties"), uris.join(d, "meta.properties")):
         text = uris.read_text(props)
-        for line in (text or "").splitlines():
+        if text is not None:
+            found.append((props, text))
+    return found
+
+
+def read_cluster_id(log_dir: str | Path) -> str | None:
+    """`cluster.id` from the meta.properties beside (or inside) a `__cluster_metadata-0`."""
+    for _, text in _meta_properties(log_dir):
+        for line in text.splitlines():
             key, sep, value = line.partition("=")
             if sep and key.strip() == "cluster.id":
                 return value.strip()
     return None
+
+
+def no_cluster_id(log_dir: str | Path, remedy: str) -> str:
+    """The error line for a log directory whose cluster id `read_cluster_id` did not find:
+    there is no meta.properties, or the one there names no `cluster.id`; then `remedy`."""
+    found = _meta_properties(log_dir)
+    if found:
+        return f"{log_dir}: {found[0][0]} holds no cluster.id; {remedy}"
+    return f"{log_dir}: no meta.properties beside it; {remedy}"
 
 
 def find_log_dirs(path: str | Path) -> list[str]:
