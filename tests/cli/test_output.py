@@ -125,6 +125,20 @@ def test_the_ingest_summary_to_a_pipe_has_whole_headers(sim_lake) -> None:
     assert str(lake.parent / "cluster") in out.stdout  # the source's whole path
 
 
+def test_the_ingest_of_an_empty_segment_says_it_held_no_records(tmp_path) -> None:
+    """A log directory whose only segment is empty (a controller that just started): the
+    summary says so, not `None..0`."""
+    log = tmp_path / "node" / "__cluster_metadata-0"
+    log.mkdir(parents=True)
+    (log / "00000000000000000000.log").write_bytes(b"")
+    (log.parent / "meta.properties").write_text("cluster.id=EmptySegmentCluster000\n")
+    out = CliRunner().invoke(main, ["ingest", str(log.parent), "--lake", str(tmp_path / "lake")],
+                             env={"COLUMNS": "250"})
+    assert out.exit_code == 0, out.output
+    row = next(ln for ln in out.stdout.splitlines() if "EmptySegmentCluster000" in ln)
+    assert "no records" in row and "None" not in row, row
+
+
 def test_decode_prints_whole_records() -> None:
     """A PartitionRecord's JSON is longer than the 160 characters decode once cut it to:
     `leader_recovery_state`, its last field, is on every such line."""

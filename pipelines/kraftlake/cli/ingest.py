@@ -63,7 +63,8 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
             rows.append([r.source, r.cluster_id or "", "refused" if r.refused else "nothing new",
                          *["0"] * 8])
             continue
-        rows.append([r.source, r.cluster_id, f"{r.start_offset}..{r.end_offset}",
+        rows.append([r.source, r.cluster_id, "no records" if r.start_offset is None
+                     else f"{r.start_offset}..{r.end_offset}",
                      str(r.records), str(r.quarantined), str(r.changes), str(r.timeline),
                      str(r.events), str(r.event_counts.get("unclean_election", 0)),
                      str(r.mismatches), str(r.orphans)])
