@@ -113,13 +113,7 @@ def test_timeline_rows_land_in_their_is_current_partition(spark, tmp_path) -> No
     """`is_current` partitions the table: closed and current states live in different files."""
     lake = Lake(tmp_path)
     schema = table_schema("partition_timeline").arrow
-    rows = []
-    for i, current in enumerate([False, False, True]):
-        row = _current_row("c", "AAAAAAAAAAAAAAAAAAAAAQ", 0)
-        row = {f.name: row.get(f.name) for f in schema}
-        row.update(valid_from_offset=i, seq=0, is_current=current,
-                   valid_to_offset=None if current else i + 1)
-        rows.append(row)
+    rows = [_timeline_row("c", i, current) for i, current in enumerate([False, False, True])]
     lake.append("partition_timeline", pa.Table.from_pylist(rows, schema=schema))
     files = table_files(lake, "partition_timeline")
     assert {("is_current=true" in f) for f in files} == {True, False}

@@ -76,12 +76,12 @@ def _nothing_to_vacuum(lake: Lake, name: str, retention_hours: int) -> bool:
     return oldest is None or oldest >= (time.time() - retention_hours * 3600) * 1000
 
 
-def _rows(lake: Lake, name: str, version: int | None = None) -> int:
+def count_rows(lake: Lake, name: str, version: int | None = None) -> int:
     """Rows of the table at `version` (Delta answers a count from its file statistics)."""
     return lake.read(None, name, version).count()
 
 
-def _txn_versions(lake: Lake, name: str, app_ids: Iterable[str]) -> dict[str, int | None]:
+def txn_versions(lake: Lake, name: str, app_ids: Iterable[str]) -> dict[str, int | None]:
     return {a: lake.txn_version(name, a) for a in app_ids}
 
 
@@ -106,7 +106,7 @@ def _check_txns(lake: Lake, name: str, before: dict[str, int | None],
     """Every app id's transaction version after maintenance must be the one before; only
     another writer's commit meanwhile may have raised it. A lost or lowered version would
     let a re-run of an increment write its rows a second time."""
-    after = _txn_versions(lake, name, before)
+    after = txn_versions(lake, name, before)
     moved = (lake.version(name) or 0) - version_before
     hist = DeltaTable.forPath(lake.spark, lake.path(name)).history(moved).collect() \
         if moved > 0 else []
@@ -134,14 +134,14 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
     res.files_before, res.bytes_before = lake.size(name)  # Delta's checksum, no data read
     res.version_before = lake.version(name)
     app_ids = list(app_ids)
-    txns = _txn_versions(lake, name, app_ids)
-    res.rows = _rows(lake, name, res.version_before)
+    txns = txn_versions(lake, name, app_ids)
+    res.rows = count_rows(lake, name, res.version_before)
     try:
         if compact:
             metrics = dt.optimize().executeCompaction().first().metrics
             if metrics.numFilesRemoved:
                 v = lake.version(name)
-                if _rows(lake, name, v) != res.rows:
+                if count_rows(lake, name, v) != res.rows:
                     raise MaintenanceError(f"{name}: compaction (version {v}) changed the row "
                                            f"count from {res.rows}")
         if vacuum and not _nothing_to_vacuum(lake, name, retention_hours):

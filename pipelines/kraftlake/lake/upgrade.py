@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pyspark.sql import functions as F
 
 from .delta import Lake, conform
-from .maintain import MaintenanceError, lake_app_ids
+from .maintain import MaintenanceError, count_rows, lake_app_ids, txn_versions
 from .schema import table_names, table_schema
 
 # columns a table gained, as SQL over the columns it had
@@ -50,15 +50,16 @@ def upgrade(lake: Lake) -> list[TableUpgrade]:
         if not lake.exists(name) or before == after:
             continue
         version = lake.version(name)
-        txns = {a: lake.txn_version(name, a) for a in app_ids}
-        old = lake.read(None, name, version)
-        rows = old.count()
-        old = old.withColumns({c: F.expr(sql) for c, sql in DERIVED.get(name, {}).items()})
+        txns = txn_versions(lake, name, app_ids)
+        rows = count_rows(lake, name, version)
+        old = lake.read(None, name, version).withColumns(
+            {c: F.expr(sql) for c, sql in DERIVED.get(name, {}).items()})
         (conform(old, name).write.format("delta").mode("overwrite")
          .option("overwriteSchema", "true").partitionBy(*after).save(lake.path(name)))
-        kept = lake.read(None, name).count()
-        moved = {a: (v, lake.txn_version(name, a)) for a, v in txns.items()}
-        if kept != rows or any(v != w for v, w in moved.values()):
+        kept = count_rows(lake, name)
+        now = txn_versions(lake, name, app_ids)
+        moved = {a: (txns[a], now[a]) for a in app_ids}
+        if kept != rows or now != txns:
             raise MaintenanceError(f"{lake.path(name)}: the rewrite changed the table "
                                    f"({rows} -> {kept} rows; transaction ids {moved})")
         done.append(TableUpgrade(name, before, after, rows))
