@@ -3,6 +3,8 @@ does to a cluster's open rows), merges, and the refusal of a table laid out othe
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pytest
 
@@ -186,3 +188,65 @@ def test_a_table_another_writer_creates_later_is_seen(spark, tmp_path) -> None:
     deltalake.write_deltalake(str(tmp_path / "brokers"),
                               table_schema("brokers").arrow.empty_table())
     assert lake.exists("brokers") and lake.version("brokers") == 0
+
+
+def test_an_append_commits_what_deltas_writer_would_as_another_reader_sees_it(
+        spark, tmp_path) -> None:
+    """Appends into an existing table go through a Delta transaction kraftlake opens
+    (`lake.append`); delta-rs, another Delta implementation, reads back the rows, the app's
+    transaction version, and a WRITE commit with the user metadata, as it does for the
+    writer's own appends."""
+    import deltalake
+
+    lake = Lake(tmp_path, spark)
+    schema = table_schema("partition_current").arrow
+    rows = [_current_row("c", "AAAAAAAAAAAAAAAAAAAAAQ", p) for p in range(3)]
+    assert lake.append("partition_current", pa.Table.from_pylist(rows[:1], schema=schema),
+                       "app", 1)  # creates the table (Delta's writer)
+    assert lake.append("partition_current", pa.Table.from_pylist(rows[1:], schema=schema),
+                       "app", 2, metadata={"kraftlake.events": "7"})
+    assert not lake.append("partition_current", pa.Table.from_pylist(rows, schema=schema),
+                           "app", 2)  # committed already
+    dt = deltalake.DeltaTable(str(tmp_path / "partition_current"))
+    assert dt.version() == 1 and dt.transaction_version("app") == 2
+    assert sorted(dt.to_pyarrow_table().column("partition_id").to_pylist()) == [0, 1, 2]
+    newest = dt.history(1)[0]
+    assert newest["operation"] == "WRITE" and newest["isBlindAppend"] is True
+    assert json.loads(newest["userMetadata"]) == {
+        "kraftlake.app_id": "app", "kraftlake.version": "2", "kraftlake.events": "7"}
+    assert newest["operationMetrics"]["numOutputRows"] == "2"
+    assert lake.commit_metadata("partition_current", "app", 2)["kraftlake.events"] == "7"
+
+
+def test_an_append_racing_a_commit_of_the_same_increment_is_written_once(
+        spark, tmp_path) -> None:
+    """Two runs of one increment appending at once (read the same snapshot, both see the
+    increment not committed): Delta refuses the second commit because the first holds the
+    app id the second registered as read (`ConcurrentTransactionException`), and the lake's
+    retry then finds the increment committed. The rows are in the table once."""
+    from delta.exceptions import ConcurrentTransactionException
+
+    from kraftlake.lake.append import append_files
+    from kraftlake.lake.delta import conform
+
+    lake = Lake(tmp_path, spark)
+    schema = table_schema("partition_current").arrow
+    row = pa.Table.from_pylist([_current_row("c", "AAAAAAAAAAAAAAAAAAAAAQ", 0)], schema=schema)
+    lake.append("partition_current", row, "app", 1)
+    stale = lake._snapshot("partition_current")  # what the losing run read
+    assert lake.append("partition_current", row, "app", 2)  # the winner
+    frame = conform(spark.createDataFrame(row), "partition_current")
+    with pytest.raises(ConcurrentTransactionException):
+        append_files(frame, lake.path("partition_current"), stale, "app", 2, "{}")
+    assert not lake.append("partition_current", row, "app", 2)
+    assert lake.read_arrow("partition_current").num_rows == 2
+
+
+def test_a_table_with_other_columns_is_refused(spark, tmp_path) -> None:
+    """A table whose columns differ from this kraftlake's (written by another version) is
+    not appended to: a transaction's append would not compare them itself."""
+    schema = table_schema("brokers").spark
+    spark.createDataFrame([], schema).drop("rack").write.format("delta").save(
+        str(tmp_path / "brokers"))
+    with pytest.raises(LakeLayoutError, match=r"has the columns .* run `kraftlake upgrade"):
+        Lake(tmp_path).append("brokers", spark.createDataFrame([], schema), "app", 1)

@@ -37,6 +37,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..uris import join, to_uri
+from .append import append_files
 from .conflicts import SliceMovedError
 from .hadoopfs import HadoopFS
 from .jvmclass import java_class
@@ -229,21 +230,26 @@ class Lake:
     def _check_layout(self, name: str, snap) -> None:
         """Refuse to write on into a table laid out otherwise than its schema says.
 
-        An existing table partitioned otherwise was written by an older kraftlake; writing
-        on would mix layouts, so it is refused with the remedy. Checked once per table and
-        instance, on the table's snapshot `snap`. Only for a table that exists (a first
-        write creates it as it should be).
+        An existing table partitioned otherwise, or with other columns, was written by an
+        older kraftlake; writing on would mix layouts (and an append through a transaction,
+        `lake.append`, would not even compare the columns), so it is refused with the
+        remedy. Checked once per table and instance, on the table's snapshot `snap`. Only
+        for a table that exists (a first write creates it as it should be).
         """
         if name in self._checked:
             return
         schema = table_schema(name)
-        parts = _partition_columns(snap)
-        if parts != schema.partition_by:
+        parts, columns = _partition_columns(snap), _columns(snap)
+        if parts != schema.partition_by or columns != tuple(schema.names):
+            found = (f"partitioned by {list(parts)}" if parts != schema.partition_by else
+                     f"has the columns {list(columns)}")
+            expected = (f"partitioned by {list(schema.partition_by)}"
+                        if parts != schema.partition_by else f"the columns {list(schema.names)}")
             raise LakeLayoutError(
-                f"{self.path(name)}: table is partitioned by {list(parts)}, this kraftlake "
-                f"expects {list(schema.partition_by)}; it was written by an older version: "
-                f"run `{UPGRADE_COMMAND.format(root=self.root)}` (it rewrites the lake's "
-                f"tables into this layout) and start the job again")
+                f"{self.path(name)}: table {found}, this kraftlake expects {expected}; it "
+                f"was written by an older version: run "
+                f"`{UPGRADE_COMMAND.format(root=self.root)}` (it rewrites the lake's tables "
+                f"into this layout) and start the job again")
         self._checked.add(name)
 
     # ------------------------------------------------------------------ writing
@@ -278,10 +284,15 @@ class Lake:
     def _append(self, name: str, snap, data: DataFrame | pa.Table, app_id: str | None,
                 version: int | None, metadata: dict[str, str] | None) -> bool:
         """`append` into the table whose snapshot is `snap`, the transaction id checked."""
-        w = self._frame(name, data).write.format("delta").mode("append")
+        frame = self._frame(name, data)
         if _version(snap) is not None:
             self._check_layout(name, snap)
-        else:
+            if app_id is not None:
+                append_files(frame, self.path(name), snap, app_id, version,
+                             self._meta(app_id, version, metadata))
+                return True
+        w = frame.write.format("delta").mode("append")
+        if _version(snap) is None:
             w = w.partitionBy(*table_schema(name).partition_by)
             for key, value in TABLE_PROPERTIES.items():
                 w = w.option(key, value)
@@ -357,6 +368,11 @@ class Lake:
         """The table's partition columns as its Delta metadata says (() without a table)."""
         snap = self._snapshot(name)
         return () if _version(snap) is None else _partition_columns(snap)
+
+    def columns(self, name: str) -> tuple[str, ...]:
+        """The table's columns as its Delta metadata says (() without a table)."""
+        snap = self._snapshot(name)
+        return () if _version(snap) is None else _columns(snap)
 
     def size(self, name: str) -> tuple[int, int]:
         """(data files, bytes) of the table's current version, (0, 0) without a table."""
@@ -551,6 +567,10 @@ def _txn_version(snap, app_id: str) -> int | None:
 def _partition_columns(snap) -> tuple[str, ...]:
     cols = snap.metadata().partitionColumns()
     return tuple(cols.apply(i) for i in range(cols.size()))
+
+
+def _columns(snap) -> tuple[str, ...]:
+    return tuple(snap.metadata().schema().fieldNames())
 
 
 def _done(snap, app_id: str, version: int | None) -> bool:

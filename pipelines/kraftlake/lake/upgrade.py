@@ -1,12 +1,13 @@
 """Rewrite a lake an older kraftlake laid out into this version's layout (`kraftlake upgrade`).
 
-A table's layout is its partition columns and its columns (`schemas/tables/`). An increment
-replaces one cluster's open rows of the mutable tables (`Lake.replace`), which is a
-metadata-only delete only when those rows are whole partitions: so `partition_timeline`,
-`partition_intervals` and `incidents` are partitioned by `cluster_id` and whether the row is
-open, `partition_current` and `topics` by `cluster_id`, and `incidents` has an `is_open` column
-to partition by. A lake an older kraftlake wrote has them otherwise; a job refuses to write
-into it (`Lake._check_layout` names this command) instead of mixing layouts.
+A table's layout is its partition columns and its columns, names and order
+(`schemas/tables/`). An increment replaces one cluster's open rows of the mutable tables
+(`Lake.replace`), which is a metadata-only delete only when those rows are whole partitions:
+so `partition_timeline`, `partition_intervals` and `incidents` are partitioned by
+`cluster_id` and whether the row is open, `partition_current` and `topics` by `cluster_id`,
+and `incidents` has an `is_open` column to partition by. A lake an older kraftlake wrote
+has them otherwise; a job refuses to write into it (`Lake._check_layout` names this
+command) instead of mixing layouts.
 
 Each table in another layout is rewritten by one Delta commit, an overwrite with the new
 partitioning and schema, of its rows at the version read, the new columns derived
@@ -46,8 +47,10 @@ def upgrade(lake: Lake) -> list[TableUpgrade]:
     app_ids = lake_app_ids(lake)
     done = []
     for name in table_names():
-        before, after = lake.partition_columns(name), table_schema(name).partition_by
-        if not lake.exists(name) or before == after:
+        schema = table_schema(name)
+        before, after = lake.partition_columns(name), schema.partition_by
+        if not lake.exists(name) or (before == after
+                                     and lake.columns(name) == tuple(schema.names)):
             continue
         version = lake.version(name)
         txns = txn_versions(lake, name, app_ids)
