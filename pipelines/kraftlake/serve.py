@@ -20,6 +20,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .lake.jvmclass import java_class
@@ -88,8 +89,14 @@ def _service(spark: SparkSession):
                    "MODULE$")
 
 
-def wait_for_signal() -> int:
-    """Block until SIGINT or SIGTERM; returns the signal's number."""
+def wait_for_signal(finished: Callable[[], bool] | None = None) -> int | None:
+    """Block until SIGINT or SIGTERM (returns its number) or until `finished()` is true
+    (returns None); `finished` is asked about once a second and may itself block that long.
+
+    The handlers only record the signal: the code they interrupt goes on to the end of its
+    step (a py4j call in progress, such as pyspark's own SIGINT handler would abort with a
+    KeyboardInterrupt and dozens of lines of py4j errors), and the caller stops its work
+    in order. The previous handlers are back when this returns."""
     got: list[int] = []
     done = threading.Event()
 
@@ -99,8 +106,12 @@ def wait_for_signal() -> int:
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while not done.wait(1.0):  # a timeout, so the main thread runs the handlers
-            pass
+        while not got:
+            if finished is not None:
+                if finished():
+                    return None
+            else:
+                done.wait(1.0)  # a timeout, so the main thread runs the handlers
     finally:
         for s, h in previous.items():
             signal.signal(s, h)

@@ -24,15 +24,24 @@ cache, written by the first JVM that answered one question, at its exit
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
 from .config import Config, load_config
 from .jvm import JarResolutionError, resolve
 from .uris import s3_options
+
+if TYPE_CHECKING:
+    from py4j.java_gateway import JavaGateway
+    from pyspark import SparkConf
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -168,10 +177,8 @@ def _launch(conf: dict[str, str], short: bool) -> None:
     pyspark starts the JVM on the first SparkContext with the console as its output; the
     gateway launched here first, with the same settings, is the one that context then uses.
     """
-    global _log
     from pyspark import SparkConf, SparkContext
     from pyspark.find_spark_home import _find_spark_home
-    from pyspark.java_gateway import launch_gateway
 
     from .jvm.cds import ClassArchive
 
@@ -187,19 +194,47 @@ def _launch(conf: dict[str, str], short: bool) -> None:
         spark_conf.set(k, v)
     gateway = None
     try:
-        if verbose():
-            gateway = launch_gateway(spark_conf)
-        else:
-            log = _new_log()
-            with open(log, "ab") as out:
-                try:
-                    gateway = launch_gateway(spark_conf,
-                                             popen_kwargs={"stdout": out, "stderr": out})
-                finally:
-                    _log = log
+        with _jvm_ignoring_sigterm():
+            gateway = _start_gateway(spark_conf)
     finally:
         archive.claim(gateway.proc.pid if gateway is not None and gateway.proc else None)
     SparkContext._ensure_initialized(gateway=gateway)
+
+
+@contextmanager
+def _jvm_ignoring_sigterm() -> Iterator[None]:
+    """SIGTERM ignored while the JVM is launched, so that the JVM inherits that and does
+    not install its own handler (HotSpot leaves an ignored termination signal alone).
+
+    A service manager stops a job by sending SIGTERM to its whole process group (systemd's
+    default), as a terminal sends Ctrl-C's SIGINT, which pyspark already has the JVM
+    ignore: the driver stops the job in order (`kraftlake stream` stops its query, exits
+    143), while a JVM that acted on the signal itself would shut down under it and turn the
+    stop into a page of py4j errors. The JVM still ends with the driver (pyspark's gateway
+    exits when the driver's end of its stdin closes), and SIGKILL still kills it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may change a handler
+        return
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _start_gateway(spark_conf: SparkConf) -> JavaGateway:
+    """pyspark's gateway, its output in kraftlake's Spark log unless `verbose()`."""
+    from pyspark.java_gateway import launch_gateway
+
+    global _log
+    if verbose():
+        return launch_gateway(spark_conf)
+    log = _new_log()
+    with open(log, "ab") as out:
+        try:
+            return launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
+        finally:
+            _log = log
 
 
 def ingest_spark(cfg: Config, master: str | None, sources: list[str],

@@ -302,3 +302,40 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
                             "killed lake only": sorted(set(got) - set(want))[:3],
                             "clean lake only": sorted(set(want) - set(got))[:3]}
     assert not differ, f"seed {seed}, kills {kills}: tables differ from a clean ingest: {differ}"
+
+
+STOPPED = "stopped by {}; the next start resumes from the last complete micro-batch"
+
+
+@pytest.mark.slow  # two JVM starts, each stopped
+def test_a_stream_stopped_by_a_signal_to_its_process_group_exits_in_one_line_and_resumes(
+        spark, tmp_path, cfg_factory):
+    """A stream stopped the documented ways, each while a micro-batch is under way: Ctrl-C
+    in a terminal (SIGINT to the whole process group: the driver and its JVM), then a
+    service manager's stop (SIGTERM to the group, systemd's default). Each time the stream
+    stops its query and exits 130 / 143 with one line and no traceback; the next start
+    resumes, and the lake then equals one clean batch ingest of the same log."""
+    cid = "stop-test"
+    log_dir = _log_dir(tmp_path, cid)
+    lake = tmp_path / "lake"
+    offsets = lake / KRAFTLAKE_DIR / "checkpoints" / cid / "spark" / "offsets"
+    conf = _conf(tmp_path)
+    args = ["stream", str(log_dir), "--lake", str(lake), "--max-offsets", str(MAX_OFFSETS)]
+    for run, (sig, batch) in enumerate([(signal.SIGINT, 0), (signal.SIGTERM, 1)], 1):
+        out = tmp_path / f"run{run}.out"
+        p = _start([*args, "--trigger", "1s"], conf, out)
+        assert _until(p, (offsets / str(batch)).exists, poll=0.05), _tail(out)
+        os.killpg(p.pid, sig)  # what the terminal or the service manager does
+        p.wait(timeout=300)
+        text = ANSI.sub(b"", out.read_bytes()).decode()
+        assert p.returncode == 128 + sig, f"{sig.name}: {text[-3000:]}"
+        assert "Traceback" not in text and "py4j" not in text and "ERROR" not in text, text
+        assert text.strip().splitlines()[-1] == STOPPED.format(sig.name)
+    last = CliRunner().invoke(main, [*args, "--available-now"], env={"COLUMNS": "200"})
+    assert last.exit_code == 0, last.output[-3000:]
+
+    clean = tmp_path / "clean"
+    ingest(spark, cfg_factory(clean), [log_dir])
+    slake, blake = Lake(lake), Lake(clean)
+    for name in TABLES:
+        assert table_rows(slake, name) == table_rows(blake, name), name

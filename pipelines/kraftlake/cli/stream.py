@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import click
 from rich.console import Console
 
@@ -44,6 +46,7 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
         why = first.refused or f"{source}: a stream tails a metadata-log directory, not a text"
         raise BadInput(why)
     from ..jobs.stream import start_stream  # pyspark: only once the source is accepted
+    from ..serve import wait_for_signal
     from ..spark import get_spark
 
     spark = get_spark(cfg, master=master, uris=[source], input_bytes=input_bytes([first]))
@@ -67,12 +70,18 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
                          report, failures)
         console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
         try:
-            q.awaitTermination()
-        except KeyboardInterrupt:
-            q.stop()
+            signum = wait_for_signal(lambda: q.awaitTermination(1))
         except Exception:
             if failures:  # a micro-batch's own exception, not Spark's wrapping of it
                 raise failures[-1] from None
             raise
     except (DivergedLogError, ValueError, KraftCodecError) as exc:
         raise BadInput(str(exc)) from None
+    if signum is not None:
+        # A micro-batch under way is interrupted: its tables that committed keep their
+        # transaction ids, and the next start runs it again from Spark's offset log.
+        q.stop()
+        name = signal.Signals(signum).name
+        console.print(f"stopped by {name}; the next start resumes from the last complete "
+                      f"micro-batch")
+        raise SystemExit(128 + signum)

@@ -51,7 +51,7 @@ from ..fold.silver import (
     snapshot_removals,
     topics_of,
 )
-from ..kraft.records import BROKER_TYPES
+from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES
 from ..lake.delta import Lake, conform, sql_eq
 from ..lake.schema import table_schema
 from ..lake.work import Work
@@ -229,9 +229,11 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # one pass over the source answers every question the increment has about its extent
     is_record = F.col("row_kind") == "record"
     log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
-    lo, hi, res.records, snap_hi, n_relevant = src.agg(
+    lo, hi, res.records, snap_hi, n_relevant, n_checks, n_begins = src.agg(
         F.min(log_offset), F.max(log_offset), F.count(F.when(is_record, 1)),
-        F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1))).first()
+        F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
+        F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
+        F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1))).first()
     if snapshot_high is None:
         snapshot_high = snap_hi
     res.start_offset = lo
@@ -272,7 +274,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     rel = relevant(rel_in)
     done, pending = committed(rel)
     done = work.frame("committed", done)
-    pend = pending.first()
+    # a transaction can be open at the end only if one began in the records read
+    pend = pending.first() if n_begins or rel_in is not checked else None
     res.pending_txn_from = pend["pending_txn_from"] if pend else None
     effective = done.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
     old_topics = _cluster(seed.read(spark, "topics"), cid)
@@ -324,8 +327,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         _commit_concurrently(lake, tasks)
     else:
         brokers = _cluster(seed.read(spark, "brokers"), cid).unionByName(new_brokers)
-        _commit_concurrently(lake, _gold(spark, seed, src, gold, brokers, res, write, work)
-                             + tasks)
+        _commit_concurrently(lake, _gold(spark, seed, src, gold, brokers, res, write, work,
+                                         checks=n_checks > 0) + tasks)
         say("current: partition_current")
         _current(spark, seed, gold, res, write)
     if n_topic_records:  # the cluster's topics as the increment leaves them
@@ -457,11 +460,11 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
     return k
 
 
-def _gold(spark, seed, src, k: _Kernel, brokers, res, write,
-          work) -> list[Callable[[], None]]:
+def _gold(spark, seed, src, k: _Kernel, brokers, res, write, work, *,
+          checks: bool) -> list[Callable[[], None]]:
     """The commits of the other gold tables, from the kernel's output: partition_changes,
-    the timeline, reconciliation, intervals and incidents (`partition_current` comes after
-    them all); the slowest first."""
+    the timeline, reconciliation (`checks`: the source holds a check snapshot), intervals
+    and incidents (`partition_current` comes after them all); the slowest first."""
     cid = res.cluster_id
     tl = conform(k.part("timeline"), "partition_timeline")
     iv = conform(k.part("interval"), "partition_intervals")
@@ -480,6 +483,8 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write,
               "replace", count=res.timeline, slice_={"cluster_id": cid, "is_current": True})
 
     def reconciliation() -> None:
+        if not checks:
+            return
         points = check_points(src)
         lo, hi = points.agg(F.min("snapshot_end_offset"), F.max("snapshot_end_offset")).first()
         if lo is None:
