@@ -184,7 +184,12 @@ def _expected(cid: str, log: dict[str, Any], rows: list[dict[str, Any]]
     return normalise(replay_rows(steps)), events, intervals
 
 
-def test_spark_fold_and_events_equal_the_reference(spark):
+# the kernel's two paths: Spark's tasks (a large increment) and the driver (a small one)
+PATHS = pytest.mark.parametrize("on_driver", [False, True], ids=["tasks", "driver"])
+
+
+@PATHS
+def test_spark_fold_and_events_equal_the_reference(spark, on_driver):
     logs: list[dict[str, Any]] = []
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -195,7 +200,7 @@ def test_spark_fold_and_events_equal_the_reference(spark):
 
     generate()
     assert len(logs) >= EXAMPLES
-    _assert_kernel_equals_reference(spark, logs)
+    _assert_kernel_equals_reference(spark, logs, on_driver)
 
 
 # Found by the test above (2026-11-26): a topic deleted and created again under the same id in
@@ -221,15 +226,17 @@ DELETED_AND_CREATED_AGAIN = {
             "eligible_leader_replicas": None, "last_known_elr": None})]}
 
 
-def test_a_topic_deleted_and_created_again_in_one_increment(spark):
+@PATHS
+def test_a_topic_deleted_and_created_again_in_one_increment(spark, on_driver):
     want = _expected("h0", DELETED_AND_CREATED_AGAIN, [])[2]
     # the state from the snapshot (offset 9) ends at the deletion (10), every trouble too
     assert want[("h0", TOPICS[1][1], 0, "offline", 9)] == 10
     assert want[("h0", TOPICS[1][1], 0, "offline", 12)] is None
-    _assert_kernel_equals_reference(spark, [DELETED_AND_CREATED_AGAIN])
+    _assert_kernel_equals_reference(spark, [DELETED_AND_CREATED_AGAIN], on_driver)
 
 
-def _assert_kernel_equals_reference(spark, logs: list[dict[str, Any]]) -> None:
+def _assert_kernel_equals_reference(spark, logs: list[dict[str, Any]], on_driver: bool
+                                    ) -> None:
     """The kernel's states, events and intervals of every log equal the reference's; on a
     mismatch the smallest differing log is printed whole."""
     rows: list[dict[str, Any]] = []
@@ -250,7 +257,7 @@ def _assert_kernel_equals_reference(spark, logs: list[dict[str, Any]]) -> None:
     got_intervals: dict[tuple, int | None] = {}
     for default, cids in sorted(by_default.items()):
         part = src.filter(src.cluster_id.isin(cids))
-        fold_rows, keys, ivs = spark_fold_and_events(spark, part, default)
+        fold_rows, keys, ivs = spark_fold_and_events(spark, part, default, on_driver)
         for r in fold_rows:
             got_states.setdefault(r.pop("cluster_id"), []).append(r)
         got_events |= set(keys)

@@ -20,6 +20,8 @@ the troubles of each state. One pass emits every gold row of the partition:
 Spark distributes the rule, it does not re-express it: `run` repartitions the rows by
 partition key, sorts them, and calls `fold_rows` through `mapInArrow`; the cluster context
 (min.insync.replicas and metadata.version histories, topic names) is a broadcast value.
+A small increment folds its rows on the driver instead (`run_on_driver`), with the same
+`fold_batches` a task runs.
 Kafka refuses a partition record of an unknown topic and a delete of a partition that does
 not exist, so do these rules: silver keeps only rows of live topics, and here a delete of a
 missing partition changes nothing, a change to one is an orphan.
@@ -54,6 +56,7 @@ from .context import ClusterContext, History
 from .silver import KEY
 
 SEED, OPEN_INTERVAL, CHANGE = 0, 1, 2  # `_role` of an input row; seeds sort first
+ORDER = [*KEY, "_role", "offset", "seq"]  # the order `fold_rows` reads its input in
 OUTPUTS = ("timeline", "event", "interval", "gone", "orphan")
 STATE = list(STATE_COLUMNS)
 _TABLES = ("partition_timeline", "partition_events", "partition_intervals")
@@ -296,7 +299,7 @@ def _interval_row(base: dict[str, Any], kind: str, start: tuple[int, int, int],
 # ---------------------------------------------------------------- Arrow in, Arrow out
 
 
-def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
+def _rows(batches: Iterable[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
     """Rows of Arrow batches as dicts; timestamps as integer microseconds."""
     for b in batches:
         cols = [(c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
@@ -346,10 +349,19 @@ def fold_rows(rows: Iterable[dict[str, Any]], contexts: dict[str, ClusterContext
         yield from _fold_partition(group, contexts.get(group[0]["cluster_id"], empty))
 
 
-def _fold_batches(bc, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
-                  batch_rows: int = 20_000) -> Iterator[pa.RecordBatch]:
+def _fold_batches(bc, schema: pa.Schema, batches: Iterator[pa.RecordBatch]
+                  ) -> Iterator[pa.RecordBatch]:
+    """What each Spark task runs: its key-ordered input batches folded (the contexts come
+    as a broadcast value)."""
+    return fold_batches(bc.value, schema, batches)
+
+
+def fold_batches(contexts: dict[str, ClusterContext], schema: pa.Schema,
+                 batches: Iterable[pa.RecordBatch], batch_rows: int = 20_000
+                 ) -> Iterator[pa.RecordBatch]:
+    """`fold_rows` from key-ordered input batches to output batches of `schema`."""
     out: list[dict[str, Any]] = []
-    for r in fold_rows(_rows(batches), bc.value):
+    for r in fold_rows(_rows(batches), contexts):
         out.append(r)
         if len(out) >= batch_rows:
             yield from _batches(out, schema)
@@ -374,6 +386,25 @@ def input_rows(changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame) 
         opened, allowMissingColumns=True)
 
 
+def _arrow_output_schema(spark: SparkSession) -> pa.Schema:
+    return to_arrow_schema(output_schema(), timezone=spark.conf.get("spark.sql.session.timeZone"))
+
+
+def run_on_driver(spark: SparkSession, changes: DataFrame, seeds: DataFrame,
+                  open_intervals: DataFrame, contexts: dict[str, ClusterContext]) -> pa.Table:
+    """`run`'s rows, folded here instead of by Spark's tasks: the input is collected as
+    Arrow (one Spark job), ordered, and folded by the same `fold_batches` each task runs.
+
+    For a small increment (a stream's micro-batch, an hourly ingest): its few thousand rows
+    fold in milliseconds, where the distributed fold pays a shuffle, a wave of Python tasks
+    and a write of its output before anything reads it."""
+    every = input_rows(changes, seeds, open_intervals).toArrow()
+    ordered = every.sort_by([(c, "ascending") for c in ORDER])
+    schema = _arrow_output_schema(spark)
+    return pa.Table.from_batches(list(fold_batches(contexts, schema, ordered.to_batches())),
+                                 schema)
+
+
 def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
         contexts: dict[str, ClusterContext]) -> DataFrame:
     """The kernel's output rows (`output_schema`) for `changes` (partition_changes rows),
@@ -382,8 +413,7 @@ def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_interval
     (`fold.context.cluster_contexts`)."""
     every = input_rows(changes, seeds, open_intervals)
     n = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    ordered = every.repartition(n, *KEY).sortWithinPartitions(*KEY, "_role", "offset", "seq")
-    schema = output_schema()
-    arrow = to_arrow_schema(schema, timezone=spark.conf.get("spark.sql.session.timeZone"))
+    ordered = every.repartition(n, *KEY).sortWithinPartitions(*ORDER)
     bc = spark.sparkContext.broadcast(contexts)
-    return ordered.mapInArrow(partial(_fold_batches, bc, arrow), schema)
+    return ordered.mapInArrow(partial(_fold_batches, bc, _arrow_output_schema(spark)),
+                              output_schema())

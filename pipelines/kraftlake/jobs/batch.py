@@ -331,6 +331,7 @@ def _run(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str, app_id:
           .option("splitBytes", str(cfg.split_bytes)).load(str(d)))
     res = process_increment(spark, lake, df, cid, app_id, version, prev=prev,
                             min_isr_default=cfg.min_insync_replicas_default,
+                            driver_fold_max=cfg.driver_fold_max_records,
                             snapshot_high=end["snap"], log=say)
     if res.end_offset is None:
         res.end_offset = end["offset"]
@@ -377,6 +378,7 @@ def _ingest_text(spark: SparkSession, lake: Lake, cfg: Config, path: Path,
     df = spark.createDataFrame(table, schema=source_spark_schema())
     res = process_increment(spark, lake, df, cluster_id, app_id, version, prev=prev,
                             min_isr_default=cfg.min_insync_replicas_default,
+                            driver_fold_max=cfg.driver_fold_max_records,
                             snapshot_high=new_high if new_high >= 0 else None, log=say)
     if res.end_offset is None:
         res.end_offset = end

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -163,12 +164,14 @@ class _Stages:
 
 def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_id: str,
                       app_id: str, version: int, *, prev: dict | None,
-                      min_isr_default: int = 1, snapshot_high: int | None = None,
-                      log=None) -> IncrementResult:
+                      driver_fold_max: int, min_isr_default: int = 1,
+                      snapshot_high: int | None = None, log=None) -> IncrementResult:
     """Write one increment of `kraft-metadata` source rows (one cluster) into the lake.
 
     `prev`: where the lake stood for the cluster before this increment (`furthest` of its
-    progress rows), which the caller read to plan the increment.
+    progress rows), which the caller read to plan the increment. `driver_fold_max`: an
+    increment of at most this many records that silver is made of is folded on the driver
+    (`kernel.run_on_driver`), a larger one by Spark's tasks (`ingest.driver_fold_max_records`).
     """
     res = IncrementResult(cluster_id, app_id, version)
     say = _Stages(log or (lambda _msg: None), res.stage_seconds)
@@ -178,7 +181,8 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
     src = src.persist(SPILL)
     work = Work(spark, lake.root, app_id, version)
     try:
-        res = _process(spark, lake, src, res, prev, min_isr_default, snapshot_high, say, work)
+        res = _process(spark, lake, src, res, prev, min_isr_default, snapshot_high, say, work,
+                       driver_fold_max)
         work.clear()  # only after ingest_progress committed: a killed run rewrites it
         return res
     finally:
@@ -188,7 +192,7 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
 
 def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResult,
              prev: dict | None, min_isr_default: int, snapshot_high: int | None, say,
-             work: Work) -> IncrementResult:
+             work: Work, driver_fold_max: int) -> IncrementResult:
     cid, app_id, version = res.cluster_id, res.app_id, res.version
     # every input is read as of now: a table committed meanwhile (by this very increment)
     # does not change what the next stage reads
@@ -301,7 +305,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         live = old_topics.filter(F.col("deleted_offset").isNull()).select(
             "cluster_id", "topic_id")
         gold = _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default,
-                     write, say, work)
+                     write, say, work, on_driver=n_relevant <= driver_fold_max)
 
     # ---- every other table computed from the pinned seed and this increment's frames: none
     # reads another's commit, so they commit together (`_commit_concurrently`)
@@ -426,12 +430,13 @@ class _Kernel:
 
 
 def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, write, say,
-          work) -> _Kernel:
+          work, *, on_driver: bool) -> _Kernel:
     """Silver partition changes, then the kernel over them, and `partition_events`.
 
     `seed` is the lake as pinned at the increment's start: the kernel continues from the
     current states and open intervals it held then. The kernel's output is computed once
-    (`work.frame`); every gold table is a slice of it.
+    (`work.frame`, or Arrow on the driver: `on_driver`, `kernel.run_on_driver`); every gold
+    table is a slice of it.
     """
     cid = res.cluster_id
     say("fold: partition changes")
@@ -445,11 +450,16 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
     touched = changes.select(*KEY).distinct()
     open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter("is_open")
     contexts = cluster_contexts(configs, topic_names, min_isr_default)
-    out = work.frame("kernel", kernel.run(
-        spark, changes, cur_df.join(touched, KEY, "left_semi"),
-        open_iv.join(touched, KEY, "left_semi"), contexts))
-    counts = {(r["out"], r["event_type"]): r["count"]
-              for r in out.groupBy("out", "event_type").count().collect()}
+    seeds, opened = cur_df.join(touched, KEY, "left_semi"), open_iv.join(touched, KEY, "left_semi")
+    if on_driver:
+        table = kernel.run_on_driver(spark, changes, seeds, opened, contexts)
+        out = spark.createDataFrame(table, kernel.output_schema())
+        counts = dict(Counter(zip(table.column("out").to_pylist(),
+                                  table.column("event_type").to_pylist(), strict=True)))
+    else:
+        out = work.frame("kernel", kernel.run(spark, changes, seeds, opened, contexts))
+        counts = {(r["out"], r["event_type"]): r["count"]
+                  for r in out.groupBy("out", "event_type").count().collect()}
     res.timeline = counts.get(("timeline", None), 0)
     res.orphans = counts.get(("orphan", None), 0)
     res.event_counts = {e: n for (o, e), n in counts.items() if o == "event"}

@@ -140,7 +140,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
             at = cluster_progress(lake, cid)
             batch = _after(batch, at)
         res = process_increment(spark, lake, batch, cid, app_id, version, prev=at,
-                                min_isr_default=cfg.min_insync_replicas_default)
+                                min_isr_default=cfg.min_insync_replicas_default,
+                                driver_fold_max=cfg.driver_fold_max_records)
         if cfg.compact_every > 0 and (batch_id + 1) % cfg.compact_every == 0:
             # a table whose compaction lost a commit conflict (someone else compacted or
             # wrote it meanwhile) is left as it was and compacted next time: reported only
