@@ -1,9 +1,14 @@
-"""The kernel's two ways of handing partitions to Python, side by side: `mapInArrow` over
-rows repartitioned and sorted by partition key (what `fold.kernel.run` does) against
-`groupBy(...).applyInArrow` (Spark groups the rows and calls Python once per partition key).
+"""The kernel's ways of handing partitions to Python, side by side: `mapInArrow` over rows
+repartitioned and sorted by partition key (what `fold.kernel.run` does, a large increment's
+path), the driver folding the rows it collected (`fold.kernel.run_on_driver`, a small
+increment's path) and `groupBy(...).applyInArrow` (Spark groups the rows and calls Python once
+per partition key).
 
     .venv/bin/python benchmarks/bench_kernel.py                       # large, 1 h, seed 2
     .venv/bin/python benchmarks/bench_kernel.py --scenario mixed --hours 6 --rounds 3
+    .venv/bin/python benchmarks/bench_kernel.py --sizes 1000,5000,20000,50000
+        # the first N changes of the log, as increments of N changes: where the driver's
+        # path stops paying (`ingest.driver_fold_max_records`)
 
 A log is simulated and ingested once; its `partition_changes` (with no seed states and no
 open intervals: a first ingest) are then folded by both variants in turn, `--rounds` times,
@@ -72,6 +77,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                    help="fold only the first N changes, for each N (default: all of them)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:
         log = Path(tmp) / "log"
@@ -84,38 +91,52 @@ def main() -> int:
         print(f"simulated and ingested {args.scenario} {args.hours} h seed {args.seed} in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         lake = Lake(cfg.lake, spark)
-        changes = lake.read(spark, "partition_changes").cache()
-        n_changes = changes.count()
+        every = lake.read(spark, "partition_changes")
         seeds = lake.read(spark, "partition_current").filter(F.lit(False))
         opened = lake.read(spark, "partition_intervals").filter(F.lit(False))
         topics = lake.read(spark, "topics").select("cluster_id", "topic_id", "topic_name",
                                                    "deleted_offset")
         contexts = cluster_contexts(lake.read(spark, "configs"), topics,
                                     cfg.min_insync_replicas_default)
-        partitions = changes.select(*KEY).distinct().count()
-        print(f"{n_changes:,} changes of {partitions:,} partitions; "
-              f"{spark.conf.get('spark.sql.shuffle.partitions')} shuffle partitions")
-        variants = {"mapInArrow": lambda: kernel.run(spark, changes, seeds, opened, contexts),
-                    "applyInArrow": lambda: by_apply(spark, changes, seeds, opened, contexts)}
-        digests = {name: digest(make()) for name, make in variants.items()}
-        for name, (rows, _h) in digests.items():
-            print(f"{name}: {rows:,} output rows")
-        if len(set(digests.values())) != 1:
-            print("the two variants' outputs differ", file=sys.stderr)
-            return 1
-        times: dict[str, list[float]] = {name: [] for name in variants}
-        for _ in range(args.rounds):
-            for name, make in variants.items():
-                t0, c0 = time.perf_counter(), time.process_time()
-                make().write.format("noop").mode("overwrite").save()
-                wall = time.perf_counter() - t0
-                times[name].append(wall)
-                print(f"{name}: {wall:.1f} s wall, driver CPU "
-                      f"{time.process_time() - c0:.1f} s", flush=True)
-        for name, ts in times.items():
-            print(f"{name}: best {min(ts):.1f} s, {n_changes / min(ts):,.0f} changes/s")
+        for size in args.sizes or [None]:
+            changes = (every if size is None else every.orderBy("offset", *KEY).limit(size))
+            if not _compare(spark, changes.cache(), seeds, opened, contexts, args.rounds,
+                            with_apply=size is None):
+                return 1
         spark.stop()
     return 0
+
+
+def _compare(spark: SparkSession, changes: DataFrame, seeds: DataFrame, opened: DataFrame,
+             contexts, rounds: int, with_apply: bool) -> bool:
+    """Time the variants on `changes`; False if their outputs differ."""
+    n_changes = changes.count()
+    partitions = changes.select(*KEY).distinct().count()
+    print(f"{n_changes:,} changes of {partitions:,} partitions; "
+          f"{spark.conf.get('spark.sql.shuffle.partitions')} shuffle partitions")
+    variants = {"mapInArrow": lambda: kernel.run(spark, changes, seeds, opened, contexts),
+                "driver": lambda: spark.createDataFrame(kernel.run_on_driver(
+                    spark, changes, seeds, opened, contexts), kernel.output_schema())}
+    if with_apply:
+        variants["applyInArrow"] = lambda: by_apply(spark, changes, seeds, opened, contexts)
+    digests = {name: digest(make()) for name, make in variants.items()}
+    for name, (rows, _h) in digests.items():
+        print(f"{name}: {rows:,} output rows")
+    if len(set(digests.values())) != 1:
+        print("the variants' outputs differ", file=sys.stderr)
+        return False
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, make in variants.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            make().write.format("noop").mode("overwrite").save()
+            wall = time.perf_counter() - t0
+            times[name].append(wall)
+            print(f"{name}: {wall:.2f} s wall, driver CPU "
+                  f"{time.process_time() - c0:.2f} s", flush=True)
+    for name, ts in times.items():
+        print(f"{name}: best {min(ts):.2f} s, {n_changes / min(ts):,.0f} changes/s")
+    return True
 
 
 if __name__ == "__main__":

@@ -401,8 +401,9 @@ def run_on_driver(spark: SparkSession, changes: DataFrame, seeds: DataFrame,
     every = input_rows(changes, seeds, open_intervals).toArrow()
     ordered = every.sort_by([(c, "ascending") for c in ORDER])
     schema = _arrow_output_schema(spark)
-    return pa.Table.from_batches(list(fold_batches(contexts, schema, ordered.to_batches())),
-                                 schema)
+    batches = list(fold_batches(contexts, schema, ordered.to_batches()))
+    # no rows: one empty chunk per column, not none (pyspark cannot make a frame of those)
+    return pa.Table.from_batches(batches, schema) if batches else schema.empty_table()
 
 
 def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
