@@ -31,7 +31,7 @@ class Config:
     cluster_id: str | None = None
     min_insync_replicas_default: int = 1
     split_bytes: int = 32 * 1024 * 1024
-    driver_fold_max_records: int = 20_000  # an increment this small folds on the driver
+    driver_fold_max_records: int = 10_000  # an increment this small folds on the driver
     trigger: str = "1s"
     checkpoint: str | None = None
     compact_every: int = 100  # a stream compacts the lake every N micro-batches (0 = never)
