@@ -1,6 +1,8 @@
 """Exactly once for real: `kraftlake stream --available-now` and `kraftlake ingest` in a
 subprocess, SIGKILLed at random instants (at least three times), restarted until they
-complete; the lake must then equal one clean batch ingest of the same input.
+complete; the lake must then equal one clean batch ingest of the same input. The same holds
+for a stream stopped by Ctrl-C or SIGTERM and for an ingest whose lake's disk filled up,
+each of which must also say so in one line.
 
 The whole process group is killed (the Python driver and its Spark JVM), which is what
 `kill -9` of a job does. Every kill is placed by what the job has done, never by the clock
@@ -343,3 +345,50 @@ def test_a_stream_stopped_by_a_signal_to_its_process_group_exits_in_one_line_and
     slake, blake = Lake(lake), Lake(clean)
     for name in TABLES:
         assert table_rows(slake, name) == table_rows(blake, name), name
+
+
+def _mount_small_disk(at: Path, size: str) -> None:
+    """A tmpfs of `size` at `at`: a disk the test can fill (needs the right to mount)."""
+    at.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(at)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"this machine does not let the tests mount a small disk: {done.stderr}")
+
+
+@pytest.mark.slow  # two JVM starts
+def test_a_full_disk_ends_the_ingest_with_its_cause_and_the_run_after_completes_the_lake(
+        spark, tmp_path, cfg_factory):
+    """The lake's disk fills up during an ingest: the job ends with exit status 1 and one
+    line naming the cause (the operating system's "No space left on device", which Spark's
+    own message about the failed write leaves out), no traceback. Once space is freed, the
+    next run completes the lake, which then equals one clean ingest of the same log."""
+    cid = "disk-test"
+    log_dir = _log_dir(tmp_path, cid)
+    disk = tmp_path / "disk"
+    _mount_small_disk(disk, "16m")
+    try:
+        filler = disk / "filler"
+        free = shutil.disk_usage(disk).free
+        filler.write_bytes(b"\0" * (free - 512 * 1024))  # the lake needs more than that
+        lake = disk / "lake"
+        conf = _conf(tmp_path)
+        args = ["ingest", str(log_dir), "--lake", str(lake)]
+        out = tmp_path / "full.out"
+        p = _start(args, conf, out)
+        p.wait(timeout=600)
+        text = _tail(out, 100_000)
+        assert p.returncode == 1, text
+        assert "Traceback" not in text, text
+        last = text.strip().splitlines()[-1]
+        assert last.startswith("Error: ") and "No space left on device" in last, text
+
+        filler.unlink()
+        again = CliRunner().invoke(main, args, env={"COLUMNS": "200"})
+        assert again.exit_code == 0, again.output[-3000:]
+        clean = tmp_path / "clean"
+        ingest(spark, cfg_factory(clean), [log_dir])
+        for name in [*TABLES, "ingest_progress"]:
+            assert table_rows(Lake(lake), name) == table_rows(Lake(clean), name), name
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)

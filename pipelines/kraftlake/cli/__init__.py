@@ -51,9 +51,30 @@ class _Main(click.Group):
                 first = lines[1].lstrip(": ")  # py4j's: the Java exception is the next line
             where = spark_log()
             died = "JAVA_GATEWAY_EXITED" in first  # the JVM ended before Spark was up
-            cause = _cause_in_log(where) if where and died else None
-            raise click.ClickException(" ".join(first.split()) + (f": {cause}" if cause else "")
+            cause = _cause_in_log(where) if where and died else _root_cause(e)
+            first = " ".join(first.split())
+            if cause and cause in first:
+                cause = None
+            raise click.ClickException(first + (f": {cause}" if cause else "")
                                        + (f" (Spark's log: {where})" if where else "")) from None
+
+
+def _root_cause(e: Exception) -> str | None:
+    """The innermost cause of a Spark or py4j error's Java exception, when it has one:
+    `[TASK_WRITE_FAILED] Task failed while writing rows to ...` names no reason, its cause's
+    cause does (`java.io.IOException: No space left on device`, a store's error code)."""
+    from py4j.protocol import Py4JError
+
+    java = getattr(e, "_origin", None) or getattr(e, "java_exception", None)
+    if java is None:
+        return None
+    try:
+        depth = 0
+        while depth < 50 and java.getCause() is not None:  # a cycle cannot hold us
+            java, depth = java.getCause(), depth + 1
+        return " ".join(str(java.toString()).split()) if depth else None
+    except Py4JError:  # the JVM is gone: the first line is all there is
+        return None
 
 
 def _cause_in_log(log: Path) -> str | None:
