@@ -267,7 +267,9 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
 
     # ---- silver frames (written after bronze; the kernel needs them first)
     # records held back by an open transaction last time are read again from bronze
+    n_back = 0  # records read back from bronze (an offset is one record)
     if pend_from is not None and res.start_offset is not None and pend_from < res.start_offset:
+        n_back = res.start_offset - pend_from
         back = _cluster(seed.read(spark, "records"), cid).filter(
             (F.col("offset") >= pend_from) & (F.col("offset") < res.start_offset)
             & (F.col("source") == "log"))
@@ -305,7 +307,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         live = old_topics.filter(F.col("deleted_offset").isNull()).select(
             "cluster_id", "topic_id")
         gold = _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default,
-                     write, say, work, on_driver=n_relevant <= driver_fold_max)
+                     write, say, work,
+                     on_driver=0 < n_relevant + n_back <= driver_fold_max)
 
     # ---- every other table computed from the pinned seed and this increment's frames: none
     # reads another's commit, so they commit together (`_commit_concurrently`)
@@ -420,7 +423,8 @@ class _Kernel:
     """The kernel's inputs and output of one increment, read by the later gold writes."""
 
     changes: DataFrame  # partition_changes rows (a work frame)
-    out: DataFrame  # the kernel's rows (a work frame, `fold.kernel.output_schema`)
+    out: DataFrame  # the kernel's rows (`fold.kernel.output_schema`): a work frame, or
+    # the driver's Arrow output
     open_iv: DataFrame  # the cluster's intervals open at the increment's start
     intervals: int  # interval rows the kernel emitted
     windows: dict[str, list[tuple[int, int, int]]]  # attribution windows (fold.context)
