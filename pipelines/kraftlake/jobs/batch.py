@@ -133,21 +133,24 @@ def _check_tail(lake: Lake, cluster_id: str, log_dir: str, end_offset: int,
                index: LogDirIndex | None = None) -> Divergence | None:
     """Why `log_dir` cannot continue the lake's cluster at `end_offset` (None if it can).
 
-    The batch holding `end_offset - 1` is read from the input and its records compared
-    (epoch, timestamp, type, value bytes) with the rows the lake took from it: equal bytes
-    at an already-ingested offset are the proof that the input is the same log. A log that
+    The input's batch holding `end_offset - 1` is read and its records compared (epoch,
+    timestamp, type, value bytes) with the rows the lake holds at the same offsets: equal
+    bytes at an already-ingested offset are the proof that the input is the same log. A log that
     ends before `end_offset` is a different (or truncated) log; a log whose start is past
     `end_offset` fell behind retention, which the planner records as a gap.
     """
     if end_offset <= 0:
         return None
-    rows = _lake_tail(lake, cluster_id, end_offset)
-    if not rows:
-        return None  # nothing to compare with (e.g. the lake started from a snapshot)
     index = (index or LogDirIndex(log_dir)).refresh()
     if index.log_start is not None and index.log_start >= end_offset:
         return None
     e = index.batch_before(end_offset)
+    # the lake's rows at the offsets of the input's batch, in one read (the lake's own batch
+    # boundaries would take a second one): any of them differing is a divergence
+    rows = sorted(_log_records(lake, cluster_id, end_offset - 1 if e is None else
+                               e.base_offset, end_offset).to_pylist(), key=lambda r: r["offset"])
+    if not rows:
+        return None  # nothing to compare with (e.g. the lake started from a snapshot)
     if e is None:
         return Divergence(cluster_id, str(log_dir), index.log_end, (
             f"{log_dir}: the lake already holds cluster {cluster_id} up to offset "
