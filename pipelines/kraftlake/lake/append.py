@@ -35,15 +35,17 @@ def append_files(frame: DataFrame, path: str, snapshot, app_id: str, version: in
     """Append `frame` (rows conformed to the table) to the Delta table at `path`, whose
     snapshot `snapshot` was read to decide that (app_id, version) has not committed."""
     spark = frame.sparkSession
-    jvm_class = lambda name: java_class(spark, name)  # noqa: E731
-    some, none = jvm_class("scala.Some"), jvm_class("scala.Option").empty()
-    log = jvm_class("org.apache.spark.sql.delta.DeltaLog").forTable(spark._jsparkSession, path)
+    some, none = java_class(spark, "scala.Some"), java_class(spark, "scala.Option").empty()
+    log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(
+        spark._jsparkSession, path)
     txn = log.startTransaction(none, some(snapshot))
-    txn.readTxn().addOne(app_id)
+    txn.readTxn().addOne(app_id)  # as the writer's own check would (see the module doc)
     files = txn.writeFiles(frame._jdf)
-    txn_action = jvm_class("org.apache.spark.sql.delta.actions.SetTransaction")(
+    txn_action = java_class(spark, "org.apache.spark.sql.delta.actions.SetTransaction")(
         app_id, version, some(int(time.time() * 1000)))
-    operation = jvm_class("org.apache.spark.sql.delta.DeltaOperations$Write")(
-        jvm_class("org.apache.spark.sql.SaveMode").Append, none, none, some(user_metadata),
-        none, none, none, none, none)
+    # DeltaOperations.Write(mode, partitionBy, predicate, userMetadata, and five options
+    # the writer leaves unset for an append)
+    operation = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Write")(
+        java_class(spark, "org.apache.spark.sql.SaveMode").Append, none, none,
+        some(user_metadata), none, none, none, none, none)
     txn.commit(files.appended(txn_action), operation)
