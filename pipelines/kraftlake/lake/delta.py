@@ -238,18 +238,12 @@ class Lake:
         """
         if name in self._checked:
             return
-        schema = table_schema(name)
-        parts, columns = _partition_columns(snap), _columns(snap)
-        if parts != schema.partition_by or columns != tuple(schema.names):
-            found = (f"partitioned by {list(parts)}" if parts != schema.partition_by else
-                     f"has the columns {list(columns)}")
-            expected = (f"partitioned by {list(schema.partition_by)}"
-                        if parts != schema.partition_by else f"the columns {list(schema.names)}")
+        problem = _layout_problem(name, snap)
+        if problem is not None:
             raise LakeLayoutError(
-                f"{self.path(name)}: table {found}, this kraftlake expects {expected}; it "
-                f"was written by an older version: run "
-                f"`{UPGRADE_COMMAND.format(root=self.root)}` (it rewrites the lake's tables "
-                f"into this layout) and start the job again")
+                f"{self.path(name)}: table {problem}; it was written by an older version: "
+                f"run `{UPGRADE_COMMAND.format(root=self.root)}` (it rewrites the lake's "
+                f"tables into this layout) and start the job again")
         self._checked.add(name)
 
     # ------------------------------------------------------------------ writing
@@ -369,10 +363,11 @@ class Lake:
         snap = self._snapshot(name)
         return () if _version(snap) is None else _partition_columns(snap)
 
-    def columns(self, name: str) -> tuple[str, ...]:
-        """The table's columns as its Delta metadata says (() without a table)."""
+    def layout_problem(self, name: str) -> str | None:
+        """How the table's layout differs from this kraftlake's (`_layout_problem`); None
+        when it does not, or without a table."""
         snap = self._snapshot(name)
-        return () if _version(snap) is None else _columns(snap)
+        return None if _version(snap) is None else _layout_problem(name, snap)
 
     def size(self, name: str) -> tuple[int, int]:
         """(data files, bytes) of the table's current version, (0, 0) without a table."""
@@ -569,8 +564,18 @@ def _partition_columns(snap) -> tuple[str, ...]:
     return tuple(cols.apply(i) for i in range(cols.size()))
 
 
-def _columns(snap) -> tuple[str, ...]:
-    return tuple(snap.metadata().schema().fieldNames())
+def _layout_problem(name: str, snap) -> str | None:
+    """How the snapshot's partitioning or columns (names, order) differ from table `name`'s
+    schema, as the end of "table ..." (None: they do not)."""
+    schema = table_schema(name)
+    parts = _partition_columns(snap)
+    if parts != schema.partition_by:
+        return (f"is partitioned by {list(parts)}, this kraftlake expects "
+                f"{list(schema.partition_by)}")
+    columns = tuple(snap.metadata().schema().fieldNames())
+    if columns != tuple(schema.names):
+        return f"has the columns {list(columns)}, this kraftlake expects {schema.names}"
+    return None
 
 
 def _done(snap, app_id: str, version: int | None) -> bool:

@@ -47,11 +47,9 @@ def upgrade(lake: Lake) -> list[TableUpgrade]:
     app_ids = lake_app_ids(lake)
     done = []
     for name in table_names():
-        schema = table_schema(name)
-        before, after = lake.partition_columns(name), schema.partition_by
-        if not lake.exists(name) or (before == after
-                                     and lake.columns(name) == tuple(schema.names)):
+        if lake.layout_problem(name) is None:  # in this layout, or no table
             continue
+        before, after = lake.partition_columns(name), table_schema(name).partition_by
         version = lake.version(name)
         txns = txn_versions(lake, name, app_ids)
         rows = count_rows(lake, name, version)
