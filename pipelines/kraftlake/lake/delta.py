@@ -4,8 +4,9 @@ Every table write is a Spark write in the executors; the driver plans it and com
 Delta log entry, it never holds the rows. Exactly-once comes from Delta's transaction
 identifiers, kept in the table itself (no side files):
 
-* appends carry the writer options `txnAppId` / `txnVersion`: Delta skips a write whose
-  version it already committed for that app id;
+* an append into an existing table is a Delta transaction kraftlake opens with a
+  `SetTransaction` of the app id and version (`lake.append`); a table's first write carries
+  the writer options `txnAppId` / `txnVersion` instead;
 * replacements of a slice (`replace`: one cluster's current states, open intervals, open
   incidents, topics) are overwrites with `replaceWhere` and carry the same options;
 * merges (snapshot reconciliation, refusals in `quarantine`) carry the same pair as the
