@@ -28,7 +28,9 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
 
     Exit status 0 when every input was ingested; 1 when an input was refused (not a
     metadata log, or it diverges from what the lake holds for its cluster id) and the
-    others were ingested; 2 when nothing could be ingested (nothing is written then)."""
+    others were ingested, or when a damaged batch may have held partition changes (its
+    offsets are unknown, the states after it are marked uncertain, the rest is ingested);
+    2 when nothing could be ingested (nothing is written then)."""
     from ..codec.errors import KraftCodecError
     from ..config import load_config
     from ..jobs.inputs import find_inputs, input_bytes
@@ -80,8 +82,10 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
         if r.quarantined:
             console.print(f"[yellow]{r.cluster_id}: {r.quarantined} quarantined item(s); "
                           f"see table `quarantine`")
+        if r.unknown:
+            console.print(f"Error: {r.loss_note()}", soft_wrap=True, highlight=False)
         if r.pending_txn_from is not None:
             console.print(f"{r.cluster_id}: metadata transaction open since offset "
                           f"{r.pending_txn_from}; its records are published when it ends")
-    if any(r.refused for r in results):
+    if any(r.refused or r.unknown for r in results):
         raise SystemExit(1)

@@ -228,8 +228,10 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
         reass = ""
         if s.adding_replicas or s.removing_replicas:
             reass = f" +{fmt(s.adding_replicas)} -{fmt(s.removing_replicas)}"
+        doubt = "?" if s.uncertain_since is not None else ""  # carried across unknown offsets
         rows.append([str(s.valid_from_offset), _utc(s.valid_from_ts), s.record_type,
-                     str(s.leader), f"{s.leader_epoch}/{s.partition_epoch}", fmt(s.isr),
+                     str(s.leader) + doubt, f"{s.leader_epoch}/{s.partition_epoch}{doubt}",
+                     fmt(s.isr) + doubt,
                      fmt(s.eligible_leader_replicas), fmt(s.last_known_elr),
                      fmt(s.replicas) + reass,
                      "RECOVERING" if s.leader_recovery_state == RECOVERING else "",
@@ -237,6 +239,11 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
                                       []))])
     print_table(["offset", "time (UTC)", "change", "leader", "epochs L/P", "isr", "elr", "lke",
                  "replicas", "recovery", "events"], rows, title=f"{topic}-{partition}")
+    doubts = sorted({s.uncertain_since for s in states if s.uncertain_since is not None})
+    if doubts:
+        click.echo(f"?: state carried across unknown offsets from {doubts[0]} (a damaged batch "
+                   f"that may have held changes, see `quarantine`): leader, epochs and ISR may "
+                   f"be wrong until a PartitionRecord or a snapshot re-anchors it")
     dels = [e for e in evs if e.event_type == "partition_deleted"]
     for e in dels:
         click.echo(f"deleted at offset {e.offset}")

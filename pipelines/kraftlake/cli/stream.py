@@ -58,6 +58,9 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
                           f"{r.records} records, {r.changes} changes, {r.events} events"
                           + (f" ({ev})" if ev else "")
                           + (f", {r.quarantined} quarantined" if r.quarantined else ""))
+        if r.unknown:
+            console.print(f"[red]Error:[/red] {r.loss_note()}", soft_wrap=True,
+                          highlight=False)
         for err in r.maintenance_errors:
             console.print(f"[yellow]compaction skipped, retried later:[/yellow] {err}")
 

@@ -17,13 +17,13 @@ from typing import Any
 
 import orjson
 
+from ..kraft.records import UNKNOWN_RECORD as UNKNOWN
 from .errors import RecordDecodeError
 from .message import Decoder, decode_body, decoder_for, encode_body
 from .schema import RecordSchema, registry
 from .wire import read_uvarint, write_uvarint
 
 FRAME_VERSION = 1
-UNKNOWN = "Unknown"
 _CONTROL_KEY = struct.Struct(">hh")
 
 

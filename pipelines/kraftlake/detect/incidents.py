@@ -72,10 +72,11 @@ _OUTAGE_ARROW = pa.schema([("cluster_id", pa.string()), ("broker_id", pa.int32()
                            ("end_ts", pa.timestamp("us", tz="UTC")), ("window_ms", pa.int64())])
 EVENT_COLUMNS = ["cluster_id", "offset", "event_type", "topic_id", "partition_id",
                  "topic_name"]
-# what `incidents_of_cluster` returns: the table's columns but the two derived after it
-# (`duration_ms` from the two timestamps, `is_open` from the end)
+# what `incidents_of_cluster` returns: the table's columns but those derived after it
+# (`duration_ms` from the two timestamps, `is_open` from the end, `unknown_offsets` by the
+# increment, which knows what its source could not read)
 _OUT_ARROW = pa.schema([f.with_nullable(True) for f in table_schema("incidents").arrow
-                        if f.name not in ("duration_ms", "is_open")])
+                        if f.name not in ("duration_ms", "is_open", "unknown_offsets")])
 _INT_ARRAY = "array<int>"
 _BATCH_ROWS = 65_536  # events turned into Python objects at a time
 

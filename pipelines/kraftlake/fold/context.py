@@ -7,7 +7,8 @@ before any FeatureLevelRecord: logs below 3.3-IV0 have none). Both change rarely
 travel to the executors as sorted histories (a broadcast value of a few kilobytes) and are
 looked up by bisection, instead of as-of joins against every partition row. The same
 collect gives each cluster's attribution window history (`kraft.timing`), which the
-incidents' broker outages read.
+incidents' broker outages read. The increment adds the offsets it could not read
+(`unknown`), which no history can answer for.
 
 Points are (offset, seq): a value written at (o, s) is in force for rows at (o, s) and after,
 so a snapshot's configs (seq 1 at its end offset - 1) apply to the snapshot's own partitions.
@@ -64,6 +65,10 @@ class ClusterContext:
     default_min_isr: int
     # (offset, seq, attribution window in ms) from there on: `kraft.timing.window_history`
     windows: list[tuple[int, int, int]] = field(default_factory=lambda: window_history([]))
+    # the increment's unknown offsets, [lo, hi) with the damaged batch's time (microseconds,
+    # None when unreadable), in order: every live partition's state is carried across them
+    # and marked uncertain (`fold.kernel`)
+    unknown: list[tuple[int, int, int | None]] = field(default_factory=list)
 
     def min_isr(self, topic_name: str | None, offset: int, seq: int) -> int | None:
         own = self.topic_min_isr.get(topic_name) if topic_name is not None else None

@@ -49,7 +49,7 @@ from ..kraft.partition import (
     STATE_COLUMNS,
     PartitionRegistration,
 )
-from ..kraft.records import CLEAR_ELR_RECORD
+from ..kraft.records import CLEAR_ELR_RECORD, UNKNOWN_RECORD
 from ..kraft.troubles import KINDS, trouble_kinds
 from ..lake.schema import table_schema
 from .context import ClusterContext, History
@@ -60,6 +60,7 @@ ORDER = [*KEY, "_role", "offset", "seq"]  # the order `fold_rows` reads its inpu
 OUTPUTS = ("timeline", "event", "interval", "gone", "orphan")
 STATE = list(STATE_COLUMNS)
 _TABLES = ("partition_timeline", "partition_events", "partition_intervals")
+GAP_SOURCE = "gap"  # `source` of a state carried across unknown offsets (`_carry_across`)
 
 
 def output_schema() -> T.StructType:
@@ -116,8 +117,9 @@ def _added(new: list[int] | None, old: list[int] | None) -> list[int]:
 
 def _event_row(base: dict[str, Any], row: dict[str, Any], event: str, detection: str | None,
                pb: dict[str, Any], pa_: dict[str, Any], min_isr: int | None,
-               since: tuple[int, int] | None) -> dict[str, Any]:
-    """A `partition_events` row; `pb` / `pa_` the state columns before and after."""
+               since: tuple[int, int] | None, uncertain: int | None) -> dict[str, Any]:
+    """A `partition_events` row; `pb` / `pa_` the state columns before and after;
+    `uncertain`: the state before was carried across unknown offsets from there on."""
     b_elr, a_elr = pb["eligible_leader_replicas"], pa_["eligible_leader_replicas"]
     b_lk, a_lk = pb["last_known_elr"], pa_["last_known_elr"]
     replicas = pa_["replicas"]
@@ -141,7 +143,8 @@ def _event_row(base: dict[str, Any], row: dict[str, Any], event: str, detection:
             "prev_replicas": pb["replicas"], "new_replicas": pa_["replicas"],
             "min_isr": None if replicas is None else partition_min_isr(min_isr, len(replicas)),
             "recovery_started_offset": since[0] if linked else None,
-            "recovery_duration_ms": _ms(since[1], row["timestamp"]) if recovered else None}
+            "recovery_duration_ms": _ms(since[1], row["timestamp"]) if recovered else None,
+            "uncertain_since": uncertain}
 
 
 def _ms(start_us: int | None, end_us: int | None) -> int | None:
@@ -163,6 +166,9 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
     states: list[dict[str, Any]] = []  # the partition's timeline here (`_entry`), seed first
     open_starts: dict[str, tuple[int, int, int]] = {}
     last_delete = False
+    uncertain: int | None = None  # carried across unknown offsets from there on
+    gaps = iter(ctx.unknown)
+    gap = next(gaps, None)
     for row in rows:
         role = row["_role"]
         if role == OPEN_INTERVAL:
@@ -173,19 +179,26 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
             cols = _state_columns(state)
             if state.leader_recovery_state == RECOVERING:
                 since = (row["recovering_since_offset"], row["recovering_since_ts"])
+            uncertain = row["uncertain_since"]
             states.append(_entry(row, state, cols, True, None, row["recovering_since_offset"],
-                                 row["recovering_since_ts"]))
+                                 row["recovering_since_ts"], uncertain))
             continue
-        kind = _step_kind(row, state)
         off, seq = row["offset"], row["seq"]
+        while gap is not None and gap[0] <= off:
+            if state is not None:
+                uncertain = _carry_across(gap, states, ctx, name, since, uncertain)
+            gap = next(gaps, None)
+        if row.get("_anchor") and uncertain is None:
+            continue  # a check snapshot's state: reconciled against, not applied
+        kind = _step_kind(row, state)
         if kind == DELETED:
             if state is None:
                 continue  # only a partition that exists can end
             _close(states[-1], row, deleted=True)
             if seq == 0:
                 yield _event_row(base, row, "partition_deleted", row["record_type"], cols,
-                                 _NO_STATE, None, None)
-            state, cols, since, last_delete = None, _NO_STATE, None, True
+                                 _NO_STATE, None, None, uncertain)
+            state, cols, since, last_delete, uncertain = None, _NO_STATE, None, True, None
             continue
         if kind in (CHANGED, ELR_CLEARED) and state is None:
             yield {**base, "out": "orphan", "offset": off, "seq": seq,
@@ -202,7 +215,9 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
             new = _state_of(row)
         min_isr = ctx.min_isr(name, off, seq)
         new_cols = _state_columns(new)
-        before_since = since
+        before_since, before_uncertain = since, uncertain
+        if kind not in (CHANGED, ELR_CLEARED):
+            uncertain = None  # a full state (PartitionRecord, snapshot) re-anchors it
         if new.leader_recovery_state != RECOVERING:
             since = None
         elif state is None or state.leader_recovery_state != RECOVERING:
@@ -220,12 +235,16 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
                 # `already_recovering` the one going on), or to the one it ends
                 yield _event_row(base, row, event, detection, cols, new_cols, min_isr,
                                  before_since if event == "recovery_completed" else
-                                 since or before_since)
+                                 since or before_since, before_uncertain)
         if state is not None:  # after a deletion the last state is closed already
             _close(states[-1], row)
         states.append(_entry(row, new, new_cols, False, min_isr, since and since[0],
-                             since and since[1]))
+                             since and since[1], uncertain))
         state, cols, last_delete = new, new_cols, False
+    while gap is not None:  # unknown offsets after the partition's last change here
+        if state is not None:
+            uncertain = _carry_across(gap, states, ctx, name, since, uncertain)
+        gap = next(gaps, None)
     if last_delete:
         yield {**base, "out": "gone"}
     if states and not (states[0]["_seed"] and "_to" not in states[0]):  # a seed alone: as was
@@ -234,14 +253,34 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
 
 
 def _entry(row: dict[str, Any], state: PartitionRegistration, cols: dict[str, Any], seed: bool,
-           min_isr: int | None, since_offset: int | None, since_ts: int | None
-           ) -> dict[str, Any]:
+           min_isr: int | None, since_offset: int | None, since_ts: int | None,
+           uncertain: int | None) -> dict[str, Any]:
     """A state of the partition's timeline, as `_timeline_row` and `_intervals` read it."""
     return {"offset": row["offset"], "seq": row["seq"], "timestamp": row["timestamp"],
             "record_type": row["record_type"], "source": row["source"], "_state": state,
             "_cols": cols, "_seed": seed, "_min_isr": min_isr,
             "recovering_since_offset": since_offset,
-            "recovering_since_ts": since_ts}
+            "recovering_since_ts": since_ts, "uncertain_since": uncertain}
+
+
+def _carry_across(gap: tuple[int, int, int | None], states: list[dict[str, Any]],
+                  ctx: ClusterContext, name: str | None, since: tuple[int, int] | None,
+                  uncertain: int | None) -> int:
+    """The partition's last state carried across unknown offsets [lo, hi) (a damaged batch
+    that may have held changes of any partition): it ends at `lo`, and the same state goes
+    on from `lo` as a row of record type Unknown and source `gap`, marked uncertain from the
+    first unknown offset on (Kafka's replay would have applied whatever those offsets held;
+    nothing here can). Returns that offset. The row's time is the damaged batch's, or the
+    last known state's when its header could not be read."""
+    lo, _hi, ts = gap
+    last = states[-1]
+    row = {"offset": lo, "seq": 0, "timestamp": last["timestamp"] if ts is None else ts,
+           "record_type": UNKNOWN_RECORD, "source": GAP_SOURCE}
+    _close(last, row)
+    uncertain = lo if uncertain is None else uncertain
+    states.append(_entry(row, last["_state"], last["_cols"], False, ctx.min_isr(name, lo, 0),
+                         since and since[0], since and since[1], uncertain))
+    return uncertain
 
 
 def _close(st: dict[str, Any], by: dict[str, Any], deleted: bool = False) -> None:
@@ -259,7 +298,8 @@ def _timeline_row(base: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
             "record_type": s["record_type"], "source": s["source"],
             **s["_cols"],
             "recovering_since_offset": s["recovering_since_offset"],
-            "recovering_since_ts": s["recovering_since_ts"]}
+            "recovering_since_ts": s["recovering_since_ts"],
+            "uncertain_since": s["uncertain_since"]}
 
 
 def _intervals(base: dict[str, Any], states: list[dict[str, Any]],
@@ -331,11 +371,16 @@ def _batches(rows: list[dict[str, Any]], schema: pa.Schema) -> Iterator[pa.Recor
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def empty_context(default_min_isr: int) -> ClusterContext:
+    """The context of a cluster with no topic and no config known yet."""
+    return ClusterContext({}, {}, History(), History(), default_min_isr)
+
+
 def fold_rows(rows: Iterable[dict[str, Any]], contexts: dict[str, ClusterContext]
               ) -> Iterator[dict[str, Any]]:
     """`_fold_partition` over rows sorted by partition key (then role, offset, seq). A cluster
     without a context (no topic, no config known) gets an empty one."""
-    empty = ClusterContext({}, {}, History(), History(), 1)
+    empty = empty_context(1)
     group: list[dict[str, Any]] = []
     key = None
     for row in rows:
@@ -370,16 +415,23 @@ def fold_batches(contexts: dict[str, ClusterContext], schema: pa.Schema,
         yield from _batches(out, schema)
 
 
-def input_rows(changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame) -> DataFrame:
+def input_rows(changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
+               anchors: DataFrame | None = None) -> DataFrame:
     """The kernel's input, one row per change, seed and open interval, each marked with its
-    `_role`, in no particular order (`run` groups and sorts them)."""
-    rows = changes.select(*KEY, F.lit(CHANGE).alias("_role"), "offset", "seq", "timestamp",
-                          "record_type", "source", "is_reset", "is_delete", *STATE)
+    `_role`, in no particular order (`run` groups and sorts them). `anchors`: full states
+    (`partition_changes` rows) applied only to a partition whose state is uncertain."""
+    cols = [*KEY, F.lit(CHANGE).alias("_role"), "offset", "seq", "timestamp", "record_type",
+            "source", "is_reset", "is_delete", *STATE]
+    rows = changes.select(*cols)
+    if anchors is not None:
+        rows = rows.unionByName(anchors.select(*cols, F.lit(True).alias("_anchor")),
+                                allowMissingColumns=True)
     seed = seeds.select(*KEY, F.lit(SEED).alias("_role"),
                         F.col("valid_from_offset").alias("offset"), "seq",
                         F.col("valid_from_ts").alias("timestamp"), "record_type", "source",
                         F.lit(True).alias("is_reset"), F.lit(False).alias("is_delete"),
-                        *STATE, "recovering_since_offset", "recovering_since_ts")
+                        *STATE, "recovering_since_offset", "recovering_since_ts",
+                        "uncertain_since")
     opened = open_intervals.select(*KEY, F.lit(OPEN_INTERVAL).alias("_role"), "kind",
                                    "start_offset", "start_seq", "start_ts")
     return rows.unionByName(seed, allowMissingColumns=True).unionByName(
@@ -391,14 +443,15 @@ def _arrow_output_schema(spark: SparkSession) -> pa.Schema:
 
 
 def run_on_driver(spark: SparkSession, changes: DataFrame, seeds: DataFrame,
-                  open_intervals: DataFrame, contexts: dict[str, ClusterContext]) -> pa.Table:
+                  open_intervals: DataFrame, contexts: dict[str, ClusterContext],
+                  anchors: DataFrame | None = None) -> pa.Table:
     """`run`'s rows, folded here instead of by Spark's tasks: the input is collected as
     Arrow (one Spark job), ordered, and folded by the same `fold_batches` each task runs.
 
     For a small increment (a stream's micro-batch, an hourly ingest): its few thousand rows
     fold in milliseconds, where the distributed fold pays a shuffle, a wave of Python tasks
     and a write of its output before anything reads it."""
-    every = input_rows(changes, seeds, open_intervals).toArrow()
+    every = input_rows(changes, seeds, open_intervals, anchors).toArrow()
     ordered = every.sort_by([(c, "ascending") for c in ORDER])
     schema = _arrow_output_schema(spark)
     batches = list(fold_batches(contexts, schema, ordered.to_batches()))
@@ -407,12 +460,12 @@ def run_on_driver(spark: SparkSession, changes: DataFrame, seeds: DataFrame,
 
 
 def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
-        contexts: dict[str, ClusterContext]) -> DataFrame:
+        contexts: dict[str, ClusterContext], anchors: DataFrame | None = None) -> DataFrame:
     """The kernel's output rows (`output_schema`) for `changes` (partition_changes rows),
     `seeds` (partition_current rows of the partitions they touch) and `open_intervals`
     (partition_intervals rows with no end, of the same partitions); `contexts`: per cluster id
     (`fold.context.cluster_contexts`)."""
-    every = input_rows(changes, seeds, open_intervals)
+    every = input_rows(changes, seeds, open_intervals, anchors)
     n = int(spark.conf.get("spark.sql.shuffle.partitions"))
     ordered = every.repartition(n, *KEY).sortWithinPartitions(*ORDER)
     bc = spark.sparkContext.broadcast(contexts)

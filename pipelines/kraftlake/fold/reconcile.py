@@ -8,7 +8,7 @@ instead of silently overwriting the log-derived history.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..kraft.partition import LRS_VALUES, MIGRATING_DIR, NO_LEADER, RECOVERED
@@ -53,11 +53,26 @@ def check_points(src: DataFrame) -> DataFrame:
 
 
 def reconcile(snap: DataFrame, points: DataFrame, timeline: DataFrame) -> DataFrame:
-    """Mismatch rows between snapshot states and timeline states valid at end offset - 1."""
-    t = timeline.join(F.broadcast(points), "cluster_id").filter(
-        (F.col("valid_from_offset") <= F.col("snapshot_end_offset") - 1)
-        & (F.col("valid_to_offset").isNull()
-           | (F.col("valid_to_offset") > F.col("snapshot_end_offset") - 1)))
+    """Mismatch rows between snapshot states and the fold's states at end offset - 1.
+
+    A partition whose state was uncertain is re-anchored by the check snapshot itself (a
+    timeline row of source `snapshot` at end offset - 1, seq 1): there the state compared
+    is the one the fold had reached just before it, so the table shows what the snapshot
+    corrected."""
+    at = F.col("snapshot_end_offset") - 1
+    t = timeline.join(F.broadcast(points), "cluster_id")
+    anchor = ((F.col("source") == "snapshot") & (F.col("seq") == 1)
+              & (F.col("valid_from_offset") == at))
+    anchored = t.filter(anchor).select("cluster_id", "snapshot_end_offset", *KEY[1:],
+                                       F.lit(True).alias("_anchored"))
+    t = t.filter(~anchor & (F.col("valid_from_offset") <= at)).join(
+        anchored, ["cluster_id", "snapshot_end_offset", *KEY[1:]], "left").filter(
+        F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > at)
+        | (F.col("_anchored") & (F.col("valid_to_offset") == at)))
+    # of an anchored partition's states, the last one before the anchor
+    last = Window.partitionBy("cluster_id", "snapshot_end_offset", *KEY[1:]).orderBy(
+        F.col("valid_from_offset").desc(), F.col("seq").desc())
+    t = t.withColumn("_n", F.row_number().over(last)).filter("_n = 1")
     cols = [*SCALARS, "replicas", *SETS, "directories"]
     a = t.select("cluster_id", "snapshot_end_offset", *KEY[1:],
                  *[F.col(c).alias(f"f_{c}") for c in cols], F.lit(True).alias("_f"))

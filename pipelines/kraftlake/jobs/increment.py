@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..detect.incidents import INTERVAL_KEY, broker_outages, incidents
@@ -104,11 +104,29 @@ class IncrementResult:
     orphans: int = 0
     mismatches: int = 0
     pending_txn_from: int | None = None
+    # offsets a damaged batch that may have held changes took with it: [lo, hi) and the
+    # batch's time; every state carried across them is marked uncertain (`unknown_ranges`)
+    unknown: list[tuple[int, int, int | None]] = field(default_factory=list)
     refused: str | None = None  # why the input was not ingested (not a metadata log, diverged)
     source: str = ""  # the input as the user named it
     maintenance_errors: list[str] = field(default_factory=list)  # a stream's compaction
     skipped: list[str] = field(default_factory=list)
     event_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def unknown_offsets(self) -> int:
+        return sum(hi - lo for lo, hi, _ts in self.unknown)
+
+    def loss_note(self) -> str | None:
+        """The line a user reads when damage took offsets that may have held changes."""
+        if not self.unknown:
+            return None
+        where = ", ".join(f"[{lo}, {hi})" for lo, hi, _ts in self.unknown[:5])
+        more = f" and {len(self.unknown) - 5} more" if len(self.unknown) > 5 else ""
+        return (f"{self.cluster_id}: {self.unknown_offsets} offset(s) unknown: damaged "
+                f"batch(es) at offsets {where}{more} may have held partition changes; every "
+                f"partition state carried across them is marked uncertain (uncertain_since) "
+                f"until a PartitionRecord or a snapshot re-anchors it; see table `quarantine`")
     stage_seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
     commit_seconds: dict[str, float] = field(default_factory=dict)  # Delta commit per table
 
@@ -233,16 +251,19 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # one pass over the source answers every question the increment has about its extent
     is_record = F.col("row_kind") == "record"
     log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
-    lo, hi, res.records, snap_hi, n_relevant, n_checks, n_begins = src.agg(
+    lo, hi, res.records, snap_hi, n_relevant, n_checks, n_begins, n_lossy = src.agg(
         F.min(log_offset), F.max(log_offset), F.count(F.when(is_record, 1)),
         F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
         F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
-        F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1))).first()
+        F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1)),
+        F.count(F.when(_lossy(), 1))).first()
     if snapshot_high is None:
         snapshot_high = snap_hi
     res.start_offset = lo
     res.end_offset = None if hi is None else hi + 1
     records = src.filter(is_record)
+    if n_lossy:
+        res.unknown = unknown_ranges(src)
     # Every record stays in bronze; those breaking a record-level invariant are also
     # quarantined with the reason and kept out of silver and gold (nothing is dropped).
     checked, invalid = check_records(records)
@@ -251,10 +272,11 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         write("records", records, count=res.records)
 
     def quarantine() -> None:
-        res.quarantined = write("quarantine", _problems(src).unionByName(invalid))
+        res.quarantined = write("quarantine", _problems(src).unionByName(
+            invalid, allowMissingColumns=True))
 
     pend_from = prev.get("pending_txn_from") if prev else None
-    if not n_relevant and snap_hi is None and pend_from is None:
+    if not n_relevant and snap_hi is None and pend_from is None and not res.unknown:
         # A quiet increment (a controller's NoOps, most of what an idle cluster writes):
         # no record any silver table is made of, no snapshot, no transaction open before
         # it, so no table but bronze can change. It has no gold, so no `partition_current`
@@ -307,7 +329,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         live = old_topics.filter(F.col("deleted_offset").isNull()).select(
             "cluster_id", "topic_id")
         gold = _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default,
-                     write, say, work,
+                     write, say, work, checks=n_checks > 0,
                      on_driver=0 < n_relevant + n_back <= driver_fold_max)
 
     # ---- every other table computed from the pinned seed and this increment's frames: none
@@ -354,9 +376,40 @@ def _problems(src: DataFrame) -> DataFrame:
         "offset", "end_offset",
         F.when(F.col("row_kind") == "record", F.lit("undecodable")).otherwise(
             F.coalesce("problem_kind", "row_kind")).alias("kind"),
-        F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"))
+        F.coalesce("error", F.lit("")).alias("reason"), F.col("value").alias("raw"),
+        "state_unknown")
     return problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
                                     "offset"])
+
+
+def _lossy() -> Column:
+    """A damaged region that may have held state (`codec.damage`), placed in the log."""
+    return ((F.col("row_kind") == "problem") & F.col("state_unknown")
+            & (F.col("source") == "log") & F.col("offset").isNotNull())
+
+
+def unknown_ranges(src: DataFrame) -> list[tuple[int, int, int | None]]:
+    """The log offsets the source's damaged regions took with them, in order: [lo, hi) and
+    the region's time in microseconds (None when its header could not be read).
+
+    A region spans from its base offset to the end its header claims, or, when the header
+    cannot be believed, to the next offset the source did read. Offsets the source read
+    anyway (another copy, a segment that overlaps) are known, so a region whose every offset
+    was read costs nothing. Damage is rare and its rows few: a few small Spark jobs only
+    when there is some."""
+    out = []
+    log = src.filter((F.col("row_kind") == "record") & (F.col("source") == "log"))
+    for p in src.filter(_lossy()).select("offset", "end_offset",
+                                      F.unix_micros("timestamp").alias("ts")).collect():
+        lo, hi = p["offset"], p["end_offset"]
+        if hi is None:
+            hi = log.filter(F.col("offset") > lo).agg(F.min("offset")).first()[0]
+            if hi is None:
+                hi = lo + 1  # nothing read after it: at least its own base offset is gone
+        known = log.filter((F.col("offset") >= lo) & (F.col("offset") < hi)).count()
+        if known < hi - lo:
+            out.append((lo, hi, p["ts"]))
+    return sorted(out)
 
 
 def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None, write,
@@ -434,13 +487,15 @@ class _Kernel:
 
 
 def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, write, say,
-          work, *, on_driver: bool) -> _Kernel:
+          work, *, checks: bool, on_driver: bool) -> _Kernel:
     """Silver partition changes, then the kernel over them, and `partition_events`.
 
     `seed` is the lake as pinned at the increment's start: the kernel continues from the
     current states and open intervals it held then. The kernel's output is computed once
     (`work.frame`, or Arrow on the driver: `on_driver`, `kernel.run_on_driver`); every gold
-    table is a slice of it.
+    table is a slice of it. When states are uncertain (unknown offsets in this increment or
+    carried from an earlier one) and the source holds a check snapshot (`checks`), the
+    snapshot's states are the kernel's anchors (`_anchors`).
     """
     cid = res.cluster_id
     say("fold: partition changes")
@@ -451,17 +506,29 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
         done, seed_keys, topic_names, live).unionByName(
         snapshot_removals(done, seed_keys), allowMissingColumns=True), "partition_changes"))
     say("kernel: timeline, events, intervals")
-    touched = changes.select(*KEY).distinct()
     open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter("is_open")
     contexts = cluster_contexts(configs, topic_names, min_isr_default)
-    seeds, opened = cur_df.join(touched, KEY, "left_semi"), open_iv.join(touched, KEY, "left_semi")
+    anchors = None
+    if checks and (res.unknown or not cur_df.filter(
+            F.col("uncertain_since").isNotNull()).isEmpty()):
+        anchors = _anchors(done, seed_keys.unionByName(changes.select(*KEY)).distinct(),
+                           topic_names, live)
+    if res.unknown:
+        contexts.setdefault(cid, kernel.empty_context(min_isr_default)).unknown = res.unknown
+    if res.unknown or anchors is not None:  # every live partition may be carried or anchored
+        seeds, opened = cur_df, open_iv
+    else:  # only the partitions the increment changes
+        touched = changes.select(*KEY).distinct()
+        seeds, opened = (cur_df.join(touched, KEY, "left_semi"),
+                         open_iv.join(touched, KEY, "left_semi"))
     if on_driver:
-        table = kernel.run_on_driver(spark, changes, seeds, opened, contexts)
+        table = kernel.run_on_driver(spark, changes, seeds, opened, contexts, anchors)
         out = spark.createDataFrame(table, kernel.output_schema())
         counts = dict(Counter(zip(table.column("out").to_pylist(),
                                   table.column("event_type").to_pylist(), strict=True)))
     else:
-        out = work.frame("kernel", kernel.run(spark, changes, seeds, opened, contexts))
+        out = work.frame("kernel", kernel.run(spark, changes, seeds, opened, contexts,
+                                              anchors))
         counts = {(r["out"], r["event_type"]): r["count"]
                   for r in out.groupBy("out", "event_type").count().collect()}
     res.timeline = counts.get(("timeline", None), 0)
@@ -472,6 +539,19 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
                 {c: ctx.windows for c, ctx in contexts.items()})
     write("partition_events", conform(k.part("event"), "partition_events"), count=res.events)
     return k
+
+
+def _anchors(done: DataFrame, known: DataFrame, topic_names: DataFrame,
+             live: DataFrame) -> DataFrame:
+    """The check snapshots' states as kernel input (`partition_changes` rows, not written):
+    each snapshot PartitionRecord a full state at the snapshot's end offset - 1, and a
+    removal for a known partition the snapshot does not hold. The kernel applies them only
+    to partitions whose state is uncertain, which they re-anchor; Kafka's own snapshot is
+    the one thing that can say what the unknown offsets did."""
+    check = done.filter(F.col("snapshot_role") == "check").withColumn(
+        "snapshot_role", F.lit("reset"))  # read as the full state it is
+    return partition_changes(check, known, topic_names, live).unionByName(
+        snapshot_removals(check, known), allowMissingColumns=True)
 
 
 def _gold(spark, seed, src, k: _Kernel, brokers, res, write, work, *,
@@ -546,18 +626,36 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, windows, res, rerun, write
     else:  # what the table will hold: open at the start or ended in this increment
         troubles = _replacement(open_iv, iv, INTERVAL_KEY)
     open_inc = _cluster(seed.read(spark, "incidents"), cid).filter("is_open")
-    first = open_inc.agg(F.min("start_offset")).first()[0]
+    first, unknown_before = open_inc.agg(F.min("start_offset"), F.max("unknown_offsets")).first()
     frm = since if first is None else min(first, since)
     events = _cluster(seed.read(spark, "partition_events"), cid).filter(
         (F.col("offset") >= frm) & (F.col("offset") < since)).unionByName(ev)
     outages = broker_outages(brokers, events, windows).filter(
         (F.col("start_offset") >= since) | F.col("end_offset").isNull()
         | (F.col("end_offset") >= since))
-    inc = work.frame("incidents", conform(incidents(
-        troubles, outages, events, open_incident=open_inc if first is not None else None,
-        since_offset=since), "incidents"))
+    inc = incidents(troubles, outages, events,
+                    open_incident=open_inc if first is not None else None, since_offset=since)
+    inc = work.frame("incidents", conform(
+        _with_unknown(inc, open_inc if unknown_before else None, res.unknown), "incidents"))
     write("incidents", _replacement(open_inc, inc, table_schema("incidents").key), "replace",
           count=inc.count(), slice_={"cluster_id": cid, "is_open": True})
+
+
+def _with_unknown(inc: DataFrame, before: DataFrame | None,
+                  unknown: list[tuple[int, int, int | None]]) -> DataFrame:
+    """`unknown_offsets` of each incident: the increment's unknown offsets inside its span,
+    plus those the open incident it continues had counted (`before`, when it had any)."""
+    end = F.coalesce(F.col("end_offset") + 1, F.lit(2**62))
+    count = F.lit(0).cast("long")
+    for lo, hi, _ts in unknown:
+        count += F.greatest(F.lit(0), F.least(F.lit(hi), end)
+                            - F.greatest(F.col("start_offset"), F.lit(lo)))
+    if before is not None:
+        inc = inc.join(before.select("cluster_id", "incident_id",
+                                     F.col("unknown_offsets").alias("_before")),
+                       ["cluster_id", "incident_id"], "left")
+        count += F.coalesce("_before", F.lit(0))
+    return inc.withColumn("unknown_offsets", count)
 
 
 def _current(spark, seed, k: _Kernel, res: IncrementResult, write) -> None:

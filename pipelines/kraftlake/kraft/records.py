@@ -31,6 +31,9 @@ REGISTER_CONTROLLER_RECORD = "RegisterControllerRecord"
 ZK_MIGRATION_STATE_RECORD = "ZkMigrationStateRecord"
 ZK_MIGRATION = 1  # its ZkMigrationState.MIGRATION: a ZooKeeper migration is under way
 NO_OP_RECORD = "NoOpRecord"  # the active controller's heartbeat (MV >= 3.3-IV1)
+# kraftlake's name for a record it could not decode, and for the unknown records a damaged
+# batch held (a timeline state carried across them is marked uncertain: fold.kernel)
+UNKNOWN_RECORD = "Unknown"
 
 # control records (the Raft layer's, not the metadata image's)
 LEADER_CHANGE = "LeaderChangeMessage"  # the control record opening every Raft epoch

@@ -2,8 +2,9 @@
 
 This is the only per-record Python of the pipeline, and it runs inside Spark tasks. Rows
 are bronze `records` columns plus a `row_kind`: `record`, `problem` (a damaged byte region,
-kept raw for the quarantine), `gap` (offsets lost to retention) or `diverged` (bytes at an
-ingested offset changed).
+kept raw for the quarantine, with the offsets and time its header claims and whether it may
+have held state: `state_unknown`, `codec.damage`), `gap` (offsets lost to retention) or
+`diverged` (bytes at an ingested offset changed).
 
 Records are decoded by the columnar decoder (`codec.columnar.decode_columns`): runs of NoOp
 heartbeat batches become Arrow columns in numpy without a Python object per record, every
@@ -22,25 +23,27 @@ import pyarrow.compute as pc
 from pyspark.sql import types as T
 
 from ..codec.columnar import decode_columns
+from ..codec.damage import assess
 from ..lake.schema import table_schema
 from ..uris import basename, read_bytes
 from .files import ReadRange
 
 EXTRA = [("row_kind", "string"), ("byte_position", "long"), ("end_offset", "long"),
-         ("problem_kind", "string")]
+         ("problem_kind", "string"), ("state_unknown", "boolean")]
 
 
 def source_arrow_schema() -> pa.Schema:
     base = table_schema("records").arrow
     fields = [pa.field(f.name, f.type, nullable=True) for f in base]
     fields += [pa.field("row_kind", pa.string()), pa.field("byte_position", pa.int64()),
-               pa.field("end_offset", pa.int64()), pa.field("problem_kind", pa.string())]
+               pa.field("end_offset", pa.int64()), pa.field("problem_kind", pa.string()),
+               pa.field("state_unknown", pa.bool_())]
     return pa.schema(fields)
 
 
 def source_spark_schema() -> T.StructType:
     base = table_schema("records").spark
-    extra = {"string": T.StringType(), "long": T.LongType()}
+    extra = {"string": T.StringType(), "long": T.LongType(), "boolean": T.BooleanType()}
     return T.StructType(list(base.fields) + [T.StructField(n, extra[t], True)
                                              for n, t in EXTRA])
 
@@ -86,10 +89,13 @@ def read_range(r: ReadRange, max_rows: int = 50_000) -> Iterator[pa.RecordBatch]
     for item in cols.problems:
         if item.kind == "truncated" and r.end < 0 and not snapshot and r.note != "rolled":
             continue  # the active segment's last batch is still being written
+        damage = assess(item.raw)
         rows.add(cluster_id=r.cluster_id, row_kind="problem", source=source,
                  source_file=name, byte_position=r.start + item.position,
-                 offset=item.base_offset, position=-1, problem_kind=item.kind,
-                 error=item.message, value=item.raw)
+                 offset=item.base_offset, end_offset=damage.next_offset, position=-1,
+                 timestamp=None if damage.timestamp_ms is None else damage.timestamp_ms * 1000,
+                 problem_kind=item.kind, error=item.message, value=item.raw,
+                 state_unknown=damage.state_unknown)
     if len(rows):
         yield rows.batch()
     table = cols.table
@@ -127,6 +133,7 @@ def _source_rows(table: pa.Table, r: ReadRange, name: str, snapshot: bool) -> pa
         "byte_position": pc.add(table.column("byte_position"), r.start),
         "end_offset": const("end_offset", None),
         "problem_kind": const("problem_kind", None),
+        "state_unknown": const("state_unknown", None),
     }
     return pa.table([cols[f.name] if f.name in cols else table.column(f.name).cast(f.type)
                      for f in schema], schema=schema)
