@@ -215,6 +215,7 @@ GROUP_SECONDS = (
     ("tests/pipeline/test_kill_restart.py::test_ingest_sigkilled", 120),
     ("tests/pipeline/test_kill_restart.py::test_a_stream_stopped", 115),
     ("tests/pipeline/test_kill_restart.py::test_a_full_disk", 90),
+    ("tests/pipeline/test_kill_restart.py::test_a_stream_whose", 90),
     ("tests/pipeline/test_restart_points.py", 120),
     ("tests/pipeline/test_stream_tail.py", 110),
     ("tests/report", 105),

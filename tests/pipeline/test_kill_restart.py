@@ -347,6 +347,47 @@ def test_a_stream_stopped_by_a_signal_to_its_process_group_exits_in_one_line_and
         assert table_rows(slake, name) == table_rows(blake, name), name
 
 
+@pytest.mark.slow  # two JVM starts
+def test_a_stream_whose_python_worker_starts_too_slowly_restarts_and_carries_on(
+        spark, tmp_path, cfg_factory):
+    """Spark waits a fixed 10 s for a Python streaming source's worker to connect back, and
+    on a loaded machine the worker started later: the stream died. Here a `PYSPARK_PYTHON`
+    wrapper delays the first such worker by 14 s. The stream says in one line that it
+    restarts from its checkpoint, carries on over several micro-batches, exits 0, and the
+    lake equals one clean batch ingest of the same log."""
+    cid = "slow-worker"
+    log_dir = _log_dir(tmp_path, cid)
+    lake = tmp_path / "lake"
+    delayed = tmp_path / "delayed"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *python_streaming_source_runner*)\n'
+        f"  if [ ! -e {delayed} ]; then touch {delayed}; sleep 14; fi;;\n"
+        "esac\n"
+        f'exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    out = tmp_path / "run.out"
+    p = _start(["stream", str(log_dir), "--lake", str(lake), "--max-offsets",
+                str(MAX_OFFSETS), "--available-now"], _conf(tmp_path), out,
+               PYSPARK_PYTHON=str(wrapper))
+    p.wait(timeout=600)
+    text = _tail(out, 100_000)
+    assert p.returncode == 0, text[-3000:]
+    assert delayed.exists()
+    restarts = [ln for ln in text.splitlines() if "restarting from its checkpoint" in ln]
+    assert len(restarts) == 1 and "(1 of 3)" in restarts[0], text[-3000:]
+    assert "Python worker failed to connect back" in restarts[0]
+    assert "Traceback" not in text, text[-3000:]
+    assert len([ln for ln in text.splitlines() if ln.startswith("batch ")]) >= BATCHES
+
+    clean = tmp_path / "clean"
+    ingest(spark, cfg_factory(clean), [log_dir])
+    slake, blake = Lake(lake), Lake(clean)
+    for name in TABLES:
+        assert table_rows(slake, name) == table_rows(blake, name), name
+
+
 def _mount_small_disk(at: Path, size: str) -> None:
     """A tmpfs of `size` at `at`: a disk the test can fill (needs the right to mount)."""
     at.mkdir()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import signal
+import time
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from . import BadInput, lake_option, main, spark_options
 
@@ -45,7 +47,7 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
     if first.refused or first.kind != "dir":  # before Spark starts or the lake is created
         why = first.refused or f"{source}: a stream tails a metadata-log directory, not a text"
         raise BadInput(why)
-    from ..jobs.stream import start_stream  # pyspark: only once the source is accepted
+    from ..jobs.stream import MAX_RESTARTS, start_stream, transient  # pyspark: source accepted
     from ..serve import wait_for_signal
     from ..spark import get_spark
 
@@ -68,16 +70,33 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
     from ..jobs.batch import DivergedLogError
 
     failures: list[BaseException] = []
+    in_a_row = [0]  # restarts since the last completed micro-batch
+
+    def on_batch(r) -> None:
+        in_a_row[0] = 0
+        report(r)
+
     try:
-        q = start_stream(spark, cfg, source, cluster_id, trigger, available_now, max_offsets,
-                         report, failures)
-        console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
-        try:
-            signum = wait_for_signal(lambda: q.awaitTermination(1))
-        except Exception:
-            if failures:  # a micro-batch's own exception, not Spark's wrapping of it
-                raise failures[-1] from None
-            raise
+        while True:
+            q = start_stream(spark, cfg, source, cluster_id, trigger, available_now,
+                             max_offsets, on_batch, failures)
+            if not in_a_row[0]:
+                console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
+            try:
+                signum = wait_for_signal(lambda q=q: q.awaitTermination(1))
+                break
+            except Exception as exc:
+                # a micro-batch's own exception, not Spark's wrapping of it
+                failure = failures[-1] if failures else exc
+                why = transient(failure)
+                if why is None or in_a_row[0] >= MAX_RESTARTS:
+                    raise failure from None
+                in_a_row[0] += 1
+                failures.clear()
+                console.print(f"[yellow]stream failed, restarting from its checkpoint "
+                              f"({in_a_row[0]} of {MAX_RESTARTS}):[/yellow] {escape(why)}",
+                              soft_wrap=True, highlight=False)
+                time.sleep(2 ** in_a_row[0])
     except (DivergedLogError, ValueError, KraftCodecError) as exc:
         raise BadInput(str(exc)) from None
     if signum is not None:

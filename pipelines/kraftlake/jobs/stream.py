@@ -11,6 +11,12 @@ tables (`lake.maintain`) inside its own foreachBatch, after the increment has co
 compaction conflicts with a concurrent merge, and there it cannot run beside one of the
 stream's own. Vacuum is left to `kraftlake maintain`, which can be scheduled beside a
 running stream (`--no-compact`) and whose retention protects readers of older snapshots.
+
+A query that fails for a reason of Spark's own machinery, not of the data (`transient`),
+is started again on the same checkpoint by its caller (`kraftlake stream`), at most
+`MAX_RESTARTS` times in a row without a micro-batch completing in between: the checkpoint
+makes the new query run the interrupted micro-batch again, and its transaction ids make
+that exactly once.
 """
 
 from __future__ import annotations
@@ -33,6 +39,22 @@ from ..uris import join, to_uri
 from .batch import app_id_for, finish_open_ingest, refuse_if_diverged, write_plan
 from .increment import IncrementResult, cluster_progress, furthest, last_of, process_increment
 from .trigger import processing_time
+
+# What a new query on the same checkpoint cures: the streaming source's Python worker
+# starting more slowly than Spark's fixed wait for it (10 s, seen on a loaded machine), a
+# lost executor, and a commit that lost a race with another writer of the lake.
+TRANSIENT = ("Python worker failed to connect back",
+             "Timed out while waiting for the Python worker", "ExecutorLostFailure",
+             "DELTA_CONCURRENT_")
+MAX_RESTARTS = 3  # in a row, without a micro-batch completing in between
+
+
+def transient(exc: BaseException) -> str | None:
+    """The first line of `exc`'s message when a new query would cure it, else None."""
+    text = str(exc)
+    if not any(t in text for t in TRANSIENT):
+        return None
+    return text.strip().splitlines()[0][:300]
 
 
 def _state(lake: Lake, app_id: str, checkpoint: str, log_dir: str, rows: list[dict]) -> dict:
