@@ -16,6 +16,15 @@ ensure_venv() {
     .venv/bin/python -m pip install --quiet -e ".${extras:+[$extras]}"
     rm -f .venv/.installed-* && touch "$stamp"
   fi
+  # The editable install imports kraftlake through a finder Python asks after every sys.path
+  # entry, so in the clone's parent directory (the current directory is sys.path's first
+  # entry) `import kraftlake` found the clone's own folder, `kraftlake/`, as an empty
+  # namespace package. With pipelines/ on sys.path the package itself comes first (a regular
+  # package wins over a namespace folder); the finder still maps kraftlake.schemas,
+  # .expectations and .conf to the top-level folders (tests/test_packaging.py).
+  local site
+  site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  echo "$PWD/pipelines" > "$site/kraftlake-checkout.pth"
   export PATH="$PWD/.venv/bin:$PATH"
   export PYSPARK_PYTHON="$PWD/.venv/bin/python"
   # the pinned JVM jars (delta-spark, hadoop-aws), from Maven Central once; offline after

@@ -4,61 +4,34 @@ by `kraftlake sql/timeline/report --remote`; every answer equals the local comma
 
 Clients run as processes of their own: a Connect session in the test process would switch
 pyspark into Connect mode for every later test of the worker (`SPARK_CONNECT_MODE_ENABLED`).
-One server (one JVM) serves the whole module; the prompt is driven through a
-pseudo-terminal over that server, so it adds no JVM start.
+One server (one JVM, `server` in conftest.py) serves the whole package; the prompt is
+driven through a pseudo-terminal over that server, so it adds no JVM start.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import signal
 import socket
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
-import pytest
 from click.testing import CliRunner
 
 from kraftlake.cli import main
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
+from tests.cli.api_reads import report_page
+from tests.cli.conftest import KRAFTLAKE
 from tests.conftest import cli_env
 from tests.lake_rows import row_count
 
-KRAFTLAKE = str(Path(sys.executable).with_name("kraftlake"))
-URL = re.compile(r"sc://[\w.]+:\d+")
 EVENTS_BY_TYPE = ("SELECT event_type, count(*) AS n, max(offset) AS last FROM partition_events "
                   "GROUP BY event_type ORDER BY event_type")
-
-
-@pytest.fixture(scope="module")
-def server(sim_lake, tmp_path_factory) -> Iterator[str]:
-    """`kraftlake serve` on a port the system picks on loopback; its `sc://` URL."""
-    log = tmp_path_factory.mktemp("serve") / "stderr"
-    with log.open("w") as err:
-        proc = subprocess.Popen([KRAFTLAKE, "serve", "--lake", str(sim_lake[0]), "--port",
-                                 "0"], stdout=subprocess.PIPE, stderr=err, text=True,
-                                env=cli_env())
-    try:
-        line = proc.stdout.readline()  # the JVM start and the tables' registration first
-        found = URL.search(line)
-        assert found, (f"serve printed {line!r} (exit status {proc.poll()}): "
-                       f"{log.read_text()[-2000:]}")
-        yield found.group(0)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            status = proc.wait(120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-    assert status == 0, f"serve ended with {status} on SIGTERM"
 
 
 def _local_sql(lake: Path, *args: str):
@@ -140,18 +113,12 @@ def test_timeline_remote_equals_local(server, sim_lake) -> None:
     assert "unclean_election" in remote.stdout
 
 
-def test_report_remote_equals_local(server, sim_lake, tmp_path) -> None:
-    local, remote = tmp_path / "local.html", tmp_path / "remote.html"
-    out = CliRunner().invoke(main, ["report", "--lake", str(sim_lake[0]), "--out", str(local)])
-    assert out.exit_code == 0, out.output
+def test_report_remote_equals_local(server, local_report, tmp_path) -> None:
+    remote = tmp_path / "remote.html"
     got = _remote("report", "--remote", server, "--out", str(remote))
     assert got.returncode == 0, got.stderr
-
-    def page(p: Path) -> str:  # less the time it was generated
-        return re.sub(r"Generated [^;<]* UTC", "", p.read_text(encoding="utf-8"))
-
-    assert page(remote) == page(local)
-    assert "unclean" in page(remote)
+    assert report_page(remote) == local_report
+    assert "unclean" in local_report
 
 
 def test_an_endpoint_that_is_not_there_is_one_line(tmp_path) -> None:

@@ -34,14 +34,15 @@ from pathlib import Path
 import delta.exceptions
 import pyarrow as pa
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from ..uris import join, to_uri
 from .append import append_files
 from .conflicts import SliceMovedError
 from .hadoopfs import HadoopFS
-from .jvmclass import java_class
+from .jvmclass import has_jvm, java_class
 from .location import PROGRESS_TABLE, not_a_lake
 from .schema import table_names, table_schema
 
@@ -468,15 +469,24 @@ class Lake:
         return self._pins.get(name)
 
     def read(self, spark: SparkSession | None, name: str, version: int | None = None) -> DataFrame:
-        """Table `name` as a Spark DataFrame (at `version`, at this view's pin, or the latest)."""
+        """Table `name` as a Spark DataFrame (at `version`, at this view's pin, or the latest);
+        a table nothing was written to yet is an empty frame of its schema.
+
+        `spark` may be a Spark Connect client's session (a notebook connected to `kraftlake
+        serve`): the lake's path is then read by the server, and whether the table exists is
+        asked of it too (`_served_table`), since a client has no JVM to read Delta's log."""
         spark = spark or self.spark
         version = version if version is not None else (self._pins or {}).get(name)
-        if (self._pins is not None and name not in self._pins) or not self.exists(name):
-            return _from_arrow(spark, name, table_schema(name).arrow.empty_table())
+        empty = self._pins is not None and name not in self._pins
         reader = spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
-        return reader.load(self.path(name))
+        if not empty and not has_jvm(spark):
+            if (served := _served_table(reader, self.path(name))) is not None:
+                return served
+        elif not empty and self.exists(name):
+            return reader.load(self.path(name))
+        return _from_arrow(spark, name, table_schema(name).arrow.empty_table())
 
     def read_arrow(self, name: str, where: str | None = None,
                    columns: list[str] | None = None) -> pa.Table:
@@ -510,6 +520,27 @@ class Lake:
             else:
                 cols = ", ".join(_column_sql(f, "NULL") for f in table_schema(name).spark.fields)
                 spark.sql(f"CREATE VIEW {name} AS SELECT {cols} WHERE false")
+
+
+# What a read of a path holding no Delta table fails with: Spark's, for a directory that is
+# not there; Delta's, for one without a Delta log
+_NO_TABLE = frozenset({"PATH_NOT_FOUND", "DELTA_TABLE_NOT_FOUND"})
+
+
+def _served_table(reader: DataFrameReader, path: str) -> DataFrame | None:
+    """The Delta table at `path` read through a Spark Connect session's `reader`, or None
+    when there is none. A Connect DataFrame is analysed by the server only when asked, so
+    its schema is asked here (one round trip, which loads the table's snapshot the query
+    then uses): a missing table is then an empty frame, as on a local session, not an error
+    at the first action."""
+    frame = reader.load(path)
+    try:
+        frame.schema  # noqa: B018 (the server's analysis)
+    except AnalysisException as exc:
+        if exc.getCondition() in _NO_TABLE:
+            return None
+        raise
+    return frame
 
 
 def _retrying(write: Callable[[], bool]) -> bool:

@@ -10,6 +10,7 @@ finds it at once.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the CLI imports this before it decides to start Spark
@@ -19,3 +20,12 @@ if TYPE_CHECKING:  # the CLI imports this before it decides to start Spark
 def java_class(spark: SparkSession, name: str):
     """The py4j handle of the JVM class `name` (fully qualified), for its static members."""
     return getattr(spark._jvm, name)
+
+
+def has_jvm(spark: SparkSession) -> bool:
+    """Whether `spark` drives a JVM of this process (a classic session) rather than being a
+    Spark Connect client's session, which has no `_jvm` to call: a notebook connected to
+    `kraftlake serve` reads the lake through Spark's DataFrame API alone. A process that
+    never imported pyspark's Connect session class holds no Connect session."""
+    connect = sys.modules.get("pyspark.sql.connect.session")
+    return connect is None or not isinstance(spark, connect.SparkSession)
