@@ -17,6 +17,12 @@ the troubles of each state. One pass emits every gold row of the partition:
 * `gone`: the partition was deleted (its `partition_current` row goes);
 * `orphan`: a change to a partition that does not exist (counted, not folded).
 
+Offsets a damaged batch took with it (`ClusterContext.unknown`) end every live state there:
+the same state goes on from the first unknown offset as a row of source `gap`, and it and
+every state derived from it carry `uncertain_since` until a full state re-anchors the
+partition: a PartitionRecord, or a check snapshot's state (input rows with `_anchor` set,
+applied to uncertain partitions only; the others are only reconciled against it).
+
 Spark distributes the rule, it does not re-express it: `run` repartitions the rows by
 partition key, sorts them, and calls `fold_rows` through `mapInArrow`; the cluster context
 (min.insync.replicas and metadata.version histories, topic names) is a broadcast value.
