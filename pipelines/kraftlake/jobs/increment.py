@@ -509,10 +509,10 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
     open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter("is_open")
     contexts = cluster_contexts(configs, topic_names, min_isr_default)
     anchors = None
-    if checks and (res.unknown or not cur_df.filter(
+    if checks and res.start_offset is not None and (res.unknown or not cur_df.filter(
             F.col("uncertain_since").isNotNull()).isEmpty()):
         anchors = _anchors(done, seed_keys.unionByName(changes.select(*KEY)).distinct(),
-                           topic_names, live)
+                           topic_names, live, res.start_offset)
     if res.unknown:
         contexts.setdefault(cid, kernel.empty_context(min_isr_default)).unknown = res.unknown
     if res.unknown or anchors is not None:  # every live partition may be carried or anchored
@@ -542,13 +542,16 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
 
 
 def _anchors(done: DataFrame, known: DataFrame, topic_names: DataFrame,
-             live: DataFrame) -> DataFrame:
+             live: DataFrame, since: int | None) -> DataFrame:
     """The check snapshots' states as kernel input (`partition_changes` rows, not written):
     each snapshot PartitionRecord a full state at the snapshot's end offset - 1, and a
     removal for a known partition the snapshot does not hold. The kernel applies them only
     to partitions whose state is uncertain, which they re-anchor; Kafka's own snapshot is
-    the one thing that can say what the unknown offsets did."""
-    check = done.filter(F.col("snapshot_role") == "check").withColumn(
+    the one thing that can say what the unknown offsets did. Only snapshots inside the
+    increment's log range (from `since` on): one Kafka wrote behind what the lake already
+    folded is reconciled against, not applied over newer states."""
+    check = done.filter((F.col("snapshot_role") == "check")
+                        & (F.col("snapshot_end_offset") - 1 >= F.lit(since))).withColumn(
         "snapshot_role", F.lit("reset"))  # read as the full state it is
     return partition_changes(check, known, topic_names, live).unionByName(
         snapshot_removals(check, known), allowMissingColumns=True)

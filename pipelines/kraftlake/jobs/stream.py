@@ -107,11 +107,12 @@ def _after(batch: DataFrame, at: dict | None) -> DataFrame:
     """
     if at is None:
         return batch
-    end, snap = int(at["end_offset"] or 0), at["snapshot_high"]
-    keep = F.col("offset").isNull() | (F.col("offset") >= end)
-    if snap is not None:
-        keep = F.when(F.col("snapshot_end_offset").isNotNull(),
-                      F.col("snapshot_end_offset") > int(snap)).otherwise(keep)
+    end = int(at["end_offset"] or 0)
+    snap = -1 if at["snapshot_high"] is None else int(at["snapshot_high"])
+    # a snapshot's rows carry its end offset - 1 as their offset: a snapshot Kafka wrote
+    # behind the stream's position is new to the lake all the same
+    keep = F.when(F.col("snapshot_end_offset").isNotNull(), F.col("snapshot_end_offset") > snap
+                  ).otherwise(F.col("offset").isNull() | (F.col("offset") >= end))
     return batch.filter(keep)
 
 
