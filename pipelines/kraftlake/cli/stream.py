@@ -7,7 +7,7 @@ import signal
 import click
 from rich.console import Console
 
-from . import BadInput, lake_option, main, spark_options
+from .group import BadInput, lake_option, main, spark_options
 
 
 @main.command(epilog="""\b
