@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 # name -> the module that defines it
 _FACE: dict[str, str] = {
-    # configuration and the one SparkSession
+    # configuration and the SparkSession of a job
     "Config": "kraftlake.config", "load_config": "kraftlake.config",
     "get_spark": "kraftlake.spark",
     # ingest (batch) and stream
