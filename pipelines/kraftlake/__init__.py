@@ -1,9 +1,7 @@
 """kraftlake: history, incidents and data quality from Kafka's KRaft metadata log.
 
-Layers (docs/architecture.md; each imports only the ones before it, besides the shared modules
-`config`, `uris`, `packaged`, `jvm` and `spark`):
-kraft, codec -> lake -> sources -> fold -> detect -> quality -> jobs -> reference ->
-simulate -> report -> cli.
+Layers: `kraftlake.layers.LAYERS`, each importing only the ones before it (the table in
+docs/architecture.md, held by tests/test_architecture.py).
 
 The names below are the package's face, what a notebook, a test or a benchmark calls:
 ingest and stream into a lake, read and maintain the lake, decode a log, simulate a
@@ -20,7 +18,7 @@ __version__ = "0.1.0"
 
 # name -> the module that defines it
 _FACE: dict[str, str] = {
-    # configuration and the one SparkSession
+    # configuration and the SparkSession of a job
     "Config": "kraftlake.config", "load_config": "kraftlake.config",
     "get_spark": "kraftlake.spark",
     # ingest (batch) and stream
@@ -37,7 +35,7 @@ _FACE: dict[str, str] = {
     "SCENARIOS": "kraftlake.simulate.scenarios", "simulate_cluster": "kraftlake.simulate.run",
     "read_labels": "kraftlake.simulate.score", "label_keys": "kraftlake.simulate.score",
     "event_keys": "kraftlake.simulate.score", "Score": "kraftlake.simulate.score",
-    "compare": "kraftlake.simulate.score",
+    "compare": "kraftlake.simulate.score", "print_score": "kraftlake.simulate.score",
     # report
     "write_report": "kraftlake.report", "Window": "kraftlake.report.data",
     "lake_events": "kraftlake.report.data", "lake_current": "kraftlake.report.data",
@@ -47,7 +45,7 @@ _FACE: dict[str, str] = {
 __all__ = [
     "EVENT_TYPES", "SCENARIOS", "Config", "Lake", "Record", "Score", "Window", "__version__",
     "compare", "event_keys", "get_spark", "ingest", "ingest_dir", "iter_path", "label_keys",
-    "lake_current", "lake_events", "load_config", "maintain", "print_incidents",
+    "lake_current", "lake_events", "load_config", "maintain", "print_incidents", "print_score",
     "read_cluster_id", "read_labels", "run_quality", "simulate_cluster", "start_stream",
     "table_names", "table_schema", "write_report",
 ]
@@ -73,6 +71,7 @@ if TYPE_CHECKING:
         compare,
         event_keys,
         label_keys,
+        print_score,
         read_labels,
     )
     from kraftlake.sources.files import read_cluster_id

@@ -11,8 +11,8 @@ sessions share is the session catalog. The lake's tables are therefore catalog t
 their Delta locations, and a table nothing was written to yet is a catalog view of its empty
 schema (`Lake.register_views` does both).
 
-The client side (`connect`, `ServedLake`) imports only pyspark's Connect client: a
-`--remote` command starts no JVM.
+The client side (`connect`, and `lake.served.ServedLake` to read through it) imports only
+pyspark's Connect client: a `--remote` command starts no JVM.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from .lake.jvmclass import java_class
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 # Spark Connect's own default port (`spark.connect.grpc.binding.port`), so a client's plain
 # `sc://host` reaches kraftlake's endpoint
@@ -152,16 +152,3 @@ def connect(url: str) -> SparkSession:
                           f"{hint}") from None
     return spark
 
-
-class ServedLake:
-    """The lake behind a `kraftlake serve` endpoint, read through its catalog tables:
-    what `Lake.read` is to a local session (`kraftlake timeline` and `report` read through
-    either)."""
-
-    def __init__(self, url: str) -> None:
-        self.root = url
-
-    def read(self, spark: SparkSession | None, name: str) -> DataFrame:
-        if spark is None:
-            raise ValueError("a served lake is read through its client session")
-        return spark.table(name)

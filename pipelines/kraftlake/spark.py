@@ -1,4 +1,5 @@
-"""The one place a SparkSession is made, so every job shares settings and the DataSource.
+"""The one place a Spark session that runs Spark is made, so every job shares settings and the
+DataSource (a Spark Connect client session on a `kraftlake serve` endpoint is `serve.connect`'s).
 
 Python workers must run the driver's interpreter (`PYSPARK_PYTHON`), otherwise they start
 another Python that cannot import kraftlake and fail to connect back.

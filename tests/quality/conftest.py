@@ -23,7 +23,8 @@ from kraftlake.cli import main
 from kraftlake.config import load_config
 from kraftlake.lake.delta import Lake
 from kraftlake.quality.derive import INPUTS
-from kraftlake.quality.runner import Outcome, QualityContext, QualityRun, run_quality
+from kraftlake.quality.results import Outcome, QualityRun
+from kraftlake.quality.runner import QualityContext, run_quality
 from kraftlake.quality.suites import SUITES
 from tests.conftest import real
 from tests.quality import crafted

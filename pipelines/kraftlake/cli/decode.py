@@ -12,13 +12,14 @@ from typing import Any
 
 import click
 
-from kraftlake.cli import BadInput, main
 from kraftlake.codec.batch import Problem
 from kraftlake.codec.dumplog import looks_like_dump_log
 from kraftlake.codec.errors import KraftCodecError, NotTheMetadataLogError
 from kraftlake.codec.logfiles import METADATA_LOG_DIR, iter_path
 from kraftlake.codec.records import Record, to_json
 from kraftlake.kraft.records import NO_OP_RECORD
+
+from .group import BadInput, main
 
 
 def _json_line(record: Record) -> str:

@@ -23,8 +23,9 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from kraftlake.cli import main, spark_options
 from kraftlake.simulate.run import DEMO_HOURS
+
+from .group import main, spark_options
 
 if TYPE_CHECKING:  # pyspark is imported only once a demo starts Spark
     from pyspark.sql import SparkSession
@@ -79,7 +80,7 @@ def _run_example(name: str, lake: Path, master: str | None, conf_file: str | Non
               f"{view['kafka_version']} wrote while the test harness drove: "
               + "; ".join(s.split(" ", 1)[1] for s in view["steps"]))
     out.print(f"log: {src}   lake: {lake}   cluster id: {cid}")
-    print_incidents(out, events, None, 0)
+    print_incidents(out, events)
     ok = print_kafka_view(out, events, lake_current(spark, lake, cid),
                           fenced_brokers(lake_brokers(spark, lake, cid)), view)
     out.print(f"done in {time.time() - t0:.0f} s")
@@ -121,7 +122,13 @@ def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool | 
     from kraftlake.report.data import lake_events
     from kraftlake.simulate.run import simulate_cluster
     from kraftlake.simulate.scenarios import SCENARIOS
-    from kraftlake.simulate.score import compare, event_keys, label_keys, read_labels
+    from kraftlake.simulate.score import (
+        compare,
+        event_keys,
+        label_keys,
+        print_score,
+        read_labels,
+    )
 
     if scenario not in SCENARIOS:
         raise click.UsageError(f"unknown scenario {scenario!r} (one of {', '.join(SCENARIOS)})")
@@ -163,7 +170,8 @@ def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool | 
               f"{hours:g} simulated hours, ELR {'on' if summary['elr'] else 'off'}: "
               f"{summary['records']:,} metadata records, {summary['partitions']:,} partitions")
     out.print(f"simulated log: {sim_dir}   lake: {lake}   cluster id: {cid}")
-    print_incidents(out, events, score, len(lk))
+    print_incidents(out, events)
+    print_score(out, score, events, len(lk))
     from kraftlake.lake.delta import Lake
     from kraftlake.report import write_report
 

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from . import BadInput, lake_option, main, spark_options
+from .group import BadInput, lake_option, main, spark_options
 from .render import print_table
 
 

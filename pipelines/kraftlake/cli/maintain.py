@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..lake.retention import DEFAULT_RETENTION_HOURS
-from . import lake_config, lake_option, main, spark_options
+from .group import lake_config, lake_option, main, spark_options
 from .render import print_table
 
 if TYPE_CHECKING:

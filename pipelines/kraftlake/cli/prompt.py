@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..sqltext import has_statement, split
-from .query import Refused, _spark_error, note_more, print_rows, run_query
+from .statement import Refused, note_more, print_rows, run_query, spark_error
 
 if TYPE_CHECKING:
     from .catalog import LakeCatalog
@@ -87,7 +87,7 @@ def _command(spark, line: str, fmt: str, catalog: LakeCatalog | None) -> bool:
         try:
             print_rows(*describe(spark, arg.strip() or None, catalog), fmt)
         except AnalysisException as exc:
-            click.echo(f"Error: {_spark_error(exc)}", err=True)
+            click.echo(f"Error: {spark_error(exc)}", err=True)
     else:
         click.echo(f"Error: unknown command {word} ({HELP})", err=True)
     return True
@@ -103,7 +103,7 @@ def _execute(spark, text: str, fmt: str, limit: int, catalog: LakeCatalog | None
         click.echo(f"Error: {exc}", err=True)
         return
     except PySparkException as exc:  # failed while running (a cast, a division ...)
-        click.echo(f"Error: {_spark_error(exc)}", err=True)
+        click.echo(f"Error: {spark_error(exc)}", err=True)
         return
     if more:
         note_more(limit)

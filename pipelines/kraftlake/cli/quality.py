@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from ..quality.suites import verdict
-from . import lake_config, lake_option, main, spark_options
+from .group import lake_config, lake_option, main, spark_options
 
 
 def _summary(run) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from . import BadInput, lake_config, lake_option, main, spark_options
+from .group import BadInput, lake_config, lake_option, main, spark_options
 from .serve import remote_option, remote_session
 
 TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]

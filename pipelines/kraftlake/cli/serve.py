@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..serve import DEFAULT_HOST, DEFAULT_PORT
-from . import lake_config, lake_option, main, spark_options
+from .group import lake_config, lake_option, main, spark_options
 
 
 @main.command(epilog="""\b
@@ -85,7 +85,8 @@ def remote_session(url: str, lake: str | None, master: str | None = None,
             f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} the server's "
             f"(kraftlake serve {' '.join(given)}): give --remote or {', '.join(given)}, "
             f"not both")
-    from ..serve import RemoteError, ServedLake, connect
+    from ..lake.served import ServedLake
+    from ..serve import RemoteError, connect
 
     try:
         return connect(url), ServedLake(url)

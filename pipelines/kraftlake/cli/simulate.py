@@ -10,10 +10,11 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kraftlake.cli import main
 from kraftlake.kraft.versions import MV_4_0_IV1, MV_4_1_IV0, MV_LATEST, parse_metadata_version
 from kraftlake.simulate.run import simulate_cluster
 from kraftlake.simulate.scenarios import SCENARIOS
+
+from .group import main
 
 
 @main.command(epilog="""\b

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from . import BadInput, lake_option, main, spark_options
+from .group import BadInput, lake_option, main, spark_options
 
 
 @main.command(epilog="""\b

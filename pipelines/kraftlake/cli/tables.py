@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from . import BadInput, main
+from .group import BadInput, main
 
 
 @main.command(epilog="""\b

@@ -11,7 +11,7 @@ import time
 
 import click
 
-from . import lake_config, lake_option, main, spark_options
+from .group import lake_config, lake_option, main, spark_options
 from .render import print_table
 
 

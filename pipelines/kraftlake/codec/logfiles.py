@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from . import dumplog
 from .batch import Batch, Problem, plausible_batch_start, scan_batches
@@ -47,7 +47,7 @@ class LogFile:
         return self.path.name
 
 
-def classify(path: Path) -> LogFile | None:
+def classify(path: PurePath) -> LogFile | None:
     """What a file in a metadata-log directory is, or None if it is not ours to read."""
     name = path.name
     if m := SEGMENT_RE.match(name):
@@ -59,14 +59,21 @@ def classify(path: Path) -> LogFile | None:
     return None
 
 
-def list_log_dir(directory: Path) -> tuple[list[LogFile], list[LogFile]]:
-    """(segments by base offset, snapshots by end offset) of a metadata-log directory."""
-    if not directory.is_dir():
-        raise NotAKafkaLogError(f"{directory}: not a directory")
-    files = [f for p in directory.iterdir() if (f := classify(p)) is not None]
+def log_files(paths: Iterable[PurePath]) -> tuple[list[LogFile], list[LogFile]]:
+    """(segments by base offset, snapshots by end offset) among the files of a metadata-log
+    directory: how a listing is read, the local one (`list_log_dir`) and any filesystem's
+    (`sources.files.log_files_at`)."""
+    files = [f for p in paths if (f := classify(p)) is not None]
     segments = sorted((f for f in files if f.kind == "segment"), key=lambda f: f.offset)
     snapshots = sorted((f for f in files if f.kind == "snapshot"), key=lambda f: f.offset)
     return segments, snapshots
+
+
+def list_log_dir(directory: Path) -> tuple[list[LogFile], list[LogFile]]:
+    """(segments by base offset, snapshots by end offset) of a local metadata-log directory."""
+    if not directory.is_dir():
+        raise NotAKafkaLogError(f"{directory}: not a directory")
+    return log_files(directory.iterdir())
 
 
 def records_of_batch(batch: Batch, *, redact: bool = True) -> list[Record]:

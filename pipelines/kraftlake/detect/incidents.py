@@ -52,7 +52,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from ..fold.silver import KEY
 from ..kraft.brokers import broker_state, in_service
 from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
-from ..kraft.timing import window_history
+from ..kraft.timing import window_at, window_history
 from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
 from ..lake.schema import table_schema
 
@@ -163,7 +163,7 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
             out["start_ts"].append(start_us)
             out["end_offset"].append(end)
             out["end_ts"].append(end_us)
-            out["window_ms"].append(next(ms for at, _, ms in reversed(history) if start >= at))
+            out["window_ms"].append(window_at(history, start))
     return pa.table(out, schema=_OUTAGE_ARROW)
 
 

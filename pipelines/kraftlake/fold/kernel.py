@@ -92,18 +92,6 @@ def _state_of(row: dict[str, Any]) -> PartitionRegistration:
 _NO_STATE = dict.fromkeys(STATE)
 
 
-def _state_columns(st: PartitionRegistration) -> dict[str, Any]:
-    """The state's columns as the tables hold them (lists, not tuples)."""
-    return {"leader": st.leader, "leader_epoch": st.leader_epoch,
-            "partition_epoch": st.partition_epoch, "isr": list(st.isr),
-            "eligible_leader_replicas": list(st.eligible_leader_replicas),
-            "last_known_elr": list(st.last_known_elr), "replicas": list(st.replicas),
-            "adding_replicas": list(st.adding_replicas),
-            "removing_replicas": list(st.removing_replicas),
-            "leader_recovery_state": st.leader_recovery_state,
-            "directories": list(st.directories)}
-
-
 def _step_kind(row: dict[str, Any], before: PartitionRegistration | None) -> str:
     if row["is_delete"]:
         return DELETED
@@ -182,7 +170,7 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
             continue
         if role == SEED:
             state = _state_of(row)
-            cols = _state_columns(state)
+            cols = state.as_dict(directories=True)
             if state.leader_recovery_state == RECOVERING:
                 since = (row["recovering_since_offset"], row["recovering_since_ts"])
             uncertain = row["uncertain_since"]
@@ -220,7 +208,7 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
         else:
             new = _state_of(row)
         min_isr = ctx.min_isr(name, off, seq)
-        new_cols = _state_columns(new)
+        new_cols = new.as_dict(directories=True)
         before_since, before_uncertain = since, uncertain
         if kind not in (CHANGED, ELR_CLEARED):
             uncertain = None  # a full state (PartitionRecord, snapshot) re-anchors it

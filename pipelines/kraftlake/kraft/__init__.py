@@ -15,9 +15,14 @@ place a change is applied; `PartitionChangeBuilder` is the only place one is dec
 * `builder`: `PartitionChangeBuilder` (elections, ELR, LastKnownElr, reassignments);
 * `events`: the event types kraftlake flags and the rules that name the events of one
   partition step (`step_events`), which the fold's kernel calls;
-* `troubles`: the kinds of trouble one partition state is in (`partition_intervals`).
+* `troubles`: the kinds of trouble one partition state is in (`partition_intervals`);
 * `timing`: replica.lag.time.max.ms and broker.session.timeout.ms (Kafka's defaults, the
-  log's values): how long before an outage the troubles it caused can start (incidents).
+  log's values): how long before an outage the troubles it caused can start (incidents),
+  and the window in force at an offset;
+* `brokers`: a broker's registration state after each of its records, and whether it is in
+  service (the incidents, the report and the sequential replay);
+* `snapshots`: which snapshot a read resets from once retention deleted the log's head (the
+  pipeline's plans and the sequential replay).
 
 Nothing here imports the codec, Spark or any other kraftlake layer.
 """

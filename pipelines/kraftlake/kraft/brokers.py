@@ -1,7 +1,9 @@
 """A broker's registration state after each of its records, and whether it is in service.
 
-One rule for every reader of the `brokers` table: the incidents' broker outages
-(`detect.incidents`), the report's broker lanes and its count of fenced brokers. Kafka's
+One rule for every reader of broker records: the incidents' broker outages
+(`detect.incidents`), the report's broker lanes and its count of fenced brokers (all from the
+`brokers` table), and the sequential replay (`reference.replay`, whose image the simulator's
+controller asks which brokers are active). Kafka's
 controller keeps the same three facts per broker, and a broker is active when registered,
 unfenced and not in controlled shutdown (docs/semantics.md 3.1, `CCM.isActive`): a
 RegisterBrokerRecord states all of them (fenced unless it says otherwise, not in controlled

@@ -148,7 +148,9 @@ class PartitionRegistration:
         return bool(self.adding_replicas or self.removing_replicas)
 
     def as_dict(self, *, directories: bool = False) -> dict[str, Any]:
-        """The `final_state.json` shape: lists are [] when empty, never null."""
+        """The state as the lake's state columns hold it (the kernel's timeline and event
+        rows, with `directories`) and as `final_state.json` does (without): lists, [] when
+        empty, never null."""
         out: dict[str, Any] = {
             "leader": self.leader,
             "leader_epoch": self.leader_epoch,

@@ -25,6 +25,7 @@ are ignored.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable
 
 from .configs import CLUSTER_DEFAULT, INT_MAX, INT_PATTERN
@@ -79,3 +80,9 @@ def window_history(points: Iterable[ConfigPoint]) -> list[tuple[int, int, int]]:
             levels[resource] = value
         out.append((offset, seq, attribution_window_ms(in_force)))
     return out
+
+
+def window_at(history: list[tuple[int, int, int]], offset: int) -> int:
+    """The window in force at `offset` in a `window_history`: that of its last entry at or
+    before the offset (a ConfigRecord at the offset itself included)."""
+    return history[bisect_right(history, offset, key=lambda h: h[0]) - 1][2]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,50 +34,12 @@ from pyspark.sql import SparkSession
 from ..lake.delta import Lake
 from ..lake.schema import table_schema
 from . import derive, report
+from .results import Outcome, QualityRun, append_results
 from .suites import SUITES, checks, gx_suite
 
 DEFAULT_MAX_AGE_SECONDS = 24 * 3600
 SAMPLE_ROWS = 5
 COUNTS, SAMPLES = "counts", "samples"  # what a checkpoint reports of each expectation
-
-
-@dataclass
-class Outcome:
-    """The result of one expectation in one run (one row of `quality_results`)."""
-
-    suite: str
-    expectation: str
-    expectation_type: str
-    column: str | None
-    severity: str
-    invariant: str | None
-    success: bool
-    element_count: int | None = None
-    unexpected_count: int | None = None
-    observed_value: Any = None
-    unexpected_sample: list[Any] = field(default_factory=list)
-    exception: str | None = None
-
-
-@dataclass
-class QualityRun:
-    run_id: str
-    run_time: datetime
-    outcomes: list[Outcome]
-    report_dir: Path | None = None
-
-    @property
-    def failed(self) -> list[Outcome]:
-        return [o for o in self.outcomes if not o.success]
-
-    @property
-    def failed_errors(self) -> list[Outcome]:
-        return [o for o in self.failed if o.severity == "error"]
-
-    @property
-    def exit_code(self) -> int:
-        """0 when no error-severity expectation failed, 1 otherwise (for schedulers)."""
-        return 1 if self.failed_errors else 0
 
 
 class QualityContext:
@@ -241,7 +202,5 @@ def run_quality(spark: SparkSession, lake: Lake, *, suites: list[str] | None = N
     if rdir is not None:
         report.publish(run)
     if write_results:
-        from .results import append_results
-
         append_results(lake, run)
     return run

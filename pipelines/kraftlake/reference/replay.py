@@ -34,6 +34,7 @@ from typing import Any
 
 from kraftlake.codec.logfiles import LogFile, iter_file, list_log_dir
 from kraftlake.codec.records import Record
+from kraftlake.kraft.brokers import broker_state, in_service
 from kraftlake.kraft.configs import (
     CLUSTER_DEFAULT,
     KAFKA_DEFAULT_MIN_ISR,
@@ -80,16 +81,36 @@ from kraftlake.kraft.records import (
     ZK_MIGRATION_STATE_RECORD,
     marker_refusal,
 )
+from kraftlake.kraft.snapshots import reset_snapshot
 from kraftlake.kraft.versions import ELR_FEATURE, MV_FEATURE
 
 
 @dataclass(slots=True)
 class BrokerState:
+    """A registered broker: its incarnation, and its registration state as
+    `kraft.brokers.broker_state` keeps it (`state`), the one rule of what each broker record
+    changes, which `kraft.brokers.in_service` reads."""
+
     broker_id: int
-    epoch: int
     incarnation_id: str | None
-    fenced: bool
-    in_controlled_shutdown: bool
+    state: dict[str, Any]
+
+    @property
+    def epoch(self) -> int:
+        return self.state["epoch"]
+
+    @property
+    def fenced(self) -> bool:
+        return self.state["fenced"]
+
+    @property
+    def in_controlled_shutdown(self) -> bool:
+        return self.state["ics"]
+
+    def apply(self, row: dict[str, Any]) -> None:
+        """One of its records, as a `brokers` row (`record_type`, `fenced`,
+        `in_controlled_shutdown`: None where the record leaves them unchanged)."""
+        self.state = broker_state(row, self.state)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +217,9 @@ class Replay:
         return ctx
 
     def is_active(self, broker_id: int) -> bool:
+        """Registered and in service (`kraft.brokers.in_service`)."""
         b = self.brokers.get(broker_id)
-        return b is not None and not b.fenced and not b.in_controlled_shutdown
+        return b is not None and in_service(b.state)
 
     def partition(self, topic_id: str, partition_id: int) -> PartitionRegistration | None:
         return self.partitions.get(topic_id, {}).get(partition_id)
@@ -412,9 +434,9 @@ class Replay:
             if epoch > rec.offset:
                 self._problem(rec.offset, "broker_epoch", f"broker {bid} epoch {epoch} is "
                               f"beyond its RegisterBrokerRecord's offset {rec.offset}")
-        self.brokers[bid] = BrokerState(bid, epoch, d.get("incarnation_id"),
-                                        bool(d.get("fenced", True)),
-                                        bool(d.get("in_controlled_shutdown", False)))
+        self.brokers[bid] = BrokerState(bid, d.get("incarnation_id"), broker_state({
+            "record_type": rec.type, "fenced": d.get("fenced"), "broker_epoch": epoch,
+            "in_controlled_shutdown": d.get("in_controlled_shutdown")}, {}))
         return []
 
     def _broker_of(self, rec: Record, bid: int, epoch: int) -> BrokerState | None:
@@ -442,18 +464,15 @@ class Replay:
         if b is None:
             return []
         fenced = d.get("fenced", FENCING_NO_CHANGE)
-        if fenced == FENCE:
-            b.fenced = True
-        elif fenced == UNFENCE:
-            b.fenced = False
-        elif fenced != FENCING_NO_CHANGE:
+        if fenced not in (FENCE, UNFENCE, FENCING_NO_CHANGE):
             self._problem(rec.offset, "broker", f"BrokerRegistrationChange Fenced={fenced}")
         ics = d.get("in_controlled_shutdown", SHUTDOWN_NO_CHANGE)
-        if ics == IN_CONTROLLED_SHUTDOWN:
-            b.in_controlled_shutdown = True
-        elif ics != SHUTDOWN_NO_CHANGE:
+        if ics not in (IN_CONTROLLED_SHUTDOWN, SHUTDOWN_NO_CHANGE):
             self._problem(rec.offset, "broker",
                           f"BrokerRegistrationChange InControlledShutdown={ics}")
+        b.apply({"record_type": rec.type,
+                 "fenced": True if fenced == FENCE else False if fenced == UNFENCE else None,
+                 "in_controlled_shutdown": ics == IN_CONTROLLED_SHUTDOWN})
         return []
 
     def _fence(self, rec: Record, snapshot: bool) -> list[Step]:
@@ -461,7 +480,7 @@ class Replay:
         assert d is not None
         b = self._broker_of(rec, d["id"], d["epoch"])
         if b is not None:
-            b.fenced = rec.type == FENCE_BROKER_RECORD
+            b.apply({"record_type": rec.type, "fenced": rec.type == FENCE_BROKER_RECORD})
         return []
 
     # ------------------------------------------------------------ snapshots
@@ -535,22 +554,21 @@ class LogDirPlan:
 
 
 def plan_log_dir(directory: Path) -> LogDirPlan:
-    """Choose the starting point that keeps the most history.
+    """Choose the starting point that keeps the most history, as the pipeline's plans do
+    (`kraft.snapshots.reset_snapshot`).
 
     A log that still starts at offset 0 is replayed from its first record and snapshots are
     only compared with it. A log whose head was deleted by retention starts from the
-    *earliest* snapshot that bridges the gap (log start <= endOffset <= next log offset),
-    so as many changes as possible are replayed record by record; failing that, the newest
-    snapshot is used.
+    *oldest* snapshot at or above its start, so as many changes as possible are replayed
+    record by record; with none, from the log start on an empty image (a snapshot below the
+    log start is no state of this log: Kafka deletes it).
     """
     segments, snapshots = list_log_dir(Path(directory))
     snapshots = [s for s in snapshots if s.offset > 0]  # 0-0 bootstrap id has no data
-    log_start = segments[0].offset if segments else 0
-    if segments and log_start == 0:
-        return LogDirPlan(segments, snapshots, None, 0)
-    bridging = [s for s in snapshots if s.offset >= log_start]
-    start = bridging[0] if bridging else (snapshots[-1] if snapshots else None)
-    return LogDirPlan(segments, snapshots, start, log_start)
+    log_start = segments[0].offset if segments else None
+    end = reset_snapshot((s.offset for s in snapshots), log_start)
+    start = next((s for s in snapshots if s.offset == end), None)
+    return LogDirPlan(segments, snapshots, start, log_start or 0)
 
 
 def read_records(lf: LogFile) -> Iterator[Record]:

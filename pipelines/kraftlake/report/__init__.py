@@ -11,7 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ..lake.delta import Lake
-from ..serve import ServedLake
+from ..lake.served import ServedLake
 from .data import Window, clusters, load
 from .page import render
 

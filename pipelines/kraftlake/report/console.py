@@ -1,8 +1,9 @@
-"""The demo's console report: the incidents a lake holds, as readable tables, and the check
-against the simulator's ground truth.
+"""The demo's console report: the incidents a lake holds, as readable tables.
 
-`kraftlake demo` prints it after ingesting; a notebook can print the same with a rich
-`Console` and the `partition_events` rows of one cluster (`report.data.lake_events`).
+`kraftlake demo` prints it after ingesting (and then, for a simulated cluster, the check
+against the simulator's ground truth: `simulate.score.print_score`); a notebook can print the
+same with a rich `Console` and the `partition_events` rows of one cluster
+(`report.data.lake_events`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from rich.console import Console
 from rich.table import Table
 
 from ..kraft.events import EVENT_TYPES
-from ..simulate.score import Score, event_keys
 
 
 def _when(ts: Any) -> str:
@@ -41,10 +41,9 @@ def _ids(v: list[int] | None) -> str:
     return "[" + ",".join(str(x) for x in (v or [])) + "]"
 
 
-def print_incidents(console: Console, events: list[dict[str, Any]], score: Score | None,
-                    n_labels: int) -> None:
-    """Print the incidents (readable tables) and the ground-truth check (none for a log real
-    Kafka wrote: it has no labels; `report.kafka_view` compares it with Kafka instead)."""
+def print_incidents(console: Console, events: list[dict[str, Any]]) -> None:
+    """Print the incidents of `events` (one cluster's `partition_events` rows) as readable
+    tables."""
     by_type: dict[str, list[dict[str, Any]]] = {}
     for e in sorted(events, key=lambda e: (e["offset"], e["topic_name"] or "",
                                            e["partition_id"])):
@@ -122,18 +121,3 @@ def print_incidents(console: Console, events: list[dict[str, Any]], score: Score
                   str(len({(r["topic_id"], r["partition_id"]) for r in rows})))
     console.print(t)
 
-    n_ev = len(event_keys(events))
-    if score is None:
-        return
-    if score.exact:
-        console.print(f"[bold green]ground truth: {n_ev} events == {n_labels} labelled events "
-                      f"(labels.jsonl): exact match[/]")
-    else:
-        fp, fn = sum(score.fp.values()), sum(score.fn.values())
-        console.print(f"[bold red]ground truth: {n_ev} events vs {n_labels} labelled: "
-                      f"{fp} not in labels, {fn} missed[/]")
-        for name in score.types():
-            if score.fp[name] or score.fn[name]:
-                console.print(f"  {name}: +{score.fp[name]} -{score.fn[name]}  e.g. "
-                              f"extra {score.fp_examples.get(name, [])[:2]} "
-                              f"missed {score.fn_examples.get(name, [])[:2]}")

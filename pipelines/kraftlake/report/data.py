@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from ..kraft.events import ELR_EVENTS, HARM_EVENTS
 from ..lake.delta import Lake
-from ..serve import ServedLake
+from ..lake.served import ServedLake
 
 TOP_PARTITIONS = 10
 

@@ -12,9 +12,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftlake.kraft.events import EVENT_TYPES
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # (topic_id, partition_id, offset, event_type): the identity of an event in labels.jsonl
 EventKey = tuple[str, int, int, str]
@@ -86,3 +89,24 @@ def compare(events: set[EventKey], labels: set[EventKey], examples: int = 5) -> 
         if len(s.fn_examples[k[3]]) < examples:
             s.fn_examples[k[3]].append(k)
     return s
+
+
+def print_score(console: Console, score: Score, events: list[dict[str, Any]],
+                n_labels: int) -> None:
+    """Print the check of `events` (the lake's `partition_events` rows of the simulated
+    cluster) against its `n_labels` labelled events: an exact match, or what differs by event
+    type with examples. `kraftlake demo` prints it below the incidents
+    (`report.console.print_incidents`)."""
+    n_ev = len(event_keys(events))
+    if score.exact:
+        console.print(f"[bold green]ground truth: {n_ev} events == {n_labels} labelled events "
+                      f"(labels.jsonl): exact match[/]")
+    else:
+        fp, fn = sum(score.fp.values()), sum(score.fn.values())
+        console.print(f"[bold red]ground truth: {n_ev} events vs {n_labels} labelled: "
+                      f"{fp} not in labels, {fn} missed[/]")
+        for name in score.types():
+            if score.fp[name] or score.fn[name]:
+                console.print(f"  {name}: +{score.fp[name]} -{score.fn[name]}  e.g. "
+                              f"extra {score.fp_examples.get(name, [])[:2]} "
+                              f"missed {score.fn_examples.get(name, [])[:2]}")

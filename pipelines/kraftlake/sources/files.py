@@ -31,7 +31,7 @@ from ..codec.batch import (
     scan_batches,
 )
 from ..codec.errors import NotAKafkaLogError, NotTheMetadataLogError
-from ..codec.logfiles import METADATA_LOG_DIR, LogFile, classify, records_of_batch
+from ..codec.logfiles import METADATA_LOG_DIR, LogFile, log_files, records_of_batch
 
 _LEN = struct.Struct(">qi")
 
@@ -107,7 +107,7 @@ def require_metadata_log(uri: str) -> None:
     leak.
     """
     _refuse_partition_dir(uri)
-    segments, _ = list_log_dir(uri)
+    segments, _ = log_files_at(uri)
     _refuse_user_records(uri, [uris.to_location(uri, str(seg.path)) for seg in segments])
 
 
@@ -162,21 +162,17 @@ def log_dir_bytes(uri: str) -> int:
     return sum(i.size for i in uris.listing(uri) if i.type == pafs.FileType.File)
 
 
-def list_log_dir(uri: str) -> tuple[list[LogFile], list[LogFile]]:
-    """(segments by base offset, snapshots by end offset) of a metadata-log directory.
+def log_files_at(uri: str) -> tuple[list[LogFile], list[LogFile]]:
+    """(segments by base offset, snapshots by end offset) of a metadata-log directory at a
+    URI (`codec.logfiles.log_files` of its listing).
 
-    `LogFile.path` is the file's path within its filesystem (`uris.filesystem`), so its
-    name is classified as the codec does for local files; `LogDirIndex.location` gives
-    its URI.
+    `LogFile.path` is the file's path within its filesystem (`uris.filesystem`);
+    `LogDirIndex.location` gives its URI.
     """
     entries = uris.listing(uri)
     if not entries and uris.file_size(uri) is None:
         raise NotAKafkaLogError(f"{uri}: not a directory")
-    files = [f for i in entries if i.type == pafs.FileType.File
-             and (f := classify(PurePosixPath(i.path))) is not None]
-    segments = sorted((f for f in files if f.kind == "segment"), key=lambda f: f.offset)
-    snapshots = sorted((f for f in files if f.kind == "snapshot"), key=lambda f: f.offset)
-    return segments, snapshots
+    return log_files(PurePosixPath(i.path) for i in entries if i.type == pafs.FileType.File)
 
 
 @dataclass(slots=True)
@@ -268,7 +264,7 @@ class LogDirIndex:
         self.path = uris.to_uri(self.path)
 
     def refresh(self) -> LogDirIndex:
-        segs, snaps = list_log_dir(self.path)
+        segs, snaps = log_files_at(self.path)
         live = {s.name for s in segs}
         for name in list(self.segments):
             if name not in live:

@@ -3,8 +3,10 @@
 Shared by the batch reader and the streaming reader so both agree on semantics:
 
 * a fresh read of a log that no longer starts at offset 0 starts from the oldest snapshot
-  that covers the log start (a *reset*: full state at its end offset - 1);
-* a reader that fell behind retention records a *gap* [from, to) and resumes from a snapshot;
+  at or above the log start (a *reset*: full state at its end offset - 1;
+  `kraft.snapshots.reset_snapshot`, the rule the sequential replay follows too);
+* a reader that fell behind retention records a *gap* [from, to) and resumes from such a
+  snapshot; with none, the gap runs to the log start and the state before it is unknown;
 * every other snapshot whose end offset falls in the range read is a *check*: the fold's
   state at end offset - 1 is reconciled against it.
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from ..kraft.snapshots import reset_snapshot
 from .files import LogDirIndex, ReadRange, plan_log_ranges
 
 FRESH = -1
@@ -36,7 +39,6 @@ def latest(index: LogDirIndex, start: dict, max_offsets: int | None = None,
     log_start = index.log_start
     log_end = index.log_end
     nxt = start["offset"]
-    reset = -1
     diverged_at = -1
     if nxt > 0 and start.get("crc", -1) >= 0:
         # the batch holding nxt - 1 must be the one read last time (same CRC); a read may
@@ -47,10 +49,8 @@ def latest(index: LogDirIndex, start: dict, max_offsets: int | None = None,
         elif e is None and log_start is not None and log_start < nxt \
                 and index.log_end < nxt:
             diverged_at = nxt  # the log was truncated below what we already read
-    if log_start is not None and ((nxt == FRESH and log_start > 0) or 0 <= nxt < log_start):
-        covering = [s.offset for s in index.snapshots if s.offset >= max(log_start, nxt)]
-        if covering:
-            reset = min(covering)
+    found = reset_snapshot((s.offset for s in index.snapshots), log_start, max(nxt, 0))
+    reset = -1 if found is None else found
     lo = reset if reset >= 0 else max(nxt, 0 if log_start is None else
                                       (log_start if nxt == FRESH else nxt))
     end = max(lo, log_end)
