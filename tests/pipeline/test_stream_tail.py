@@ -176,6 +176,40 @@ def test_retention_gap_then_snapshot(spark, tmp_path, cfg_factory):
     assert key(s_recs) == key(b_recs)
 
 
+def test_a_snapshot_written_behind_the_stream_is_ingested_and_reconciled(
+        spark, tmp_path, cfg_factory):
+    """Kafka writes a snapshot after the fact: when it lands, the stream has already read
+    past its end offset. The stream ingests it all the same (its records, as a check) and
+    reconciles its states, so the streamed lake equals a batch ingest of the final directory
+    in every table, `records` included (the snapshot's rows were dropped before, as offsets
+    the lake held)."""
+    from kraftlake.jobs.stream import start_stream
+
+    cid = "late-snapshot"
+    log = GrowingLog(tmp_path / "kafka", OGS / "00000000000000000000.log", cid)
+    last = max(i for i, b in enumerate(log.batches) if b.base_offset < 22_000)
+    end = log.write(0, last + 1)
+    cfg = cfg_factory(tmp_path / "stream")
+    slake = Lake(cfg.lake)
+    snap = OGS / "00000000000000020475-0000000026.checkpoint"
+
+    def snapshot_high() -> int | None:
+        rows = table_dicts(slake.path("ingest_progress"), filters=[("cluster_id", "=", cid)])
+        return max((r["snapshot_high"] or -1 for r in rows), default=None)
+
+    q = start_stream(spark, cfg, log.dir, trigger="1 second")
+    try:
+        wait_for(lambda: progress_end(slake, cid) == end, q, "the log up to offset 22000")
+        shutil.copy(snap, log.dir / snap.name)  # behind the stream's position
+        wait_for(lambda: snapshot_high() == 20475, q, "the snapshot behind the position")
+    finally:
+        q.stop()
+    blake = batch_lake(spark, cfg_factory, tmp_path / "batch", log.dir)
+    assert sum(r["source"] == "snapshot" for r in table_dicts(slake.path("records"))) > 0
+    for name in [*TABLES, "snapshot_reconciliation", "partition_intervals", "incidents"]:
+        assert table_rows(slake, name) == table_rows(blake, name), name
+
+
 def _rewritten(log: GrowingLog, i: int) -> bytes:
     """Batch i as a new Raft leader would rewrite it after truncation: same offsets,
     higher epoch, later timestamp, hence other bytes and CRC."""
