@@ -209,7 +209,7 @@ GROUP_SECONDS = (
     ("tests/pipeline/test_maintain.py", 490),  # with test_ingest_growth.py (`JOINED`)
     ("tests/kafka", 430),
     ("tests/quality", 225),
-    ("tests/cluster", 210),
+    ("tests/cluster", 330),
     ("tests/cli", 210),  # 170 + test_python_api.py's notebook runs and reads (2026-11-28)
     ("tests/pipeline/test_kill_restart.py::test_sigkill", 130),
     ("tests/pipeline/test_kill_restart.py::test_ingest_sigkilled", 120),

@@ -1,18 +1,23 @@
 """Servers the cluster tests start themselves on 127.0.0.1: an S3-compatible object store
-(moto's server mode) and a Spark standalone cluster (master + workers, each its own JVM and
+(moto's server mode), a proxy in front of it that refuses a chosen request (`FaultyStore`),
+and a Spark standalone cluster (master + workers, each its own JVM and
 work directory, from pyspark's own classes). Each is stopped when its test module ends; a
 server that does not come up fails the test with its own log."""
 
 from __future__ import annotations
 
+import http.client
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyspark
 
@@ -101,3 +106,91 @@ def spark_standalone(work: Path, workers: int = 2, java_options: str = "") -> It
     finally:
         for p in reversed(procs):
             _stop(p)
+
+
+class FaultyStore:
+    """An HTTP proxy in front of an S3 server that answers the first request `fails` picks
+    with `status` and an S3 error document of `code`, as a store revoking a write would,
+    and passes every other request through unchanged. `failed`: the requests it refused."""
+
+    def __init__(self, target: str, fails: Callable[[str, str], bool], status: int = 403,
+                 code: str = "AccessDenied") -> None:
+        self.target = urlsplit(target)
+        self.fails, self.status, self.code = fails, status, code
+        self.failed: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def _refuse(self, method: str, path: str) -> bool:
+        with self.lock:
+            if self.failed or not self.fails(method, path):
+                return False
+            self.failed.append((method, path))
+            return True
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        store = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def _body(self) -> bytes:
+                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                    out = bytearray()
+                    while (size := int(self.rfile.readline().split(b";")[0], 16)):
+                        out += self.rfile.read(size)
+                        self.rfile.readline()
+                    self.rfile.readline()
+                    return bytes(out)
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+            def _any(self) -> None:
+                body = self._body()
+                if store._refuse(self.command, self.path):
+                    doc = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{store.code}'
+                           f"</Code><Message>refused by the test's faulty store</Message>"
+                           f"<RequestId>fault</RequestId></Error>").encode()
+                    self.send_response(store.status)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(doc)))
+                    self.end_headers()
+                    self.wfile.write(doc)
+                    return
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("transfer-encoding", "content-length", "host")}
+                headers["Content-Length"] = str(len(body))
+                conn = http.client.HTTPConnection(store.target.hostname, store.target.port,
+                                                  timeout=120)
+                try:
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                finally:
+                    conn.close()
+                self.send_response(resp.status, resp.reason)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("transfer-encoding", "content-length", "connection",
+                                         "date", "server"):
+                        self.send_header(k, v)
+                # a HEAD's length is the object's, not that of the (empty) body
+                self.send_header("Content-Length", resp.getheader("Content-Length", "0")
+                                 if self.command == "HEAD" else str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _any
+
+        return Handler
+
+    def __enter__(self) -> FaultyStore:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,6 +1,7 @@
 """The lake and the log on an S3-compatible object store (moto's server on loopback), through
 `s3a://` URIs and the real CLI: ingest, sql, quality and maintain work there, and the lake
-holds what a local ingest of the same log holds."""
+holds what a local ingest of the same log holds; a store that refuses a write in the middle
+of an ingest ends it with one line, and the next run completes the lake."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import pytest
 
 from kraftlake.lake.delta import Lake
 from tests.cluster.conftest import EXAMPLE, cli_commands
-from tests.cluster.servers import s3_server
+from tests.cluster.servers import FaultyStore, s3_server
 from tests.conftest import cli_env
+from tests.lake_rows import table_rows
 
 CURRENT = ("SELECT topic_name, partition_id, leader, isr, leader_epoch, partition_epoch, "
            "leader_recovery_state FROM partition_current ORDER BY topic_name, partition_id")
@@ -81,3 +83,42 @@ def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake, tmp_path) -> 
     records = deltalake.DeltaTable("s3://kraftlake/lake/records", storage_options={
         **{k: v for k, v in s3.items() if k.startswith("AWS_")}, "AWS_ALLOW_HTTP": "true"})
     assert records.to_pyarrow_table(columns=["offset"]).num_rows == 153
+
+
+def _s3_rows(s3: dict[str, str], uri: str) -> list[str]:
+    """`table_rows` of the Delta table at an `s3a://` URI, read by delta-rs from the store."""
+    import json as _json
+    if not deltalake.DeltaTable.is_deltatable(uri.replace("s3a://", "s3://"), _options(s3)):
+        return []
+    rows = deltalake.DeltaTable(uri.replace("s3a://", "s3://"), storage_options=_options(s3)
+                                ).to_pyarrow_table().to_pylist(maps_as_pydicts="strict")
+    return sorted(_json.dumps(r, default=str, sort_keys=True) for r in rows)
+
+
+def _options(s3: dict[str, str]) -> dict[str, str]:
+    return {**{k: v for k, v in s3.items() if k.startswith("AWS_")}, "AWS_ALLOW_HTTP": "true"}
+
+
+def test_a_store_refusing_a_write_ends_the_ingest_in_one_line_and_the_next_run_completes(
+        s3, local_lake, tmp_path) -> None:
+    """The store refuses one write in the middle of an ingest, as one whose credentials were
+    revoked would (403 AccessDenied for the first commit of `incidents`, after other tables
+    of the increment committed): the job ends with exit status 1 and one line naming the
+    store's error code, no traceback. The next run, the store answering again, completes
+    the lake, which then equals a local ingest of the same log, table for table."""
+    lake = "s3a://kraftlake/faulty-lake"
+    refused = "/kraftlake/faulty-lake/incidents/_delta_log/"
+    with FaultyStore(s3["AWS_ENDPOINT_URL"], lambda m, p: m == "PUT" and refused in p) as store:
+        failed, done = cli_commands(
+            [["ingest", "s3a://kraftlake/logs/real-3-broker", "--lake", lake,
+              "--master", "local[2]"]] * 2, tmp_path, cli_env(AWS_ENDPOINT_URL=store.url))
+    assert [m for m, _p in store.failed] == ["PUT"]
+    assert failed.returncode == 1, failed.stderr[-3000:]
+    err = failed.stderr.strip().splitlines()
+    assert err[-1].startswith("Error: ") and "Traceback" not in failed.stderr, failed.stderr
+    assert "AccessDenied" in err[-1] and "403" in err[-1], err[-1]
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("records", "partition_changes", "partition_timeline", "partition_events",
+                 "partition_current", "partition_intervals", "incidents", "quarantine",
+                 "topics", "brokers", "configs"):
+        assert _s3_rows(s3, f"{lake}/{name}") == table_rows(Lake(local_lake), name), name

@@ -71,11 +71,28 @@ def _root_cause(e: Exception) -> str | None:
     if java is None:
         return None
     try:
-        depth = 0
+        depth, code = 0, _store_error_code(java)
         while depth < 50 and java.getCause() is not None:  # a cycle cannot hold us
             java, depth = java.getCause(), depth + 1
-        return " ".join(str(java.toString()).split()) if depth else None
+            code = code or _store_error_code(java)
+        if not depth and not code:
+            return None
+        text = " ".join(str(java.toString()).split()) if depth else ""
+        return f"{text} (store error code {code})".strip() if code and code not in text \
+            else text
     except Py4JError:  # the JVM is gone: the first line is all there is
+        return None
+
+
+def _store_error_code(java) -> str | None:
+    """An object store's own error code (`AccessDenied`, `SlowDown`, ...) when `java` is the
+    AWS SDK's service exception: its message gives the HTTP status, not the code."""
+    from py4j.protocol import Py4JError
+
+    try:
+        details = java.awsErrorDetails()
+        return None if details is None else details.errorCode()
+    except Py4JError:  # not an AWS service exception
         return None
 
 
