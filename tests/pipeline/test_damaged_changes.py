@@ -180,3 +180,17 @@ def test_a_damaged_heartbeat_loses_nothing(spark, lakes, tmp_path: Path) -> None
     for table in ("partition_timeline", "partition_events", "partition_current"):
         assert sorted(map(str, _rows(spark, tmp_path / "lake", table))) == sorted(
             map(str, _rows(spark, clean, table))), table
+
+
+def test_the_report_draws_the_unknown_offsets(lakes, tmp_path: Path) -> None:
+    _clean, bad, victim, _code, _out = lakes
+    page = tmp_path / "report.html"
+    out = CliRunner().invoke(main, ["report", "--lake", str(bad), "--out", str(page),
+                                    "--partition", "__consumer_offsets:0"])
+    assert out.exit_code == 0, out.output
+    html = page.read_text()
+    lo, last = victim.base_offset, victim.last_offset
+    assert f"{last - lo + 1} offset(s) of this cluster's log are unknown" in html
+    assert f"{lo}..{last} (" in html  # the paragraph, with the damage's time
+    assert f"offsets {lo}..{last} unknown" in html  # the chart's mark
+    assert "0/0?" in html  # a state carried across it, in the partition's table

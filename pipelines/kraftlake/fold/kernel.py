@@ -55,7 +55,7 @@ from ..kraft.partition import (
     STATE_COLUMNS,
     PartitionRegistration,
 )
-from ..kraft.records import CLEAR_ELR_RECORD, UNKNOWN_RECORD
+from ..kraft.records import CLEAR_ELR_RECORD, GAP_SOURCE, UNKNOWN_RECORD
 from ..kraft.troubles import KINDS, trouble_kinds
 from ..lake.schema import table_schema
 from .context import ClusterContext, History
@@ -66,7 +66,6 @@ ORDER = [*KEY, "_role", "offset", "seq"]  # the order `fold_rows` reads its inpu
 OUTPUTS = ("timeline", "event", "interval", "gone", "orphan")
 STATE = list(STATE_COLUMNS)
 _TABLES = ("partition_timeline", "partition_events", "partition_intervals")
-GAP_SOURCE = "gap"  # `source` of a state carried across unknown offsets (`_carry_across`)
 
 
 def output_schema() -> T.StructType:

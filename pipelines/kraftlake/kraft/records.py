@@ -34,6 +34,7 @@ NO_OP_RECORD = "NoOpRecord"  # the active controller's heartbeat (MV >= 3.3-IV1)
 # kraftlake's name for a record it could not decode, and for the unknown records a damaged
 # batch held (a timeline state carried across them is marked uncertain: fold.kernel)
 UNKNOWN_RECORD = "Unknown"
+GAP_SOURCE = "gap"  # the `source` of a timeline state carried across unknown offsets
 
 # control records (the Raft layer's, not the metadata image's)
 LEADER_CHANGE = "LeaderChangeMessage"  # the control record opening every Raft epoch

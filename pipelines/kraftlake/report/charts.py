@@ -130,6 +130,13 @@ def cluster_figure(data: ReportData) -> go.Figure:
             hovertext=[f"unclean election {e['topic_name']}:{e['partition_id']} -> leader "
                        f"{e['new_leader']} (offset {e['offset']})" for e in data.unclean],
             hoverinfo="text"), row=2, col=1)
+    for g in data.gaps:  # the states after it are uncertain until re-anchored
+        if g["timestamp"] is not None:
+            fig.add_vline(x=g["timestamp"], line_dash="dot", line_color="black",
+                          line_width=1)
+            fig.add_annotation(x=g["timestamp"], y=0.0, yref="paper", showarrow=False,
+                               text=f"offsets {g['offset']}..{g['end_offset'] - 1} unknown",
+                               xanchor="left", font={"size": 9})
     for i in data.incidents:
         fig.add_vrect(x0=i["start_ts"], x1=i["end_ts"] or end, fillcolor=INCIDENT_FILL,
                       line_width=0, layer="below")

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..kraft.events import ELR_EVENTS, HARM_EVENTS
+from ..kraft.records import GAP_SOURCE
 from ..lake.delta import Lake
 from ..lake.served import ServedLake
 
@@ -44,6 +45,9 @@ class ReportData:
     incident_events: dict[str, list[dict[str, Any]]]  # incident id -> its notable events
     partitions: list[tuple[str, int]]  # (topic_name, partition_id) shown in detail
     states: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    # offsets a damaged batch took with it: offset, end_offset and the time the states were
+    # carried across them (`timestamp`, from the timeline's `gap` rows)
+    gaps: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
@@ -115,8 +119,14 @@ def load(spark: SparkSession, lake: Lake | ServedLake, cluster_id: str, window: 
             .limit(TOP_PARTITIONS).collect())
         partitions = [(r.topic_name, r.partition_id) for r in top]
     states = _states(read("partition_timeline"), partitions)
+    carried = read("partition_timeline").filter(F.col("source") == GAP_SOURCE).groupBy(
+        F.col("valid_from_offset").alias("offset")).agg(F.min("valid_from_ts").alias(
+            "timestamp"))
+    gaps = [g for g in _rows(read("quarantine").filter(F.col("state_unknown")).select(
+        "offset", "end_offset").join(carried, "offset", "left").orderBy("offset"))
+        if window.overlaps(g["timestamp"], g["timestamp"])]
     return ReportData(cluster_id, window, first, last, incidents, intervals, brokers, unclean,
-                      incident_events, partitions, states)
+                      incident_events, partitions, states, gaps)
 
 
 def recovery_of(unclean: dict[str, Any], events: list[dict[str, Any]]
@@ -163,8 +173,8 @@ def _states(timeline: DataFrame, partitions: list[tuple[str, int]]
     rows = _rows(timeline.filter(cond).select(
         "topic_name", "partition_id", "valid_from_offset", "valid_from_ts", "valid_to_ts",
         "leader", "leader_epoch", "partition_epoch", "isr", "eligible_leader_replicas",
-        "last_known_elr", "replicas", "leader_recovery_state").orderBy("valid_from_offset",
-                                                                      "seq"))
+        "last_known_elr", "replicas", "leader_recovery_state", "uncertain_since").orderBy(
+        "valid_from_offset", "seq"))
     out: dict[tuple[str, int], list[dict[str, Any]]] = {p: [] for p in partitions}
     for r in rows:
         out[(r["topic_name"], r["partition_id"])].append(r)

@@ -102,6 +102,25 @@ def _incident_section(data: ReportData, i: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _doubt(state: dict[str, Any]) -> str:
+    """`?` after a value of a state carried across unknown offsets."""
+    return "?" if state.get("uncertain_since") is not None else ""
+
+
+def _gaps(data: ReportData) -> str:
+    """The damaged batches that may have held changes: what the history does not know."""
+    if not data.gaps:
+        return ""
+    where = ", ".join(f"{g['offset']}..{g['end_offset'] - 1} ({_t(g['timestamp'])})"
+                      for g in data.gaps)
+    n = sum(g["end_offset"] - g["offset"] for g in data.gaps)
+    return (f"<p class='loss'>{n} offset(s) of this cluster's log are unknown (damaged "
+            f"batches that may have held partition changes, kept in the quarantine table): "
+            f"{escape(where)}. Partition states carried across them are marked ? below and "
+            f"in the timeline until a PartitionRecord or a snapshot re-anchors them; the "
+            f"chart marks where.</p>")
+
+
 def render(data: ReportData, generated: dt.datetime) -> str:
     """The whole page."""
     w = data.window
@@ -118,6 +137,7 @@ def render(data: ReportData, generated: dt.datetime) -> str:
         "and intervals read from the partition_intervals and incidents tables. The grouping "
         "rule is in kraftlake's README "
         "(Incidents: the grouping rule).</p>",
+        _gaps(data),
         "<h2>Cluster over time</h2>", _figure(cluster_figure(data), "cluster"),
         f"<h2>Incidents ({len(data.incidents)})</h2>",
         _table(["incident", "start (UTC)", "time to full recovery", "cause", "brokers",
@@ -129,8 +149,9 @@ def render(data: ReportData, generated: dt.datetime) -> str:
     for part in data.partitions:
         states = data.states.get(part, [])
         name = f"{part[0]}:{part[1]}"
-        rows = [[_t(s["valid_from_ts"]), str(s["valid_from_offset"]), str(s["leader"]),
-                 f"{s['leader_epoch']}/{s['partition_epoch']}", str(s["isr"]),
+        rows = [[_t(s["valid_from_ts"]), str(s["valid_from_offset"]), str(s["leader"]) + _doubt(s),
+                 f"{s['leader_epoch']}/{s['partition_epoch']}{_doubt(s)}",
+                 str(s["isr"]) + _doubt(s),
                  str(s["eligible_leader_replicas"]), str(s["last_known_elr"]),
                  str(s["replicas"]),
                  "RECOVERING" if s["leader_recovery_state"] == RECOVERING else ""]
