@@ -60,6 +60,18 @@ def leader_recovery_supported(mv: int | None) -> bool:
     return mv is not None and mv >= MV_3_2_IV0
 
 
+def leader_epoch_bump_required_on_isr_shrink(mv: int) -> bool:
+    """`MetadataVersion.isLeaderEpochBumpRequiredOnIsrShrink`: before 3.6-IV0 an ISR shrink
+    bumps the leader epoch (KAFKA-15021, the broker's replica manager needed it)."""
+    return mv < MV_3_6_IV0
+
+
+def directory_assignment_supported(mv: int) -> bool:
+    """`MetadataVersion.isDirectoryAssignmentSupported` (KIP-858): partition records carry
+    each replica's log directory from 3.7-IV2."""
+    return mv >= MV_3_7_IV2
+
+
 def partition_record_version(mv: int) -> int:
     """`MetadataVersion.partitionRecordVersion` (also the PartitionChangeRecord version)."""
     if mv >= MV_4_0_IV1:
