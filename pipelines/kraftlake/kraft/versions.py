@@ -11,7 +11,6 @@ MV_FEATURE = "metadata.version"
 ELR_FEATURE = "eligible.leader.replicas.version"
 
 MV_3_0_IV1 = 1  # MINIMUM_KRAFT_VERSION
-MV_3_1_IV0 = 2
 MV_3_2_IV0 = 3  # isLeaderRecoverySupported: unclean elections mark RECOVERING
 MV_3_3_IV0 = 4  # FeatureLevelRecord for metadata.version
 MV_3_3_IV1 = 5  # NoOpRecord
