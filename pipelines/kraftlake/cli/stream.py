@@ -70,7 +70,7 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
                          report, failures)
         console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
         try:
-            signum = wait_for_signal(lambda: q.awaitTermination(1))
+            signum = wait_for_signal(lambda: bool(q.awaitTermination(1)))
         except Exception:
             if failures:  # a micro-batch's own exception, not Spark's wrapping of it
                 raise failures[-1] from None
