@@ -10,6 +10,7 @@ ensure_chromium
 # Apache Kafka for tests/kafka (a real cluster as the ground truth), from Maven Central once
 python -m kraftlake.jvm tests/kafka/poms/kafka-4.3.1.pom.xml tests/kafka/poms/kafka-3.9.1.pom.xml >/dev/null
 ruff check pipelines tests benchmarks
+mypy  # pyproject.toml [tool.mypy]: kraft/, codec/ and fold/ strict, the rest checked
 # two workers, each taking whole groups (tests/conftest.py says which), longest first; the
 # 30 slowest tests in every CI log
 pytest -q -n 2 --no-loadscope-reorder --durations=30 "$@"

@@ -34,7 +34,7 @@ ensure_venv() {
 # The Data Docs test opens the quality report in a real headless Chromium (Debian's
 # package). Install it when it is missing and we may (root with apt-get, as in CI).
 ensure_chromium() {
-  if [ -x /usr/bin/chromium ]; then
+  if command -v chromium >/dev/null; then
     return
   fi
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -42,7 +42,7 @@ ensure_chromium() {
     DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   else
-    echo "note: /usr/bin/chromium is missing; install Debian's chromium package" \
+    echo "note: no chromium on PATH; install Debian's chromium package" \
          "for the Data Docs browser test" >&2
   fi
 }

@@ -1,8 +1,8 @@
 """A page opened in a real headless Chromium with the network off, for the tests of the
 HTML kraftlake writes (the incident report, the Data Docs).
 
-Debian's /usr/bin/chromium (test.sh installs it when missing and run as root), a fresh
-profile per run, `--screenshot` and `--dump-dom` with a virtual-time budget, and the console
+The `chromium` on PATH (Debian's package; test.sh installs it when missing and run as root),
+a fresh profile per run, `--screenshot` and `--dump-dom` with a virtual-time budget, and the console
 messages from Chromium's own log (`--enable-logging=stderr`: each console call is a
 `CONSOLE(line)` entry, uncaught exceptions included). Every host name resolves to nothing and
 every request goes to a proxy on a closed port, so only files beside the page can load.
@@ -18,21 +18,22 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = shutil.which("chromium")  # the one the tests run, and the one they skip without
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          # the network off: no name resolves, every request would go to a closed port
          "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
          "--virtual-time-budget=10000"]
-needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None and not CHROMIUM.exists(),
-                                    reason="chromium not installed (test.sh installs it as root)")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None,
+                                    reason="no chromium on PATH (test.sh installs it as root)")
 
 
 def chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess:
     """Run headless Chromium with `args` in a new profile under `tmp`."""
     profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
     profile.mkdir()
-    return subprocess.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args],
+    assert CHROMIUM is not None, "only for tests marked needs_chromium"
+    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
                           check=True, capture_output=True, text=True, timeout=180)
 
 

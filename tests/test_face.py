@@ -1,20 +1,51 @@
-"""The package's face (`kraftlake/__init__.py`): every name it offers resolves, and
-importing it stays cheap (no Spark, no JVM) because each command imports the package."""
+"""The package's face (`kraftlake/__init__.py`): every name it offers is defined in the module
+`_FACE` names (not merely re-exported there), the type checker's imports say the same, and
+importing the package stays cheap (no Spark, no JVM) because each command imports it."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import subprocess
 import sys
+from pathlib import Path
 
 import kraftlake
 
 
-def test_every_public_name_resolves_to_its_module() -> None:
-    for name in kraftlake.__all__:
-        value = getattr(kraftlake, name)
-        if name != "__version__":
-            assert getattr(value, "__module__", kraftlake._FACE[name]).startswith("kraftlake")
+def _top_level_bindings(module: str) -> set[str]:
+    """The names a module's own source defines at its top level: functions, classes and
+    assignments; imported names are not among them."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None, module
+    names: set[str] = set()
+    for node in ast.parse(Path(spec.origin).read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_every_public_name_is_defined_in_its_module() -> None:
     assert set(kraftlake.__all__) - {"__version__"} == set(kraftlake._FACE)
+    for name, module in kraftlake._FACE.items():
+        assert name in _top_level_bindings(module), f"{module} does not define {name}"
+        assert getattr(kraftlake, name) is getattr(importlib.import_module(module), name)
+
+
+def test_the_type_checkers_imports_match_the_face() -> None:
+    """`if TYPE_CHECKING:` imports each name from the module `_FACE` resolves it from."""
+    tree = ast.parse(Path(kraftlake.__file__).read_text())
+    guarded = [node for node in tree.body if isinstance(node, ast.If)
+               and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"]
+    assert len(guarded) == 1
+    imported = {alias.name: node.module for node in guarded[0].body
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert imported == kraftlake._FACE
 
 
 def test_importing_the_package_imports_no_spark() -> None:

@@ -18,6 +18,7 @@ from pyspark.find_spark_home import _find_spark_home
 from kraftlake.jvm import _cache_dir, resolve
 from kraftlake.jvm.cds import DYNAMIC_MAGIC, UNUSED_DAYS, ClassArchive, is_archive
 from tests.conftest import cli_env, launch_command
+from tests.polling import wait_until
 
 JARS = Path(_find_spark_home()) / "jars"
 QUERY = "SELECT count(*) AS n FROM topics"
@@ -109,9 +110,8 @@ def test_the_first_short_job_writes_it_the_next_uses_it_a_broken_one_is_ignored(
     assert "-XX:ArchiveClassesAtExit=" in launch_command(state)
     (claim,) = (cache / "cds").glob("*.jvm")  # the JVM writes on after the process ended
     jvm = int(claim.read_text())
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and Path(f"/proc/{jvm}").exists():
-        time.sleep(1)
+    wait_until(f"the JVM {jvm} that writes the archive has ended",
+               lambda: not Path(f"/proc/{jvm}").exists(), 600)
 
     out = _sql(lake, cache, state)
     assert out.returncode == 0 and out.stdout == expected, out

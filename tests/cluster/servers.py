@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +20,7 @@ from urllib.parse import urlsplit
 
 import pyspark
 
+from tests.polling import wait_until
 from tests.ports import free_port
 
 BIN = Path(sys.executable).parent
@@ -28,15 +28,13 @@ BIN = Path(sys.executable).parent
 
 def _wait_port(port: int, proc: subprocess.Popen, log: Path, what: str,
                timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+    def listening() -> bool:
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.3)
-    raise RuntimeError(f"{what} did not listen on {port}:\n{log.read_text()[-3000:]}")
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(f"{what} listens on {port}", listening, timeout, interval=0.3,
+               failed=lambda: None if proc.poll() is None else f"exited ({proc.returncode})",
+               detail=lambda: log.read_text()[-3000:])
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -94,14 +92,14 @@ def spark_standalone(work: Path, workers: int = 2, java_options: str = "") -> It
                 "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
                 "--cores", "1", "--memory", "1g", "--work-dir", str(wdir),
                 "--webui-port", str(free_port()), log=log, env=env))
-        deadline = time.time() + 120
-        while sum("Successfully registered with master" in (work / f"worker-{i}.log")
-                  .read_text() for i in range(workers)) < workers:
-            if time.time() > deadline or any(p.poll() is not None for p in procs):
-                logs = "\n".join((work / f"worker-{i}.log").read_text()[-1500:]
-                                 for i in range(workers))
-                raise RuntimeError(f"Spark workers did not register:\n{logs}")
-            time.sleep(0.5)
+        wait_until(f"{workers} Spark workers registered with the master",
+                   lambda: sum("Successfully registered with master" in (
+                       work / f"worker-{i}.log").read_text() for i in range(workers)) >= workers,
+                   120, interval=0.5,
+                   failed=lambda: next((f"a process exited ({p.returncode})" for p in procs
+                                        if p.poll() is not None), None),
+                   detail=lambda: "\n".join((work / f"worker-{i}.log").read_text()[-1500:]
+                                            for i in range(workers)))
         yield url
     finally:
         for p in reversed(procs):

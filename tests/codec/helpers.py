@@ -3,21 +3,8 @@
 from __future__ import annotations
 
 from kraftlake.codec.batch import Batch, Problem, RawRecord, encode_batch, scan_batches
-from kraftlake.codec.errors import CorruptBatchError, TruncatedError
 from kraftlake.codec.logfiles import records_of_batch
 from kraftlake.codec.records import Record, encode_control_value, encode_metadata_value
-
-
-def read_batch(buf: bytes, pos: int = 0) -> Batch:
-    """Strictly read the one batch at `pos`; raise the codec's error if it is not valid."""
-    for item in scan_batches(buf[pos:]):
-        if isinstance(item, Problem):
-            if item.kind == "truncated":
-                raise TruncatedError(str(item))
-            raise CorruptBatchError(str(item))
-        item.position += pos
-        return item
-    raise TruncatedError(f"no batch at byte {pos}")
 
 
 def encode_record_value(record: Record) -> bytes:

@@ -21,7 +21,6 @@ import os
 import re
 import signal
 import subprocess
-import time
 import uuid
 from base64 import urlsafe_b64encode
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from kraftlake.jvm import resolve
+from tests.polling import WaitFailed, wait_until
 from tests.ports import free_port
 
 from . import toolserver
@@ -297,22 +297,22 @@ class KafkaCluster:
             self._wait_started(node)
 
     def _wait_started(self, node: Node, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not node.alive():
-                break
-            if node.log.is_file():
-                with open(node.log, "rb") as f:
-                    f.seek(node.started_at)
-                    if b"Kafka Server started" in f.read():
-                        return
-            time.sleep(0.5)
-        why = ("exited with " + str(node.proc.returncode)) if not node.alive() else \
-            f"not started after {timeout:.0f} s"
-        raise KafkaStartError(
-            f"Kafka {self.version} {node.role} {node.node_id} {why}; logs in {self.root}\n"
-            f"--- server.log ---\n{tail(node.log)}\n"
-            f"--- stdout ---\n{tail(node.home / 'stdout.log', 30)}")
+        def started() -> bool:
+            if not node.log.is_file():
+                return False
+            with open(node.log, "rb") as f:
+                f.seek(node.started_at)
+                return b"Kafka Server started" in f.read()
+
+        try:
+            wait_until(f"Kafka {self.version} {node.role} {node.node_id} started", started,
+                       timeout, interval=0.5,
+                       failed=lambda: None if node.alive()
+                       else f"exited with {node.proc.returncode}")
+        except WaitFailed as exc:
+            raise KafkaStartError(
+                f"{exc}; logs in {self.root}\n--- server.log ---\n{tail(node.log)}\n"
+                f"--- stdout ---\n{tail(node.home / 'stdout.log', 30)}") from None
 
     def signal(self, node_id: int, sig: signal.Signals) -> None:
         """Send `sig` to a node (SIGSTOP/SIGCONT pause it; SIGKILL/SIGTERM end it)."""

@@ -14,7 +14,6 @@ stays under pytest's tmp dir, printed.
 from __future__ import annotations
 
 import pickle
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from kraftlake.config import load_config
 from kraftlake.jobs.increment import IncrementResult
 from kraftlake.jobs.stream import start_stream
 from kraftlake.sources.files import LogDirIndex
+from tests.polling import wait_until
 
 from . import scenario
 from .cluster import KafkaCluster, log_start, running_cluster
@@ -46,9 +46,8 @@ def incidents(spark, kafka: KafkaCluster,
     try:
         views: list[scenario.StepView] = []
         steps = scenario.run(kafka, work, views)
-        scenario.wait_for("retention deleting the controller's first segment",
-                          lambda: log_start(kafka.controller.metadata_log) > 0,
-                          timeout=300)
+        wait_until("retention deleting the controller's first segment",
+                   lambda: log_start(kafka.controller.metadata_log) > 0, 300)
         seen = scenario.observe(kafka, steps, work)
         stream.wait_until(LogDirIndex(seen.controller_log).refresh().log_end)
     except (AssertionError, RuntimeError) as exc:
@@ -88,14 +87,12 @@ class LiveStream:
     def wait_until(self, end: int, timeout: float = 300) -> None:
         """Until the stream has committed the log up to `end` (a few triggers after the
         scenario): it must not have stopped meanwhile."""
-        deadline = time.time() + timeout
-        while self.committed_end() < end:
-            if not self.query.isActive or time.time() > deadline:
-                raise RuntimeError(
-                    f"the live stream reached offset {self.committed_end()}, not {end}: "
-                    f"{self.query.exception() if not self.query.isActive else 'timed out'};"
-                    f" micro-batches {[(b.start_offset, b.end_offset) for b in self.batches]}")
-            time.sleep(1)
+        wait_until(f"the live stream commits the log up to offset {end}",
+                   lambda: self.committed_end() >= end, timeout,
+                   failed=lambda: None if self.query.isActive
+                   else f"the stream stopped: {self.query.exception()}",
+                   detail=lambda: f"reached offset {self.committed_end()}; micro-batches "
+                   f"{[(b.start_offset, b.end_offset) for b in self.batches]}")
 
     def stop(self) -> None:
         self.query.stop()

@@ -24,7 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +34,7 @@ from kraftlake.kraft.configs import CLUSTER_DEFAULT
 from kraftlake.kraft.timing import REPLICA_LAG_TIME_MAX_MS as LAG_KEY
 from kraftlake.kraft.timing import attribution_window_ms
 from kraftlake.report.kafka_view import GAUGES
+from tests.polling import wait_until
 
 from .cluster import REPLICA_LAG_TIME_MAX_MS, KafkaCluster, java, run_tool, tail
 
@@ -56,18 +57,10 @@ NODE_SETTINGS = {5: {"replica.lag.time.max.ms": "2000"}}
 LAGGING_RECORDS, LAGGING_PER_SECOND = 20_000, 2_000
 LAGGING_STEP = "lagging-0's follower 3 paused out of the ISR, held out by a 1 B/s throttle"
 # `kafka-topics --describe` filters: what each lists (TopicCommand.PartitionDescription)
+STEP = 90  # s: how long the scenario waits for Kafka to reach the state of one step
 FILTERS = {"under_replicated": "--under-replicated-partitions",  # |isr| < replicas not adding
            "under_min_isr": "--under-min-isr-partitions",  # no leader, or |isr| < min ISR
            "unavailable": "--unavailable-partitions"}  # no leader, or a leader not live
-
-
-def wait_for(what: str, check: Callable[[], bool], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(1)
-    raise AssertionError(f"Kafka never reached: {what} (after {timeout:.0f} s)")
 
 
 def _producer(c: KafkaCluster, topic: str, records: int, per_second: int) -> list[str]:
@@ -124,17 +117,16 @@ def wait_shrunk(c: KafkaCluster, leader: int, topic: str, out: int, since: int,
              re.compile(rb"\[Broker id=" + str(leader).encode() + rb"\] Skipped the "
                         rb"become-leader state change for " + name + rb"-0 .*?"
                         rb"PartitionRegistration\(replicas=\[[\d, ]*\], .*?isr=\[([\d, ]*)\]"))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def shrunk() -> bool:
         with open(node.log, "rb") as f:
             f.seek(since)
             text = f.read()
-        if any(str(out).encode() not in m.group(1).replace(b" ", b"").split(b",")
-               for line in lines for m in line.finditer(text)):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"broker {leader} never logged {topic}-0's ISR without {out} "
-                         f"(after {timeout:.0f} s):\n{tail(node.log, 30)}")
+        return any(str(out).encode() not in m.group(1).replace(b" ", b"").split(b",")
+                   for line in lines for m in line.finditer(text))
+
+    wait_until(f"broker {leader} logs {topic}-0's ISR without {out}", shrunk, timeout,
+               interval=0.1, detail=lambda: tail(node.log, 30))
 
 
 def fully_in_sync(c: KafkaCluster) -> bool:
@@ -148,7 +140,7 @@ def settle_isr(c: KafkaCluster) -> None:
     """Until a step's brokers are back in every ISR (a restarted or resumed broker rejoins
     its partitions one by one over a few seconds): Kafka's view after the step is then taken
     while the log holds no partition change, which the step-by-step comparison needs."""
-    wait_for("every partition back in sync", lambda: fully_in_sync(c))
+    wait_until("every partition back in sync", lambda: fully_in_sync(c), STEP)
 
 
 def create(c: KafkaCluster, topic: str, assignment: str, *configs: str) -> Said:
@@ -228,8 +220,8 @@ def gauges(c: KafkaCluster, committed: int) -> dict[str, int]:
     """The controller's GAUGES, read once its COMMITTED offset has reached `committed` (the
     gauges follow the committed log: before that they may not hold its last records)."""
     values: dict[str, int] = {}
-    wait_for(f"the controller's {COMMITTED} at {committed}",
-             lambda: values.update(c.gauges()) or values[COMMITTED] >= committed)
+    wait_until(f"the controller's {COMMITTED} at {committed}",
+               lambda: values.update(c.gauges()) or values[COMMITTED] >= committed, STEP)
     missing = set(GAUGES) - set(values)
     assert not missing, f"the controller has no gauge {missing}: {values}"
     return {name: values[name] for name in GAUGES}
@@ -360,9 +352,9 @@ def observe(c: KafkaCluster, steps: list[str], work: Path) -> Incidents:
     at_end = gauges(c, high_watermark(c) - 1)
     # a snapshot the controller writes after this moment holds the state just described
     since = time.time() + 1
-    wait_for("a snapshot of the controller's log written after the scenario",
-             lambda: any(f.stat().st_mtime > since for f in
-                         c.controller.metadata_log.glob("*.checkpoint")))
+    wait_until("a snapshot of the controller's log written after the scenario",
+               lambda: any(f.stat().st_mtime > since for f in
+                           c.controller.metadata_log.glob("*.checkpoint")), STEP)
     controller_log = copy_log(c.controller.metadata_log, work / "controller")
     snapshot = max(controller_log.glob("*.checkpoint"))
     return Incidents(c, steps, controller_log,
@@ -376,7 +368,7 @@ def settle(c: KafkaCluster) -> None:
     def quiet() -> bool:
         parts = c.describe().values()
         return all(p["Leader"] != -1 and "Adding Replicas" not in p for p in parts)
-    wait_for("every partition led", quiet)
+    wait_until("every partition led", quiet, STEP)
 
 
 def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, int]]
@@ -456,10 +448,11 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     produce(c, "orders")
     fenced = c.gauges()["FencedBrokerCount"]
     c.signal(4, signal.SIGSTOP)
-    wait_for("broker 4 fenced", lambda: c.gauges()["FencedBrokerCount"] > fenced)
-    wait_for("broker 4 out of orders-0's ISR", lambda: 4 not in part(c, "orders")["Isr"])
+    wait_until("broker 4 fenced", lambda: c.gauges()["FencedBrokerCount"] > fenced, STEP)
+    wait_until("broker 4 out of orders-0's ISR", lambda: 4 not in part(c, "orders")["Isr"],
+               STEP)
     c.signal(4, signal.SIGCONT)
-    wait_for("broker 4 back in orders-0's ISR", lambda: 4 in part(c, "orders")["Isr"])
+    wait_until("broker 4 back in orders-0's ISR", lambda: 4 in part(c, "orders")["Isr"], STEP)
     settle_isr(c)
     step("isr shrink and expand (SIGSTOP/SIGCONT of broker 4)")
 
@@ -470,13 +463,13 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     produce(c, "elr")
     for b in (4, 3, 2):
         c.signal(b, signal.SIGTERM)
-    wait_for("elr-0 leaderless", lambda: part(c, "elr")["Leader"] == -1)
+    wait_until("elr-0 leaderless", lambda: part(c, "elr")["Leader"] == -1, STEP)
     step("brokers 4, 3, 2 shut down (SIGTERM): their partitions offline")
     c.start_node(3)
-    wait_for("elr-0 led by 3", lambda: part(c, "elr")["Leader"] == 3)
+    wait_until("elr-0 led by 3", lambda: part(c, "elr")["Leader"] == 3, STEP)
     c.start_node(2)
     c.start_node(4)
-    wait_for("elr-0 fully in sync", lambda: sorted(part(c, "elr")["Isr"]) == [2, 3, 4])
+    wait_until("elr-0 fully in sync", lambda: sorted(part(c, "elr")["Isr"]) == [2, 3, 4], STEP)
     step("elr election (start 3, then 2 and 4)")
 
     # min.insync.replicas changed: the controller writes a ClearElrRecord
@@ -487,13 +480,13 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     said.append(create(c, "unclean", "2:3"))
     produce(c, "unclean")
     c.signal(3, signal.SIGKILL)
-    wait_for("3 out of unclean-0's ISR", lambda: part(c, "unclean")["Isr"] == [2])
+    wait_until("3 out of unclean-0's ISR", lambda: part(c, "unclean")["Isr"] == [2], STEP)
     produce(c, "unclean")
     c.signal(2, signal.SIGKILL)
     c.start_node(3)
-    wait_for("unclean-0 leaderless", lambda: part(c, "unclean")["Leader"] == -1)
+    wait_until("unclean-0 leaderless", lambda: part(c, "unclean")["Leader"] == -1, STEP)
     alter_topic(c, "unclean", "unclean.leader.election.enable=true")
-    wait_for("unclean-0 led by 3", lambda: part(c, "unclean")["Leader"] == 3)
+    wait_until("unclean-0 led by 3", lambda: part(c, "unclean")["Leader"] == 3, STEP)
     c.start_node(2)
     settle_isr(c)
     step("unclean election by topic config (kill -9 3, 2; start 3)")
@@ -502,12 +495,12 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     said.append(create(c, "forced", "4:2"))
     produce(c, "forced")
     c.signal(2, signal.SIGKILL)
-    wait_for("2 out of forced-0's ISR", lambda: part(c, "forced")["Isr"] == [4])
+    wait_until("2 out of forced-0's ISR", lambda: part(c, "forced")["Isr"] == [4], STEP)
     c.signal(4, signal.SIGKILL)
     c.start_node(2)
-    wait_for("forced-0 leaderless", lambda: part(c, "forced")["Leader"] == -1)
+    wait_until("forced-0 leaderless", lambda: part(c, "forced")["Leader"] == -1, STEP)
     said.append(elect(c, "UNCLEAN", "--topic", "forced", "--partition", "0"))
-    wait_for("forced-0 led by 2", lambda: part(c, "forced")["Leader"] == 2)
+    wait_until("forced-0 led by 2", lambda: part(c, "forced")["Leader"] == 2, STEP)
     c.start_node(4)
     settle_isr(c)
     step("unclean election by kafka-leader-election (kill -9 2, 4; start 2)")
@@ -533,12 +526,13 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
     plan = reassignment_plan(work / "reassign.json", moves)
     said.append(started(reassign(c, "--execute", plan)))
     done: set[Partition] = set()
-    wait_for("both reassignments verified completed",
-             lambda: done.update(completed(reassign(c, "--verify", plan))) or done == set(moves))
+    wait_until("both reassignments verified completed",
+               lambda: done.update(completed(reassign(c, "--verify", plan)))
+               or done == set(moves), STEP)
     said.append(Said("reassignment_completed", done))
     said.append(elect(c, "PREFERRED", "--all-topic-partitions"))
-    wait_for("orders-1 led by its preferred replica 2",
-             lambda: part(c, "orders", 1)["Leader"] == 2)
+    wait_until("orders-1 led by its preferred replica 2",
+               lambda: part(c, "orders", 1)["Leader"] == 2, STEP)
     step("reassignment of moving-0 cancelled; moving-0 and orders-1 reassigned; "
          "preferred election")
 
@@ -558,8 +552,8 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
            "--entity-default", "--alter", "--add-config", rates.replace(",", "=1,") + "=1")
     leader, since = c.nodes[5], c.nodes[5].log.stat().st_size
     with producing(c, "lagging", LAGGING_RECORDS, LAGGING_PER_SECOND, work / "lagging.out"):
-        wait_for("records in lagging-0", lambda: any(
-            f.stat().st_size for f in (leader.data / "lagging-0").glob("*.log")))
+        wait_until("records in lagging-0", lambda: any(
+            f.stat().st_size for f in (leader.data / "lagging-0").glob("*.log")), STEP)
         c.signal(3, signal.SIGSTOP)
         try:  # the shrink committed: the leader throttles 3 from its next fetch on
             wait_shrunk(c, 5, "lagging", 3, since)

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.polling import wait_until
+
 from .cluster import KafkaCluster, running_cluster
 from .dumplog import dump
-from .scenario import copy_log, produce, wait_for
+from .scenario import STEP, copy_log, produce
 from .test_dump_parity import check_all
 from .test_incidents import kraftlake, table
 
@@ -34,8 +36,8 @@ def test_kafka_39_log_decoded_and_ingested(spark, kafka39: KafkaCluster, tmp_pat
     produce(c, "old", 50)
     describe = c.describe()
     since = time.time() + 1
-    wait_for("a 3.9 snapshot after the topic", lambda: any(
-        f.stat().st_mtime > since for f in c.controller.metadata_log.glob("*.checkpoint")))
+    wait_until("a 3.9 snapshot after the topic", lambda: any(
+        f.stat().st_mtime > since for f in c.controller.metadata_log.glob("*.checkpoint")), STEP)
     log = copy_log(c.controller.metadata_log, tmp_path / "controller")
 
     files = sorted(log.iterdir())

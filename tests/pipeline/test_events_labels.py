@@ -1,9 +1,13 @@
 """partition_events == the simulator's ground truth, exactly, for every event type.
 
 simulate -> `kraftlake ingest` library path -> compare with labels.jsonl by (topic_id,
-partition_id, offset, event_type). The labels are the event definitions applied by the
-reference replay to the same bytes, so any difference is a detection bug (or a documented
-disagreement, which would be an explicit exclusion here: there is none).
+partition_id, offset, event_type). The pipeline finds its events in the bytes alone
+(`kraft.events`); the labels are what the simulator's controller model decided for each
+record it wrote (an unclean, ELR or clean election, a completed reassignment or recovery:
+`simulate/labels.py`), plus `under_min_isr` and `elr_change` read from the states before and
+after. The two share no classification rule, so any difference is a detection bug or a
+controller-model bug (or a documented disagreement, which would be an explicit exclusion
+here: there is none).
 
 Two runs keep the test short yet cover every rule: `mixed` with ELR on (every event type,
 LeaderRecoveryState-based unclean elections, ELR and last-known-leader elections, reassignment

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -12,6 +11,7 @@ from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from tests.conftest import real
 from tests.lake_rows import table_dicts, table_rows
+from tests.polling import wait_until
 
 # micro-batches held against one batch, a real log's events: over two partitions, as on a
 # real input
@@ -73,11 +73,13 @@ def test_stream_micro_batches_equal_batch(spark, batch_lake, tmp_path, cfg_facto
     seen = []
     q = start_stream(spark, cfg, INDUS, trigger="0 seconds", max_offsets=15_000,
                      on_batch=seen.append)
-    deadline = time.time() + 600
-    while time.time() < deadline and q.exception() is None and not any(
-            (r.end_offset or 0) >= 51_264 for r in seen):
-        time.sleep(1)
-    q.stop()
+    try:
+        wait_until("the stream has committed offsets up to 51,264",
+                   lambda: any((r.end_offset or 0) >= 51_264 for r in seen), 600,
+                   failed=lambda: None if q.exception() is None
+                   else f"the stream failed: {q.exception()}")
+    finally:
+        q.stop()
     assert q.exception() is None
     slake = Lake(cfg.lake)
     for name in GOLD:

@@ -10,7 +10,6 @@ an increment costs tens of seconds on two shared cores.
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from tests.conftest import real
 from tests.lake_rows import table_dicts, table_rows
+from tests.polling import wait_until
 
 NOMAN = real("nomanazeem__Kafka-java/kafka-logs/__cluster_metadata-0")
 INDUS = real("IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0")
@@ -72,15 +72,11 @@ class GrowingLog:
 
 
 def wait_for(cond: Callable[[], bool], q, what: str, timeout: float = 300) -> None:
-    """Poll until `cond()` (the stream must not have failed meanwhile)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if q.exception() is not None:
-            raise AssertionError(f"stream failed while waiting for {what}: {q.exception()}")
-        if cond():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
+    """`wait_until` `cond()`, asked every half second (`progress_end` says why that is
+    cheap); a stream that fails meanwhile ends the wait with its exception."""
+    wait_until(what, cond, timeout, interval=0.5,
+               failed=lambda: None if q.exception() is None
+               else f"the stream failed: {q.exception()}")
 
 
 def progress_end(lake: Lake, cid: str) -> int:

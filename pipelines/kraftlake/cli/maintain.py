@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..lake.maintain import TableMaintenance
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     """Bytes as a short human figure (1.2 MiB)."""
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":

@@ -90,6 +90,7 @@ def sql(query: str | None, script: Path | None, lake: str | None, fmt: str, limi
 
         run_prompt(spark, fmt, limit, catalog)
         return
+    assert query is not None  # neither a file nor the prompt
     try:
         columns, rows, more = run_query(spark, query, limit, catalog)
     except Refused as exc:
@@ -126,7 +127,7 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
     evs = lk.read(spark, "partition_events").filter(cond).select(
         "cluster_id", "topic_id", "offset", "seq", "event_type", "detection",
         "recovery_duration_ms").collect()
-    by = {}
+    by: dict[tuple[str, str, int, int], list[str]] = {}
     for e in evs:
         label = e.event_type + (f"({e.detection})" if e.detection and
                                 e.event_type == "unclean_election" else "")

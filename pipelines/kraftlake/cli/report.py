@@ -54,6 +54,7 @@ def report(lake: str | None, out: Path, cluster_id: str | None, cluster_alias: s
 
     t0 = time.time()
     if cfg is None:
+        assert remote is not None  # only a remote lake has no local config
         spark, lk = remote_session(remote, lake, master, conf_file)
     else:
         from ..lake.delta import Lake

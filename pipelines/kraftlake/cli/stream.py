@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import signal
 import time
+from functools import partial
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
 from .group import BadInput, lake_option, main, spark_options
+
+
+def _terminated(query) -> bool:
+    """Whether the streaming query ended, waiting at most a second (its failure raised)."""
+    return bool(query.awaitTermination(1))
 
 
 @main.command(epilog="""\b
@@ -78,23 +84,23 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
 
     try:
         while True:
-            q = start_stream(spark, cfg, source, cluster_id, trigger, available_now,
-                             max_offsets, on_batch, failures)
+            query = start_stream(spark, cfg, source, cluster_id, trigger, available_now,
+                                 max_offsets, on_batch, failures)
             if not in_a_row[0]:
                 console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
             try:
-                signum = wait_for_signal(lambda q=q: q.awaitTermination(1))
+                signum = wait_for_signal(partial(_terminated, query))
                 break
             except Exception as exc:
                 # a micro-batch's own exception, not Spark's wrapping of it
                 failure = failures[-1] if failures else exc
-                why = transient(failure)
-                if why is None or in_a_row[0] >= MAX_RESTARTS:
+                cause = transient(failure)
+                if cause is None or in_a_row[0] >= MAX_RESTARTS:
                     raise failure from None
                 in_a_row[0] += 1
                 failures.clear()
                 console.print(f"[yellow]stream failed, restarting from its checkpoint "
-                              f"({in_a_row[0]} of {MAX_RESTARTS}):[/yellow] {escape(why)}",
+                              f"({in_a_row[0]} of {MAX_RESTARTS}):[/yellow] {escape(cause)}",
                               soft_wrap=True, highlight=False)
                 time.sleep(2 ** in_a_row[0])
     except (DivergedLogError, ValueError, KraftCodecError) as exc:
@@ -102,7 +108,7 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
     if signum is not None:
         # A micro-batch under way is interrupted: its tables that committed keep their
         # transaction ids, and the next start runs it again from Spark's offset log.
-        q.stop()
+        query.stop()
         name = signal.Signals(signum).name
         console.print(f"stopped by {name}; the next start resumes from the last complete "
                       f"micro-batch")

@@ -170,11 +170,11 @@ def _looks_like_batch_at(buf: bytes, pos: int) -> bool:
     """True if a complete batch with a valid CRC starts at `pos` (used to resynchronise)."""
     if pos < 0 or pos + HEADER_SIZE > len(buf) or buf[pos + 16] != 2:
         return False
-    (length,) = struct.unpack_from(">i", buf, pos + 8)
+    length: int = struct.unpack_from(">i", buf, pos + 8)[0]
     end = pos + LOG_OVERHEAD + length
     if length < MIN_BATCH_LENGTH or end > len(buf):
         return False
-    (crc,) = struct.unpack_from(">I", buf, pos + 17)
+    crc: int = struct.unpack_from(">I", buf, pos + 17)[0]
     return crc32c(buf[pos + CRC_START:end]) == crc
 
 
@@ -195,7 +195,7 @@ def plausible_batch_start(buf: bytes) -> bool:
     """Could `buf` be the beginning of a record batch (even one cut short)?"""
     if len(buf) < 17 or buf[16] != 2:
         return False
-    (length,) = struct.unpack_from(">i", buf, 8)
+    length: int = struct.unpack_from(">i", buf, 8)[0]
     return MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH
 
 
@@ -299,15 +299,15 @@ def _encode_records(records: list[RawRecord]) -> bytes:
             k = (r.value, r.offset_delta, r.timestamp_delta, r.attributes)
             hit = _encoded_sections.get(k)
             if hit is None:
-                hit = _encoded_sections[k] = _encode_records(records)
+                hit = _encoded_sections[k] = _encode_records_uncached(records)
             return hit
-    return _encode_records(records)
+    return _encode_records_uncached(records)
 
 
 _encoded_sections: dict[tuple[bytes, int, int, int], bytes] = {}
 
 
-def _encode_records(records: list[RawRecord]) -> bytes:
+def _encode_records_uncached(records: list[RawRecord]) -> bytes:
     out = bytearray()
     for r in records:
         body = bytearray()

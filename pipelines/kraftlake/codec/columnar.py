@@ -49,7 +49,7 @@ class Columns:
 
     batches: list[pa.RecordBatch] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
-    _rows: dict[str, list] = field(default_factory=lambda: {n: [] for n in SCHEMA.names})
+    _rows: dict[str, list[object]] = field(default_factory=lambda: {n: [] for n in SCHEMA.names})
 
     @property
     def table(self) -> pa.Table:

@@ -30,8 +30,9 @@ _MAX_DECOMPRESSED = 64 * 1024 * 1024  # far above Kafka's 8 MiB batch limit
 
 
 def _xerial_decompress(data: bytes) -> bytes:
-    if not data.startswith(_XERIAL_MAGIC):
-        return snappy.uncompress(data)  # a bare snappy block, which Kafka's reader also takes
+    if not data.startswith(_XERIAL_MAGIC):  # a bare snappy block, which Kafka's reader takes
+        block: bytes = snappy.uncompress(data)
+        return block
     pos = len(_XERIAL_HEADER)
     out = bytearray()
     while pos < len(data):
@@ -70,7 +71,8 @@ def decompress(codec: int, data: bytes) -> bytes:
         if codec == SNAPPY:
             return _xerial_decompress(data)
         if codec == LZ4:
-            return lz4.frame.decompress(data)
+            frame: bytes = lz4.frame.decompress(data)
+            return frame
         if codec == ZSTD:
             return zstandard.ZstdDecompressor().decompress(
                 data, max_output_size=_MAX_DECOMPRESSED)
@@ -89,7 +91,8 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == SNAPPY:
         return _xerial_compress(data)
     if codec == LZ4:
-        return lz4.frame.compress(data)
+        frame: bytes = lz4.frame.compress(data)
+        return frame
     if codec == ZSTD:
         return zstandard.ZstdCompressor().compress(data)
     raise ValueError(f"unknown compression codec {codec}")

@@ -52,9 +52,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..kraft.records import UNKNOWN_RECORD as UNKNOWN
 from .errors import KraftCodecError
 from .message import field_default
-from .records import UNKNOWN, Record, encode_control_value, encode_metadata_value
+from .records import Record, encode_control_value, encode_metadata_value
 from .redact import redact_in_place
 from .schema import Field, RecordSchema, in_range, registry
 from .wire import uuid_from_str

@@ -1,8 +1,13 @@
 """The codec's own errors: every failure on bad bytes is one of these, never a bare IndexError.
 
-Readers of whole files do not raise them for damaged batches; they record a `Problem`
-(file, byte position, reason) and carry on. The exceptions are for callers that decode
-one unit (a batch, a record value) and for the strict mode of the CLI.
+Readers of whole files do not raise them for damaged input: `batch.scan_batches` turns a
+bad batch into a `Problem` (file, byte position, reason) and carries on, and a record value
+that does not decode is kept as raw bytes with its reason. The lower-level decoders raise
+`CorruptBatchError` (a batch's records section, `compression.decompress`) and
+`RecordDecodeError` (`message`) for those readers to catch. What reaches a caller is input
+that is not a metadata log at all (`NotAKafkaLogError`), schema files that are broken
+(`SchemaError`) and a dump-log text that cannot be read (`dumplog.DumpLogError`); the
+commands and jobs catch `KraftCodecError` to report it.
 """
 
 from __future__ import annotations
@@ -14,10 +19,6 @@ class KraftCodecError(Exception):
 
 class CorruptBatchError(KraftCodecError):
     """A record batch whose framing, magic, CRC or contents are not valid."""
-
-
-class TruncatedError(KraftCodecError):
-    """Bytes end before the structure they announce (e.g. a partly written last batch)."""
 
 
 class RecordDecodeError(KraftCodecError):

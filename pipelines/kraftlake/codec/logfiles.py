@@ -37,7 +37,7 @@ SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
 @dataclass(frozen=True, slots=True)
 class LogFile:
-    path: Path
+    path: PurePath  # a local file here; remote sources keep the path within their filesystem
     kind: str  # segment | snapshot | bootstrap
     offset: int  # segment: base offset; snapshot: end offset (exclusive); bootstrap: 0
     epoch: int = 0  # snapshot epoch
@@ -143,7 +143,7 @@ class FileReport:
 def iter_file(lf: LogFile, report: FileReport | None = None, *,
               redact: bool = True) -> Iterator[tuple[Batch, list[Record]]]:
     """Yield (batch, its records) for each good batch of a file; problems go to `report`."""
-    buf = lf.path.read_bytes()
+    buf = Path(lf.path).read_bytes()
     if report is not None:
         report.bytes = len(buf)
     for item in scan_batches(buf, str(lf.path)):
@@ -208,7 +208,7 @@ def iter_path(path: Path, problems: list[Problem | str]) -> Iterator[Record]:
         for _batch, records in iter_file(lf, report):
             yield from records
         if report.batches == 0 and report.problems:
-            with lf.path.open("rb") as f:
+            with Path(lf.path).open("rb") as f:
                 head = f.read(64)
             if not plausible_batch_start(head):
                 raise NotAKafkaLogError(f"{lf.path}: not a Kafka metadata log "

@@ -459,6 +459,7 @@ def _encoder_for(schema: RecordSchema, version: int) -> Encoder:
 
 def decode_body(schema: RecordSchema, version: int, buf: bytes, pos: int = 0) -> dict[str, Any]:
     """Decode a whole message body starting at `pos`; trailing bytes are an error."""
+    data: dict[str, Any]  # a struct decoder's value is its fields by name
     try:
         data, end = decoder_for(schema, version)(buf, pos)
     except (IndexError, struct.error):

@@ -129,7 +129,7 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
                   .to_pylist(), key=lambda r: (r["broker_id"], r["offset"], r["seq"]))
     drops = _drops(events)
     cid = brokers.column("cluster_id")[0].as_py() if brokers.num_rows else None
-    history = windows.get(cid) or window_history([])
+    history = (windows.get(cid) if cid is not None else None) or window_history([])
     out: dict[str, list] = {c: [] for c in _OUTAGE_ARROW.names}
     for broker, mine in groupby(rows, key=lambda r: r["broker_id"]):
         state: dict = {}

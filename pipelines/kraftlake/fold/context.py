@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -31,25 +32,28 @@ from ..kraft.configs import (
     RESOURCE_TOPIC,
     resolve_min_isr,
 )
-from ..kraft.timing import TIMING_KEYS, window_history
+from ..kraft.timing import TIMING_KEYS, ConfigPoint, window_history
 from ..kraft.versions import MV_FEATURE
 
 Point = tuple[int, int]  # (offset, seq)
+T = TypeVar("T")
+ConfigValue = str | None  # a config's value as written; None: deleted with its topic
 
 
 @dataclass
-class History:
-    """Values over (offset, seq) points, in order; `at` is the value in force."""
+class History(Generic[T]):
+    """Values over (offset, seq) points, in order; `at` is the value in force (None before
+    the first point)."""
 
     points: list[Point] = field(default_factory=list)
-    values: list = field(default_factory=list)
+    values: list[T] = field(default_factory=list)
 
     @classmethod
-    def of(cls, entries: list[tuple[int, int, object]]) -> History:
+    def of(cls, entries: list[tuple[int, int, T]]) -> History[T]:
         entries = sorted(entries, key=lambda e: (e[0], e[1]))
         return cls([(o, s) for o, s, _ in entries], [v for _, _, v in entries])
 
-    def at(self, offset: int, seq: int):
+    def at(self, offset: int, seq: int) -> T | None:
         i = bisect_right(self.points, (offset, seq))
         return self.values[i - 1] if i else None
 
@@ -59,9 +63,9 @@ class ClusterContext:
     """One cluster's topic names and the histories the rules read (see the module doc)."""
 
     topic_names: dict[str, str]  # topic id -> name
-    topic_min_isr: dict[str, History]  # topic name -> its own min.insync.replicas
-    cluster_min_isr: History
-    metadata_version: History
+    topic_min_isr: dict[str, History[ConfigValue]]  # topic name -> its own min.insync.replicas
+    cluster_min_isr: History[ConfigValue]
+    metadata_version: History[int]  # feature levels
     default_min_isr: int
     # (offset, seq, attribution window in ms) from there on: `kraft.timing.window_history`
     windows: list[tuple[int, int, int]] = field(default_factory=lambda: window_history([]))
@@ -97,10 +101,10 @@ def cluster_contexts(configs: DataFrame, topics: DataFrame,
              "value", "feature_level").distinct().collect()
     tops = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset").collect()
     names: dict[str, dict[str, str]] = {}
-    own: dict[str, dict[str, list]] = {}
-    cluster: dict[str, list] = {}
-    mv: dict[str, list] = {}
-    timing: dict[str, list] = {}
+    own: dict[str, dict[str, list[tuple[int, int, ConfigValue]]]] = {}
+    cluster: dict[str, list[tuple[int, int, ConfigValue]]] = {}
+    mv: dict[str, list[tuple[int, int, int]]] = {}
+    timing: dict[str, list[ConfigPoint]] = {}
     for r in cfg:
         if r.kind == "feature":
             mv.setdefault(r.cluster_id, []).append((r.offset, r.seq, r.feature_level))

@@ -41,7 +41,8 @@ from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark import Broadcast
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -135,8 +136,9 @@ def _event_row(base: dict[str, Any], row: dict[str, Any], event: str, detection:
             "new_leader_recovery_state": pa_["leader_recovery_state"],
             "prev_replicas": pb["replicas"], "new_replicas": pa_["replicas"],
             "min_isr": None if replicas is None else partition_min_isr(min_isr, len(replicas)),
-            "recovery_started_offset": since[0] if linked else None,
-            "recovery_duration_ms": _ms(since[1], row["timestamp"]) if recovered else None,
+            "recovery_started_offset": since[0] if linked and since is not None else None,
+            "recovery_duration_ms": _ms(since[1], row["timestamp"])
+            if recovered and since is not None else None,
             "uncertain_since": uncertain}
 
 
@@ -198,10 +200,12 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
                    "record_type": row["record_type"]}
             continue
         if kind == ELR_CLEARED:
+            assert state is not None  # an orphan went above
             if not state.elr_clear_changes:
                 continue  # Kafka writes nothing for it: no step
             new = state.clear_elr()
         elif kind == CHANGED:
+            assert state is not None  # an orphan went above
             new, _problem = state.merge(
                 {k: row[k] for k in STATE if row[k] is not None})
         else:
@@ -387,8 +391,8 @@ def fold_rows(rows: Iterable[dict[str, Any]], contexts: dict[str, ClusterContext
         yield from _fold_partition(group, contexts.get(group[0]["cluster_id"], empty))
 
 
-def _fold_batches(bc, schema: pa.Schema, batches: Iterator[pa.RecordBatch]
-                  ) -> Iterator[pa.RecordBatch]:
+def _fold_batches(bc: Broadcast[dict[str, ClusterContext]], schema: pa.Schema,
+                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """What each Spark task runs: its key-ordered input batches folded (the contexts come
     as a broadcast value)."""
     return fold_batches(bc.value, schema, batches)
@@ -413,8 +417,9 @@ def input_rows(changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
     """The kernel's input, one row per change, seed and open interval, each marked with its
     `_role`, in no particular order (`run` groups and sorts them). `anchors`: full states
     (`partition_changes` rows) applied only to a partition whose state is uncertain."""
-    cols = [*KEY, F.lit(CHANGE).alias("_role"), "offset", "seq", "timestamp", "record_type",
-            "source", "is_reset", "is_delete", *STATE]
+    cols: list[Column | str] = [*KEY, F.lit(CHANGE).alias("_role"), "offset", "seq",
+                                "timestamp", "record_type", "source", "is_reset", "is_delete",
+                                *STATE]
     rows = changes.select(*cols)
     if anchors is not None:
         rows = rows.unionByName(anchors.select(*cols, F.lit(True).alias("_anchor")),
@@ -459,7 +464,7 @@ def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_interval
     (partition_intervals rows with no end, of the same partitions); `contexts`: per cluster id
     (`fold.context.cluster_contexts`)."""
     every = input_rows(changes, seeds, open_intervals, anchors)
-    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    n = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)  # unset: Spark's default
     ordered = every.repartition(n, *KEY).sortWithinPartitions(*ORDER)
     bc = spark.sparkContext.broadcast(contexts)
     return ordered.mapInArrow(partial(_fold_batches, bc, _arrow_output_schema(spark)),

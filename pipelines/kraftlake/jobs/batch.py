@@ -285,6 +285,7 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[str | Path],
             results.append(IncrementResult(inp.cluster_id or "", "", -1, refused=inp.refused,
                                            source=inp.source))
             continue
+        assert inp.cluster_id is not None  # find_inputs gives each accepted input one
         if lake is None:
             lake = Lake(cfg.lake, spark)
         try:

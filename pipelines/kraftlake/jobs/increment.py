@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from ..detect.incidents import INTERVAL_KEY, broker_outages, incidents
@@ -251,12 +251,12 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # one pass over the source answers every question the increment has about its extent
     is_record = F.col("row_kind") == "record"
     log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
-    lo, hi, res.records, snap_hi, n_relevant, n_checks, n_begins, n_lossy = src.agg(
+    lo, hi, res.records, snap_hi, n_relevant, n_checks, n_begins, n_lossy = _aggregate(src.agg(
         F.min(log_offset), F.max(log_offset), F.count(F.when(is_record, 1)),
         F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
         F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
         F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1)),
-        F.count(F.when(_lossy(), 1))).first()
+        F.count(F.when(_lossy(), 1))))
     if snapshot_high is None:
         snapshot_high = snap_hi
     res.start_offset = lo
@@ -341,11 +341,11 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # events, which a stream's reader waits for): an emptiness check of each of those frames
     # at its commit would be one job apiece. A broker or config record is one row of its
     # table; topic records only say whether `topics` may change.
-    n_brokers, n_configs, n_topic_records = effective.agg(*[
+    n_brokers, n_configs, n_topic_records = _aggregate(effective.agg(*[
         F.count(F.when(F.col("record_type").isin(*types), 1))
-        for types in (BROKER_TYPES, CONFIG_TYPES, TOPIC_TYPES)]).first()
+        for types in (BROKER_TYPES, CONFIG_TYPES, TOPIC_TYPES)]))
 
-    tasks = [bronze, quarantine,
+    tasks: list[Callable[[], object]] = [bronze, quarantine,
              lambda: write("brokers", new_brokers, count=n_brokers),
              lambda: write("configs", new_cfg, count=n_configs)]
     if gold_done:
@@ -403,7 +403,7 @@ def unknown_ranges(src: DataFrame) -> list[tuple[int, int, int | None]]:
                                       F.unix_micros("timestamp").alias("ts")).collect():
         lo, hi = p["offset"], p["end_offset"]
         if hi is None:
-            hi = log.filter(F.col("offset") > lo).agg(F.min("offset")).first()[0]
+            hi = _aggregate(log.filter(F.col("offset") > lo).agg(F.min("offset")))[0]
             if hi is None:
                 hi = lo + 1  # nothing read after it: at least its own base offset is gone
         known = log.filter((F.col("offset") >= lo) & (F.col("offset") < hi)).count()
@@ -427,7 +427,14 @@ def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None
         "records": [res.records], "changes": [res.changes], "events": [res.events]}))
 
 
-def _commit_concurrently(lake: Lake, tasks: list[Callable[[], None]]) -> None:
+def _aggregate(frame: DataFrame) -> Row:
+    """The one row of an aggregate without grouping (Spark answers one even for no rows)."""
+    row = frame.first()
+    assert row is not None
+    return row
+
+
+def _commit_concurrently(lake: Lake, tasks: list[Callable[[], object]]) -> None:
     """Run the commits of one wave on `COMMIT_THREADS` threads, each with a session of its
     own for merges (`Lake.own_session`). The first failure stops the wave: commits not
     started are dropped, those under way finish, and the failure is raised, so a failed wave
@@ -558,7 +565,7 @@ def _anchors(done: DataFrame, known: DataFrame, topic_names: DataFrame,
 
 
 def _gold(spark, seed, src, k: _Kernel, brokers, res, write, work, *,
-          checks: bool) -> list[Callable[[], None]]:
+          checks: bool) -> list[Callable[[], object]]:
     """The commits of the other gold tables, from the kernel's output: partition_changes,
     the timeline, reconciliation (`checks`: the source holds a check snapshot), intervals
     and incidents (`partition_current` comes after them all); the slowest first."""
@@ -583,7 +590,8 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write, work, *,
         if not checks:
             return
         points = check_points(src)
-        lo, hi = points.agg(F.min("snapshot_end_offset"), F.max("snapshot_end_offset")).first()
+        lo, hi = _aggregate(points.agg(F.min("snapshot_end_offset"),
+                                       F.max("snapshot_end_offset")))
         if lo is None:
             return
         # only states valid at some check point; literal bounds let Delta skip the files of
@@ -629,7 +637,8 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, windows, res, rerun, write
     else:  # what the table will hold: open at the start or ended in this increment
         troubles = _replacement(open_iv, iv, INTERVAL_KEY)
     open_inc = _cluster(seed.read(spark, "incidents"), cid).filter("is_open")
-    first, unknown_before = open_inc.agg(F.min("start_offset"), F.max("unknown_offsets")).first()
+    first, unknown_before = _aggregate(open_inc.agg(F.min("start_offset"),
+                                                     F.max("unknown_offsets")))
     frm = since if first is None else min(first, since)
     events = _cluster(seed.read(spark, "partition_events"), cid).filter(
         (F.col("offset") >= frm) & (F.col("offset") < since)).unionByName(ev)

@@ -116,7 +116,8 @@ def _after(batch: DataFrame, at: dict | None) -> DataFrame:
     return batch.filter(keep)
 
 
-def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str | None = None,
+def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
+                 cluster_id: str | None = None,
                  trigger: str | None = None, available_now: bool = False,
                  max_offsets: int | None = None,
                  on_batch: Callable[[IncrementResult], None] | None = None,
@@ -174,5 +175,5 @@ def start_stream(spark: SparkSession, cfg: Config, source: Path, cluster_id: str
             on_batch(res)
 
     w = df.writeStream.foreachBatch(each).option("checkpointLocation", join(ck, "spark"))
-    w = w.trigger(availableNow=True) if available_now else w.trigger(processingTime=interval)
+    w = w.trigger(availableNow=True) if interval is None else w.trigger(processingTime=interval)
     return w.queryName(f"kraftlake-{cid}").start()

@@ -29,6 +29,7 @@ value equals "true" ignoring case),
 from __future__ import annotations
 
 import re
+from typing import overload
 
 MIN_ISR = "min.insync.replicas"
 UNCLEAN = "unclean.leader.election.enable"
@@ -63,8 +64,13 @@ def resolve_min_isr(topic_value: str | None, cluster_value: str | None,
     return static_default if value is None else parse_int(value)
 
 
+@overload
+def controller_min_isr(min_isr: int, partition0_replicas: int) -> int: ...
+@overload
+def controller_min_isr(min_isr: int | None, partition0_replicas: int) -> int | None: ...
 def controller_min_isr(min_isr: int | None, partition0_replicas: int) -> int | None:
-    """`RCM.getTopicEffectiveMinIsr`: the ELR threshold m of every partition of a topic."""
+    """`RCM.getTopicEffectiveMinIsr`: the ELR threshold m of every partition of a topic
+    (None, an unparseable configured value, stays None)."""
     return None if min_isr is None else min(min_isr, partition0_replicas)
 
 

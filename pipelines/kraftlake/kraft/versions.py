@@ -11,7 +11,6 @@ MV_FEATURE = "metadata.version"
 ELR_FEATURE = "eligible.leader.replicas.version"
 
 MV_3_0_IV1 = 1  # MINIMUM_KRAFT_VERSION
-MV_3_1_IV0 = 2
 MV_3_2_IV0 = 3  # isLeaderRecoverySupported: unclean elections mark RECOVERING
 MV_3_3_IV0 = 4  # FeatureLevelRecord for metadata.version
 MV_3_3_IV1 = 5  # NoOpRecord
@@ -58,6 +57,18 @@ def leader_recovery_supported(mv: int | None) -> bool:
     """`MetadataVersion.isLeaderRecoverySupported`; an unknown MV (no FeatureLevelRecord
     yet: a log below 3.3-IV0) may be below 3.2-IV0, so it does not count as supported."""
     return mv is not None and mv >= MV_3_2_IV0
+
+
+def leader_epoch_bump_required_on_isr_shrink(mv: int) -> bool:
+    """`MetadataVersion.isLeaderEpochBumpRequiredOnIsrShrink`: before 3.6-IV0 an ISR shrink
+    bumps the leader epoch (KAFKA-15021, the broker's replica manager needed it)."""
+    return mv < MV_3_6_IV0
+
+
+def directory_assignment_supported(mv: int) -> bool:
+    """`MetadataVersion.isDirectoryAssignmentSupported` (KIP-858): partition records carry
+    each replica's log directory from 3.7-IV2."""
+    return mv >= MV_3_7_IV2
 
 
 def partition_record_version(mv: int) -> int:

@@ -35,7 +35,7 @@ import delta.exceptions
 import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from ..uris import join, to_uri
@@ -270,9 +270,12 @@ class Lake:
         The first write of a table creates it, in the same commit: a lake holds the tables
         something was written to (readers see a missing table as an empty one), and a new
         lake costs no commit per table before its data."""
+        if (app_id is None) != (version is None):
+            raise ValueError(f"append to {name}: an app_id and its version go together")
+
         def attempt() -> bool:
             snap = self._snapshot(name)
-            if app_id is not None and _done(snap, app_id, version):
+            if app_id is not None and version is not None and _done(snap, app_id, version):
                 return False
             return self._append(name, snap, data, app_id, version, metadata)
         return _retrying(attempt)
@@ -283,7 +286,7 @@ class Lake:
         frame = self._frame(name, data)
         if _version(snap) is not None:
             self._check_layout(name, snap)
-            if app_id is not None:
+            if app_id is not None and version is not None:
                 append_files(frame, self.path(name), snap, app_id, version,
                              self._meta(app_id, version, metadata))
                 return True
@@ -292,7 +295,7 @@ class Lake:
             w = w.partitionBy(*table_schema(name).partition_by)
             for key, value in TABLE_PROPERTIES.items():
                 w = w.option(key, value)
-        if app_id is not None:
+        if app_id is not None and version is not None:
             w = (w.option("txnAppId", app_id).option("txnVersion", str(version))
                  .option("userMetadata", self._meta(app_id, version, metadata)))
         w.save(self.path(name))
@@ -434,7 +437,7 @@ class Lake:
         on = " AND ".join(f"t.{k} <=> s.{k}" for k in schema.key)
         if target_filter:
             on = f"{on} AND ({target_filter})"
-        cols = {c: f"s.{c}" for c in schema.names}
+        cols: dict[str, str | Column] = {c: f"s.{c}" for c in schema.names}
         session = self._dml_session()
         with self._txn(session, app_id, version, metadata):
             (DeltaTable.forPath(session, self.path(name)).alias("t")
@@ -610,7 +613,7 @@ def _layout_problem(name: str, snap) -> str | None:
     return None
 
 
-def _done(snap, app_id: str, version: int | None) -> bool:
+def _done(snap, app_id: str, version: int) -> bool:
     """`app_id` committed `version` (or a later one) to the table of `snap`."""
     v = _txn_version(snap, app_id)
     return v is not None and v >= version

@@ -59,7 +59,7 @@ class TableMaintenance:
     bytes_after: int = 0
     rows: int = 0
     vacuumed: int = 0  # files deleted by vacuum
-    version_before: int = -1
+    version_before: int = -1  # -1: no table
     version_after: int = -1
     seconds: float = 0.0
     error: str | None = None  # a commit conflict: the table was left as it was
@@ -126,19 +126,22 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
     """Compact, vacuum and checkpoint table `name` (see the module doc for why)."""
     t0 = time.perf_counter()
     res = TableMaintenance(name)
-    if not lake.exists(name):
+    version = lake.version(name)
+    if version is None:
         res.error = "no such table"
         return res
     spark = lake.spark
     dt = DeltaTable.forPath(spark, lake.path(name))
     res.files_before, res.bytes_before = lake.size(name)  # Delta's checksum, no data read
-    res.version_before = lake.version(name)
+    res.version_before = version
     app_ids = list(app_ids)
     txns = txn_versions(lake, name, app_ids)
     res.rows = count_rows(lake, name, res.version_before)
     try:
         if compact:
-            metrics = dt.optimize().executeCompaction().first().metrics
+            compaction = dt.optimize().executeCompaction().first()
+            assert compaction is not None  # OPTIMIZE answers one row of metrics
+            metrics = compaction.metrics
             if metrics.numFilesRemoved:
                 v = lake.version(name)
                 if count_rows(lake, name, v) != res.rows:
@@ -157,7 +160,8 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
     # rows as counted at the start: compaction was checked to keep them, and vacuum and
     # checkpoints change none
     res.files_after, res.bytes_after = lake.size(name)
-    res.version_after = lake.version(name)
+    after = lake.version(name)
+    res.version_after = -1 if after is None else after
     res.seconds = round(time.perf_counter() - t0, 2)
     return res
 

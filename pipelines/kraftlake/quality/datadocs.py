@@ -128,6 +128,7 @@ class ResultsTable(ValidationResultsTableContentBlockRenderer):
     def _get_content_block_fn(cls, expectation_type: str, expectation_config: Any = None):
         row_fn = super()._get_content_block_fn(expectation_type=expectation_type,
                                                expectation_config=expectation_config)
+        assert row_fn is not None  # GX's results table falls back to a generic row
 
         def row(configuration=None, result=None, runtime_configuration=None, **kwargs):
             out = row_fn(configuration=configuration, result=result,

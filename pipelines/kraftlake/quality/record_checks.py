@@ -45,6 +45,7 @@ def failure(check: Check) -> Column:
 
     Like GX, a null value passes every check except the null / not-null ones.
     """
+    assert check.column is not None  # a record check is a column map expectation
     col = F.col(check.column)
     kw = check.kwargs
     typ = check.type

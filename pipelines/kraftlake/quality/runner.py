@@ -85,9 +85,10 @@ class QualityContext:
         site = report.ensure_site(self.context, report_dir) if report_dir else None
         key = (suite, site, detail, names)
         if key not in self._checkpoints:
-            from great_expectations.checkpoint import UpdateDataDocsAction
+            from great_expectations.checkpoint import UpdateDataDocsAction, ValidationAction
 
-            actions = [UpdateDataDocsAction(name="data_docs", site_names=[site])] if site else []
+            actions: list[ValidationAction] = (
+                [UpdateDataDocsAction(name="data_docs", site_names=[site])] if site else [])
             if detail == COUNTS:
                 fmt: dict[str, Any] = {"result_format": "BASIC", "partial_unexpected_count": 0}
             else:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..kraft.events import ELR_EVENTS, HARM_EVENTS
@@ -102,6 +102,7 @@ def load(spark: SparkSession, lake: Lake | ServedLake, cluster_id: str, window: 
     brokers = _rows(read("brokers").orderBy("offset", "seq"))
     ts = events.agg(F.min("timestamp"), F.max("timestamp")).first()
     b_ts = read("brokers").agg(F.min("timestamp"), F.max("timestamp")).first()
+    assert ts is not None and b_ts is not None  # an aggregate has one row
     first = min((t for t in (ts[0], b_ts[0]) if t is not None), default=None)
     last = max((t for t in (ts[1], b_ts[1]) if t is not None), default=None)
     in_window = events
@@ -166,10 +167,11 @@ def _states(timeline: DataFrame, partitions: list[tuple[str, int]]
             ) -> dict[tuple[str, int], list[dict[str, Any]]]:
     if not partitions:
         return {}
-    cond = None
+    cond: Column | None = None
     for topic, pid in partitions:
         c = (F.col("topic_name") == topic) & (F.col("partition_id") == pid)
         cond = c if cond is None else cond | c
+    assert cond is not None  # partitions is not empty
     rows = _rows(timeline.filter(cond).select(
         "topic_name", "partition_id", "valid_from_offset", "valid_from_ts", "valid_to_ts",
         "leader", "leader_epoch", "partition_epoch", "isr", "eligible_leader_replicas",

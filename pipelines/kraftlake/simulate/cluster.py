@@ -237,12 +237,12 @@ class Simulation:
             recs.append((REGISTER_CONTROLLER_RECORD, 0, self.controller_regs[cid]))
         for tid in c._sorted_topics():
             recs.append((TOPIC_RECORD, 0, {"name": img.topics[tid], "topic_id": tid}))
-            for pid, st in sorted(img.partitions[tid].items()):
+            for pid, part in sorted(img.partitions[tid].items()):
                 hit = cache.get((tid, pid))
-                if hit is None or hit[0] is not st:
+                if hit is None or hit[0] is not part:
                     raw = encode_metadata_value(PARTITION_RECORD, c.pr_version,
-                                                c.partition_record(tid, pid, st))
-                    hit = cache[(tid, pid)] = (st, raw)
+                                                c.partition_record(tid, pid, part))
+                    hit = cache[(tid, pid)] = (part, raw)
                 recs.append(hit[1])
         for (rtype, rname) in sorted(img.configs):
             for k, v in sorted(img.configs[(rtype, rname)].items()):

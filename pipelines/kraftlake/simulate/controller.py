@@ -140,7 +140,7 @@ class Controller:
         self.sink = sink
         self.rng = rng or random.Random(0)
         self.on_steps = on_steps
-        self.image = Replay()  # labels: what a reader of the log alone derives
+        self.image = Replay()  # the state: what it wrote, replayed as a reader would
         self.isr_index: dict[int, set[TP]] = {}
         self.elr_index: dict[int, set[TP]] = {}
         self.leaderless: set[TP] = set()

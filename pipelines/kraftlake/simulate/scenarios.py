@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from kraftlake.kraft.builder import Election
@@ -257,13 +258,13 @@ class Ops:
         for i in range(n):
             name = f"churn-{i:03d}"
             ti = t + i * 7 * MIN
-            self.sim.at(ti, lambda name=name: self.c.create_topic(
-                name, self.p.partitions, self.p.replication_factor))
+            create = partial(self.c.create_topic, name, self.p.partitions,
+                             self.p.replication_factor)
+            self.sim.at(ti, create)
             self.sim.at(ti + self.rng.randint(2 * MIN, 40 * MIN),
-                        lambda name=name: self.c.delete_topic(name))
+                        partial(self.c.delete_topic, name))
             if i % 2 == 0:  # recreated under the same name: a new topic id
-                self.sim.at(ti + 50 * MIN, lambda name=name: self.c.create_topic(
-                    name, self.p.partitions, self.p.replication_factor))
+                self.sim.at(ti + 50 * MIN, create)
 
     def failover(self, t: int) -> None:
         self.sim.at(t, self.sim.failover)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -24,7 +25,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     InputPartition,
 )
-from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from ..uris import to_uri
@@ -140,7 +141,7 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict | None = None, limit: object = None) -> dict:
         cap = self.max_offsets
         if limit is not None and type(limit).__name__ == "ReadMaxRows":
-            cap = int(limit.max_rows)
+            cap = int(cast(ReadMaxRows, limit).max_rows)
         elif limit is not None and type(limit).__name__ == "ReadAllAvailable" \
                 and not self.cap_all:
             cap = None  # Trigger.AvailableNow asks for everything
