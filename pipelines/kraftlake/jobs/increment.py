@@ -272,8 +272,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         write("records", records, count=res.records)
 
     def quarantine() -> None:
-        res.quarantined = write("quarantine", _problems(src).unionByName(
-            invalid, allowMissingColumns=True))
+        res.quarantined = write("quarantine", _problems(src).unionByName(invalid))
 
     pend_from = prev.get("pending_txn_from") if prev else None
     if not n_relevant and snap_hi is None and pend_from is None and not res.unknown:

@@ -83,5 +83,7 @@ def check_records(records: DataFrame) -> tuple[DataFrame, DataFrame]:
         "cluster_id", F.coalesce(F.col("source_file"), F.lit("")).alias("source_file"),
         F.lit(-1).cast("long").alias("byte_position"), F.col("offset").cast("long"),
         F.lit(None).cast("long").alias("end_offset"), F.lit(KIND).alias("kind"),
-        F.col("_dq_reason").alias("reason"), F.col("value").alias("raw"))
+        F.col("_dq_reason").alias("reason"), F.col("value").alias("raw"),
+        # a record that decodes but breaks a check: what it says is known, not lost
+        F.lit(None).cast("boolean").alias("state_unknown"))
     return good, bad
