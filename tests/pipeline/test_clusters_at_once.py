@@ -2,13 +2,15 @@
 clusters ingested together into a new lake (every table created by whichever job commits
 first), then each cluster's rows must equal its own one-shot ingest into a lake of its own,
 in every table, and `kraftlake timeline` of a partition the clusters share asks which
-cluster is meant. The jobs run on threads of the worker's session: Delta's optimistic
-concurrency is the same between threads as between processes, each job commits its own
-transactions against the tables' shared logs."""
+cluster is meant, and `kraftlake quality` names each stale cluster and its age. The jobs
+run on threads of the worker's session: Delta's optimistic concurrency is the same between
+threads as between processes, each job commits its own transactions against the tables'
+shared logs."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -63,3 +65,20 @@ def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests
     one = CliRunner().invoke(main, [*args, "--cluster-id", min(owners)],
                              env={"COLUMNS": "200"})
     assert one.exit_code == 0, one.output
+
+    # freshness names every stale cluster with the age of its newest record, in days
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    fresh = CliRunner().invoke(main, ["quality", "--lake", str(shared), "--suite", "records",
+                                      "--max-age", "3600", "--now", "2030-01-01"])
+    assert fresh.exit_code in (0, 1), fresh.output
+    stale = [ln for ln in fresh.output.splitlines() if ln.startswith("stale: ")]
+    newest = {}
+    for r in table_dicts(shared / "records", columns=["cluster_id", "timestamp"]):
+        if r["timestamp"] is not None:
+            newest[r["cluster_id"]] = max(newest.get(r["cluster_id"], r["timestamp"]),
+                                          r["timestamp"])
+    assert len(stale) == len(ids), fresh.output
+    for cid in ids:
+        days = (now - newest[cid]).days
+        line = next(ln for ln in stale if f"cluster {cid}:" in ln)
+        assert f"newest record {days} d " in line and line.endswith("old (allowed 1 h)"), line

@@ -16,6 +16,35 @@ import click
 from ..quality.suites import verdict
 from .group import lake_config, lake_option, main, spark_options
 
+FRESHNESS = "records_fresh"  # the expectation with one value per cluster: its age
+
+
+def _age(seconds: float) -> str:
+    """A duration as people read one: the two largest units (`432 d 7 h`, `3 h 12 min`)."""
+    s = round(seconds)
+    parts = [(s // 86_400, "d"), (s % 86_400 // 3_600, "h"), (s % 3_600 // 60, "min"),
+             (s % 60, "s")]
+    while len(parts) > 1 and parts[0][0] == 0:  # from the largest unit that is not 0
+        parts.pop(0)
+    first, *rest = parts[:2]
+    return " ".join(f"{n} {unit}" for n, unit in [first, *(p for p in rest if p[0])])
+
+
+def _stale_clusters(run, max_age: float) -> list[str]:
+    """One line per cluster whose newest record is older than allowed (from the failed
+    freshness expectation's sample, which carries each cluster's id and age)."""
+    lines = []
+    for o in run.failed:
+        if o.expectation != FRESHNESS:
+            continue
+        for row in o.unexpected_sample:
+            lines.append(f"stale: cluster {row['cluster_id']}: newest record "
+                         f"{_age(row['dq_newest_age_seconds'])} old (allowed {_age(max_age)})")
+        more = (o.unexpected_count or 0) - len(o.unexpected_sample)
+        if more > 0:
+            lines.append(f"stale: and {more} more cluster(s) (see quality_results)")
+    return lines
+
 
 def _summary(run) -> str:
     """A fixed-width table: one line per expectation, failures marked."""
@@ -77,6 +106,9 @@ def quality(lake: str | None, report_dir: Path | None, suites: tuple[str, ...],
                       max_age_seconds=max_age if max_age is not None else
                       DEFAULT_MAX_AGE_SECONDS)
     click.echo(_summary(run))
+    for line in _stale_clusters(run, max_age if max_age is not None else
+                                DEFAULT_MAX_AGE_SECONDS):
+        click.echo(line)
     if report_dir is not None:
         click.echo(f"report: {(Path(report_dir) / 'kraftlake.html').resolve()} "
                    f"(Data Docs index: {(Path(report_dir) / 'index.html').resolve()})")
