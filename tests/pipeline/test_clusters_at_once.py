@@ -9,6 +9,7 @@ shared logs."""
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,3 +83,19 @@ def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests
         days = (now - newest[cid]).days
         line = next(ln for ln in stale if f"cluster {cid}:" in ln)
         assert f"newest record {days} d " in line and line.endswith("old (allowed 1 h)"), line
+
+    # a report of the whole lake: a fleet summary linking one report per cluster
+    fleet = tmp_path / "fleet.html"
+    made = CliRunner().invoke(main, ["report", "--lake", str(shared), "--out", str(fleet)])
+    assert made.exit_code == 0, made.output
+    assert f"and {len(ids)} cluster reports beside it" in made.output
+    summary = fleet.read_text()
+    for cid in ids:
+        page = tmp_path / f"fleet-{cid}.html"
+        assert f"<a href='fleet-{cid}.html'>{cid}</a>" in summary
+        assert f"kraftlake incident report: cluster {cid}" in page.read_text()
+        incidents = table_dicts(shared / "incidents", filters=[("cluster_id", "=", cid)])
+        still_open = sum(i["end_offset"] is None for i in incidents)
+        row = summary.split(f"{cid}</a>", 1)[1].split("</tr>", 1)[0]
+        cells = [re.sub("<[^>]+>", "", c.split("</td>")[0]) for c in row.split("<td>")[1:]]
+        assert cells[2:4] == [str(len(incidents)), str(still_open)], cells

@@ -30,7 +30,8 @@ Examples:
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="HTML file to write")
 @click.option("--cluster-id", default=None,
-              help="cluster id (needed when the lake holds several clusters)")
+              help="cluster id (default: every cluster of the lake; several get a fleet "
+                   "summary at --out and one report each beside it)")
 @click.option("--cluster", "cluster_alias", default=None, hidden=True)  # its name until 0.x
 @click.option("--since", type=click.DateTime(TIME_FORMATS), default=None,
               help="start of the range, UTC")
@@ -63,9 +64,10 @@ def report(lake: str | None, out: Path, cluster_id: str | None, cluster_alias: s
         spark = get_spark(cfg, master=master, short=True)
         lk = Lake(cfg.lake, spark)  # a lake: `lake_config` checked it
     try:
-        path = write_report(spark, lk, out, cluster_id=cluster_id,
-                            window=Window(since, until), partitions=chosen)
-    except ValueError as e:  # e.g. a lake of several clusters and no --cluster-id
+        paths = write_report(spark, lk, out, cluster_id=cluster_id,
+                             window=Window(since, until), partitions=chosen)
+    except ValueError as e:  # e.g. a lake without any cluster's partitions
         raise BadInput(str(e)) from None
-    size = path.stat().st_size
-    click.echo(f"report: {path} ({size / 1e6:.1f} MB, {time.time() - t0:.0f} s)")
+    size = sum(p.stat().st_size for p in paths)
+    more = f", and {len(paths) - 1} cluster reports beside it" if len(paths) > 1 else ""
+    click.echo(f"report: {paths[0]}{more} ({size / 1e6:.1f} MB, {time.time() - t0:.0f} s)")

@@ -1,5 +1,6 @@
 """Reports of what a lake holds. The HTML incident report: `data` reads the lake, `charts`
-draws the plotly figures, `page` writes one self-contained HTML file. On the console:
+draws the plotly figures, `page` writes one self-contained HTML file per cluster (and, for
+a lake of several clusters, a fleet summary linking them). On the console:
 `console` prints the incidents as tables (the demo's output) and `kafka_view` holds them
 against what Kafka itself reported about the same log."""
 
@@ -13,21 +14,31 @@ from pyspark.sql import SparkSession
 from ..lake.delta import Lake
 from ..lake.served import ServedLake
 from .data import Window, clusters, load
-from .page import render
+from .page import render, render_fleet
 
 
 def write_report(spark: SparkSession, lake: Lake | ServedLake, out: Path, *,
                  cluster_id: str | None = None, window: Window | None = None,
-                 partitions: list[tuple[str, int]] | None = None) -> Path:
+                 partitions: list[tuple[str, int]] | None = None) -> list[Path]:
     """Write the report of one cluster of `lake` (local, or a `kraftlake serve` endpoint's)
-    to `out`; `cluster_id` may be omitted when the lake holds one cluster."""
-    if cluster_id is None:
-        ids = clusters(spark, lake)
-        if len(ids) != 1:
-            raise ValueError(f"the lake holds {len(ids)} clusters; choose one of: "
-                             f"{', '.join(ids) or '(none)'}")
-        cluster_id = ids[0]
-    data = load(spark, lake, cluster_id, window or Window(), partitions)
+    to `out`, and return the pages written. Without `cluster_id`, a lake of one cluster
+    gets that cluster's report; a lake of several gets a fleet summary at `out` and each
+    cluster's report beside it (`<out stem>-<cluster id>.html`)."""
+    window = window or Window()
+    now = dt.datetime.now(dt.UTC)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(data, dt.datetime.now(dt.UTC)), encoding="utf-8")
-    return out
+    ids = [cluster_id] if cluster_id is not None else clusters(spark, lake)
+    if not ids:
+        raise ValueError("the lake holds no cluster's partitions yet")
+    if len(ids) == 1:
+        out.write_text(render(load(spark, lake, ids[0], window, partitions), now),
+                       encoding="utf-8")
+        return [out]
+    pages = []
+    for cid in ids:
+        page = out.with_name(f"{out.stem}-{cid}.html")
+        data = load(spark, lake, cid, window, partitions)
+        page.write_text(render(data, now), encoding="utf-8")
+        pages.append((data, page))
+    out.write_text(render_fleet([(d, p.name) for d, p in pages], now), encoding="utf-8")
+    return [out, *(p for _d, p in pages)]

@@ -82,7 +82,8 @@ def fenced_of(states: dict[int, dict[str, Any]]) -> dict[int, bool]:
 
 
 def clusters(spark: SparkSession, lake: Lake | ServedLake) -> list[str]:
-    return sorted(r.cluster_id for r in lake.read(spark, "partition_timeline")
+    """Every cluster the lake holds (each has progress rows, partitions or not)."""
+    return sorted(r.cluster_id for r in lake.read(spark, "ingest_progress")
                   .select("cluster_id").distinct().collect())
 
 

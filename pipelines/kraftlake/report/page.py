@@ -121,6 +121,30 @@ def _gaps(data: ReportData) -> str:
             f"chart marks where.</p>")
 
 
+def render_fleet(pages: list[tuple[ReportData, str]], generated: dt.datetime) -> str:
+    """The summary of a lake of several clusters: one row per cluster (its page's file name
+    beside it), linking to each cluster's own report."""
+    rows = []
+    for data, href in pages:
+        open_ = sum(i["end_ts"] is None for i in data.incidents)
+        rows.append([f"<a href='{escape(href)}'>{escape(data.cluster_id)}</a>",
+                     _t(data.first_ts), _t(data.last_ts), str(len(data.incidents)),
+                     f"<span class='loss'>{open_}</span>" if open_ else "0",
+                     f"<span class='loss'>{len(data.unclean)}</span>" if data.unclean else "0",
+                     str(sum(g["end_offset"] - g["offset"] for g in data.gaps))])
+    w = pages[0][0].window if pages else None
+    span = "" if w is None or (w.since is None and w.until is None) else (
+        f" Range {_t(w.since)} .. {_t(w.until)} UTC.")
+    body = [f"<h1>kraftlake fleet report: {len(pages)} clusters</h1>",
+            f"<p class='muted'>Generated {_t(generated)} UTC.{escape(span)} One report per "
+            "cluster, linked below; times are the log's own (UTC).</p>",
+            _table(["cluster", "first record", "newest record", "incidents",
+                    "open incidents", "unclean elections", "unknown offsets"], rows)]
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>kraftlake fleet report</title><style>{STYLE}</style></head><body>"
+            + "".join(body) + "</body></html>")
+
+
 def render(data: ReportData, generated: dt.datetime) -> str:
     """The whole page."""
     w = data.window
