@@ -112,6 +112,8 @@ class IncrementResult:
     maintenance_errors: list[str] = field(default_factory=list)  # a stream's compaction
     skipped: list[str] = field(default_factory=list)
     event_counts: dict[str, int] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
+    commit_seconds: dict[str, float] = field(default_factory=dict)  # Delta commit per table
 
     @property
     def unknown_offsets(self) -> int:
@@ -127,8 +129,6 @@ class IncrementResult:
                 f"batch(es) at offsets {where}{more} may have held partition changes; every "
                 f"partition state carried across them is marked uncertain (uncertain_since) "
                 f"until a PartitionRecord or a snapshot re-anchors it; see table `quarantine`")
-    stage_seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
-    commit_seconds: dict[str, float] = field(default_factory=dict)  # Delta commit per table
 
 
 def progress_rows(lake: Lake, cluster_id: str) -> list[dict]:
