@@ -223,7 +223,7 @@ GROUP_SECONDS = (
     ("tests/pipeline/test_damaged_changes.py", 80),  # measured on a loaded machine: 126 s
     ("tests/pipeline/test_turns.py", 75),
     ("tests/pipeline/test_ingest.py", 70),
-    ("tests/pipeline/test_clusters_at_once.py", 60),
+    ("tests/pipeline/test_clusters_at_once.py", 150),
     ("tests/test_wheel.py", 60),
     ("tests/simulate", 45),
     ("tests/pipeline/test_reconcile.py", 35),

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kraftlake.cli import main
@@ -28,13 +29,33 @@ from tests.pipeline.test_stream_tail import NOMAN, TINY
 LOGS = [BUSY, NOMAN.parent, TINY]  # three cluster ids
 
 
+@pytest.fixture(scope="module")
+def own_lakes(spark, tmp_path_factory, cfg_factory) -> dict[str, Path]:
+    """Each log of LOGS ingested alone into a lake of its own: cluster id -> lake."""
+    base = tmp_path_factory.mktemp("own")
+    lakes = {}
+    for log in LOGS:
+        cid = read_cluster_id(find_log_dirs(str(log))[0])
+        ingest(spark, cfg_factory(base / cid), [log])
+        lakes[cid] = base / cid
+    return lakes
+
+
+def _same_as_own(shared: Path, own_lakes: dict[str, Path], skip: tuple[str, ...] = ()) -> None:
+    """Every cluster's rows of every table of `shared` (but `skip`) equal its own lake's."""
+    for cid, own in own_lakes.items():
+        for name in table_names():
+            if name not in ("quality_results", *skip):
+                assert _rows(shared, name, cid) == _rows(own, name, cid), (cid, name)
+
+
 def _rows(lake: Path, name: str, cluster_id: str) -> list[str]:
     return sorted(map(repr, (sorted(r.items()) for r in table_dicts(
         lake / name, filters=[("cluster_id", "=", cluster_id)]))))
 
 
 def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests(
-        spark, tmp_path, cfg_factory) -> None:
+        spark, tmp_path, cfg_factory, own_lakes) -> None:
     ids = [read_cluster_id(find_log_dirs(str(log))[0]) for log in LOGS]
     assert len(set(ids)) == 3, ids
     shared = tmp_path / "shared"
@@ -42,14 +63,9 @@ def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests
         results = list(pool.map(lambda log: ingest(spark, cfg_factory(shared), [log]), LOGS))
     assert [r.cluster_id for (r,) in results] == ids
     assert all(r.records > 0 for (r,) in results)
-    lake = Lake(shared)
-    for log, cid in zip(LOGS, ids, strict=True):
-        own = tmp_path / cid
-        ingest(spark, cfg_factory(own), [log])
-        for name in table_names():
-            if name != "quality_results":
-                assert _rows(shared, name, cid) == _rows(own, name, cid), (cid, name)
-    assert lake.is_lake()
+    assert list(own_lakes) == ids
+    _same_as_own(shared, own_lakes)
+    assert Lake(shared).is_lake()
 
     # a partition every cluster has: its timeline names no cluster unless asked for one
     shared_parts = {}
@@ -99,3 +115,31 @@ def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests
         row = summary.split(f"{cid}</a>", 1)[1].split("</tr>", 1)[0]
         cells = [re.sub("<[^>]+>", "", c.split("</td>")[0]) for c in row.split("<td>")[1:]]
         assert cells[2:4] == [str(len(incidents)), str(still_open)], cells
+
+
+def test_a_stream_beside_ingests_of_other_clusters_equals_their_own_ingests(
+        spark, tmp_path, cfg_factory, own_lakes) -> None:
+    """A stream of one cluster (three micro-batches) while two ingests of other clusters
+    write the same new lake: neither conflicts with the other (each cluster's replacements
+    touch only its own partitions, appends are blind), and every cluster's rows equal its
+    own one-shot ingest in every table."""
+    from kraftlake.jobs.stream import start_stream
+
+    shared = tmp_path / "shared"
+
+    def stream() -> None:
+        q = start_stream(spark, cfg_factory(shared), NOMAN, available_now=True,
+                         max_offsets=700)
+        q.awaitTermination()
+
+    def ingests() -> None:
+        for log in (BUSY, TINY):
+            ingest(spark, cfg_factory(shared), [log])
+
+    with ThreadPoolExecutor(2) as pool:
+        for f in [pool.submit(stream), pool.submit(ingests)]:
+            f.result()
+    runs = {r["cluster_id"]: r for r in table_dicts(shared / "ingest_progress")
+            if r["app_id"].startswith("kraftlake-stream")}
+    assert list(runs) == [read_cluster_id(NOMAN)]
+    _same_as_own(shared, own_lakes, skip=("ingest_progress",))  # a stream's runs are its own
