@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import deltalake
 import pyarrow.fs as pafs
@@ -46,79 +44,60 @@ def s3(tmp_path_factory):
                     os.environ[k] = v
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kraftlake", *args, "--master", "local[2]"],
-                          capture_output=True, text=True, timeout=900, env=cli_env())
-
-
 def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake, tmp_path) -> None:
+    """Every command on the store, in one process (one JVM start: each is a round trip per
+    request against a local server, and a JVM start costs more than the commands). The
+    store first refuses one write in the middle of the ingest, as one whose credentials were
+    revoked would (403 AccessDenied for the first commit of `incidents`, after other tables
+    of the increment committed): that ingest ends with exit status 1 and one line naming the
+    store's error code, no traceback. The next one, the store answering again, completes the
+    lake, which then equals a local ingest of the same log table for table; sql, quality
+    (one suite) and maintain (two tables) work on it."""
     lake = "s3a://kraftlake/lake"
-    res = cli("ingest", "s3a://kraftlake/logs/real-3-broker", "--lake", lake)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "153" in res.stdout  # the example's records
-
+    refused = "/kraftlake/lake/incidents/_delta_log/"
     want = [r.asDict() for r in spark.sql(CURRENT.replace(
         "FROM partition_current", f"FROM delta.`{Lake(local_lake).path('partition_current')}`"))
         .collect()]
-    # sql, quality and maintain in one process: one JVM start instead of three (the
-    # first, sql's, resolves the s3a jars from the lake's URI alone; ingest's came with
-    # its s3a source too). One suite and two tables: every request to the store is a
-    # round trip, and a whole quality run or maintenance of every table takes minutes
-    # against a local server.
-    sql, quality, maintain = cli_commands([
-        [*cmd, "--master", "local[2]"] for cmd in (
-            ["sql", CURRENT, "--lake", lake, "--format", "json"],
-            ["quality", "--lake", lake, "--suite", "partition_current"],
-            ["maintain", "--lake", lake, "--table", "records", "--table", "partition_timeline",
-             "--retention-hours", "0", "--allow-short-retention"])], tmp_path, cli_env())
-    assert sql.returncode == 0, sql.stderr[-3000:]
-    assert json.loads(sql.stdout) == want and want
-
-    assert quality.returncode == 0, quality.stdout[-3000:] + quality.stderr[-3000:]
-    assert "0 error(s) failed" in quality.stdout
-
-    assert maintain.returncode == 0, maintain.stdout[-3000:] + maintain.stderr[-3000:]
-    # compacted and vacuumed, the table still holds every record: read by delta-rs (another
-    # Delta engine, and no third JVM start; the CLI's sql on s3a:// was run above)
-    records = deltalake.DeltaTable("s3://kraftlake/lake/records", storage_options={
-        **{k: v for k, v in s3.items() if k.startswith("AWS_")}, "AWS_ALLOW_HTTP": "true"})
-    assert records.to_pyarrow_table(columns=["offset"]).num_rows == 153
-
-
-def _s3_rows(s3: dict[str, str], uri: str) -> list[str]:
-    """`table_rows` of the Delta table at an `s3a://` URI, read by delta-rs from the store."""
-    import json as _json
-    if not deltalake.DeltaTable.is_deltatable(uri.replace("s3a://", "s3://"), _options(s3)):
-        return []
-    rows = deltalake.DeltaTable(uri.replace("s3a://", "s3://"), storage_options=_options(s3)
-                                ).to_pyarrow_table().to_pylist(maps_as_pydicts="strict")
-    return sorted(_json.dumps(r, default=str, sort_keys=True) for r in rows)
-
-
-def _options(s3: dict[str, str]) -> dict[str, str]:
-    return {**{k: v for k, v in s3.items() if k.startswith("AWS_")}, "AWS_ALLOW_HTTP": "true"}
-
-
-def test_a_store_refusing_a_write_ends_the_ingest_in_one_line_and_the_next_run_completes(
-        s3, local_lake, tmp_path) -> None:
-    """The store refuses one write in the middle of an ingest, as one whose credentials were
-    revoked would (403 AccessDenied for the first commit of `incidents`, after other tables
-    of the increment committed): the job ends with exit status 1 and one line naming the
-    store's error code, no traceback. The next run, the store answering again, completes
-    the lake, which then equals a local ingest of the same log, table for table."""
-    lake = "s3a://kraftlake/faulty-lake"
-    refused = "/kraftlake/faulty-lake/incidents/_delta_log/"
+    ingest = ["ingest", "s3a://kraftlake/logs/real-3-broker", "--lake", lake]
     with FaultyStore(s3["AWS_ENDPOINT_URL"], lambda m, p: m == "PUT" and refused in p) as store:
-        failed, done = cli_commands(
-            [["ingest", "s3a://kraftlake/logs/real-3-broker", "--lake", lake,
-              "--master", "local[2]"]] * 2, tmp_path, cli_env(AWS_ENDPOINT_URL=store.url))
+        failed, done, sql, quality, maintain = cli_commands([
+            [*cmd, "--master", "local[2]"] for cmd in (
+                ingest, ingest,
+                ["sql", CURRENT, "--lake", lake, "--format", "json"],
+                ["quality", "--lake", lake, "--suite", "partition_current"],
+                ["maintain", "--lake", lake, "--table", "records", "--table",
+                 "partition_timeline", "--retention-hours", "0", "--allow-short-retention"])],
+            tmp_path, cli_env(AWS_ENDPOINT_URL=store.url))
     assert [m for m, _p in store.failed] == ["PUT"]
     assert failed.returncode == 1, failed.stderr[-3000:]
     err = failed.stderr.strip().splitlines()
     assert err[-1].startswith("Error: ") and "Traceback" not in failed.stderr, failed.stderr
     assert "AccessDenied" in err[-1] and "403" in err[-1], err[-1]
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "153" in done.stdout  # the example's records
     for name in ("records", "partition_changes", "partition_timeline", "partition_events",
                  "partition_current", "partition_intervals", "incidents", "quarantine",
                  "topics", "brokers", "configs"):
         assert _s3_rows(s3, f"{lake}/{name}") == table_rows(Lake(local_lake), name), name
+
+    assert sql.returncode == 0, sql.stderr[-3000:]
+    assert json.loads(sql.stdout) == want and want
+    assert quality.returncode == 0, quality.stdout[-3000:] + quality.stderr[-3000:]
+    assert "0 error(s) failed" in quality.stdout
+    assert maintain.returncode == 0, maintain.stdout[-3000:] + maintain.stderr[-3000:]
+    # compacted and vacuumed, the table still holds every record (read by delta-rs)
+    records = deltalake.DeltaTable("s3://kraftlake/lake/records", storage_options=_options(s3))
+    assert records.to_pyarrow_table(columns=["offset"]).num_rows == 153
+
+
+def _s3_rows(s3: dict[str, str], uri: str) -> list[str]:
+    """`table_rows` of the Delta table at an `s3a://` URI, read by delta-rs from the store."""
+    if not deltalake.DeltaTable.is_deltatable(uri.replace("s3a://", "s3://"), _options(s3)):
+        return []
+    rows = deltalake.DeltaTable(uri.replace("s3a://", "s3://"), storage_options=_options(s3)
+                                ).to_pyarrow_table().to_pylist(maps_as_pydicts="strict")
+    return sorted(json.dumps(r, default=str, sort_keys=True) for r in rows)
+
+
+def _options(s3: dict[str, str]) -> dict[str, str]:
+    return {**{k: v for k, v in s3.items() if k.startswith("AWS_")}, "AWS_ALLOW_HTTP": "true"}
