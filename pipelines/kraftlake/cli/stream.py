@@ -76,17 +76,18 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
     from ..jobs.batch import DivergedLogError
 
     failures: list[BaseException] = []
-    in_a_row = [0]  # restarts since the last completed micro-batch
+    in_a_row = 0  # restarts since the last completed micro-batch
 
     def on_batch(r) -> None:
-        in_a_row[0] = 0
+        nonlocal in_a_row
+        in_a_row = 0
         report(r)
 
     try:
         while True:
             query = start_stream(spark, cfg, source, cluster_id, trigger, available_now,
                                  max_offsets, on_batch, failures)
-            if not in_a_row[0]:
+            if not in_a_row:
                 console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
             try:
                 signum = wait_for_signal(partial(_terminated, query))
@@ -95,14 +96,14 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
                 # a micro-batch's own exception, not Spark's wrapping of it
                 failure = failures[-1] if failures else exc
                 cause = transient(failure)
-                if cause is None or in_a_row[0] >= MAX_RESTARTS:
+                if cause is None or in_a_row >= MAX_RESTARTS:
                     raise failure from None
-                in_a_row[0] += 1
+                in_a_row += 1
                 failures.clear()
                 console.print(f"[yellow]stream failed, restarting from its checkpoint "
-                              f"({in_a_row[0]} of {MAX_RESTARTS}):[/yellow] {escape(cause)}",
+                              f"({in_a_row} of {MAX_RESTARTS}):[/yellow] {escape(cause)}",
                               soft_wrap=True, highlight=False)
-                time.sleep(2 ** in_a_row[0])
+                time.sleep(2 ** in_a_row)
     except (DivergedLogError, ValueError, KraftCodecError) as exc:
         raise BadInput(str(exc)) from None
     if signum is not None:

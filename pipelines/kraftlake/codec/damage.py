@@ -17,7 +17,6 @@ offsets are unknown and when.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from ..kraft.records import NO_OP_RECORD
@@ -32,8 +31,7 @@ from .batch import (
     _parse_records,
 )
 from .errors import KraftCodecError
-from .records import schema_named
-from .wire import read_uvarint
+from .records import decode_metadata_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,19 +59,12 @@ def assess(raw: bytes) -> Damage:
 
 
 def _only_noops(section: bytes, attributes: int, count: int) -> bool:
-    """Every record of a batch's records section is a NoOpRecord (frame: version, apiKey)."""
-    noop = schema_named(NO_OP_RECORD).api_key
+    """Every record of a batch's records section decodes as a NoOpRecord."""
     try:
         codec = attributes & ATTR_COMPRESSION
-        data = compression.decompress(codec, section) if codec else section
-        records = _parse_records(data, count)
-        for r in records:
-            if r.value is None:
-                return False
-            _frame, pos = read_uvarint(r.value, 0)
-            key, _ = read_uvarint(r.value, pos)
-            if key != noop:
-                return False
-    except (KraftCodecError, IndexError, ValueError, struct.error):
+        records = _parse_records(
+            compression.decompress(codec, section) if codec else section, count)
+    except KraftCodecError:
         return False
-    return bool(records)
+    return bool(records) and all(decode_metadata_value(r.value).type == NO_OP_RECORD
+                                 for r in records)

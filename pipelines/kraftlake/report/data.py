@@ -49,6 +49,10 @@ class ReportData:
     # carried across them (`timestamp`, from the timeline's `gap` rows)
     gaps: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def unknown_offsets(self) -> int:
+        return sum(g["end_offset"] - g["offset"] for g in self.gaps)
+
 
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]

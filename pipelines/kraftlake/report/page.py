@@ -113,9 +113,9 @@ def _gaps(data: ReportData) -> str:
         return ""
     where = ", ".join(f"{g['offset']}..{g['end_offset'] - 1} ({_t(g['timestamp'])})"
                       for g in data.gaps)
-    n = sum(g["end_offset"] - g["offset"] for g in data.gaps)
-    return (f"<p class='loss'>{n} offset(s) of this cluster's log are unknown (damaged "
-            f"batches that may have held partition changes, kept in the quarantine table): "
+    return (f"<p class='loss'>{data.unknown_offsets} offset(s) of this cluster's log are "
+            f"unknown (damaged batches that may have held partition changes, kept in the "
+            f"quarantine table): "
             f"{escape(where)}. Partition states carried across them are marked ? below and "
             f"in the timeline until a PartitionRecord or a snapshot re-anchors them; the "
             f"chart marks where.</p>")
@@ -131,7 +131,7 @@ def render_fleet(pages: list[tuple[ReportData, str]], generated: dt.datetime) ->
                      _t(data.first_ts), _t(data.last_ts), str(len(data.incidents)),
                      f"<span class='loss'>{open_}</span>" if open_ else "0",
                      f"<span class='loss'>{len(data.unclean)}</span>" if data.unclean else "0",
-                     str(sum(g["end_offset"] - g["offset"] for g in data.gaps))])
+                     str(data.unknown_offsets)])
     w = pages[0][0].window if pages else None
     span = "" if w is None or (w.since is None and w.until is None) else (
         f" Range {_t(w.since)} .. {_t(w.until)} UTC.")
