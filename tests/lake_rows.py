@@ -36,6 +36,13 @@ def table_rows(lake: Lake, name: str) -> list[str]:
                   for r in table_dicts(lake.path(name)))
 
 
+def frame_rows(df) -> list[str]:
+    """Sorted JSON rows of a Spark DataFrame of a table (a read through kraftlake's own
+    views), comparable with `table_rows`."""
+    return sorted(json.dumps(r, default=str, sort_keys=True)
+                  for r in df.toArrow().to_pylist(maps_as_pydicts="strict"))
+
+
 def row_count(path: str | Path, version: int | None = None) -> int:
     """The rows of the Delta table at `path` (at `version`), 0 when there is no table; one
     column is read. A Spark count of the test session costs about 0.3-0.45 CPU s."""

@@ -62,10 +62,10 @@ _CLIENT = textwrap.dedent("""
     import json, sys
     from pyspark.sql import SparkSession
     spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
-    out = {"counts": {n: spark.table(n).count() for n in sys.argv[3:]},
+    out = {"counts": {n: spark.table(n).count() for n in sys.argv[4:]},
            "events": [r.asDict() for r in spark.sql(sys.argv[2]).collect()],
-           "first_version": spark.sql("SELECT count(*) AS n FROM records VERSION AS OF 0")
-                                 .first().n}
+           "first_version": spark.sql(f"SELECT count(*) AS n FROM delta.`{sys.argv[3]}` "
+                                      f"VERSION AS OF 0").first().n}
     print(json.dumps(out))
 """)
 
@@ -75,7 +75,8 @@ def test_a_spark_connect_client_reads_every_table(server, sim_lake, spark) -> No
     absent = [n for n in table_names() if not lake.exists(n)]
     assert absent, "every table exists: the empty view of a missing one is not exercised"
     got = subprocess.run([sys.executable, "-c", _CLIENT, server, EVENTS_BY_TYPE,
-                          *table_names()], capture_output=True, text=True, timeout=600)
+                          lake.path("records"), *table_names()],
+                         capture_output=True, text=True, timeout=600)
     assert got.returncode == 0, got.stderr[-2000:]
     answer = json.loads(got.stdout)
     assert answer["counts"] == {n: row_count(lake.path(n)) for n in table_names()}

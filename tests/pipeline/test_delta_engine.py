@@ -16,9 +16,10 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from kraftlake.jobs import increment
-from kraftlake.jobs.batch import app_id_for, ingest
+from kraftlake.jobs.batch import ingest
 from kraftlake.jobs.increment import cluster_progress
 from kraftlake.jobs.stream import start_stream
+from kraftlake.lake.apps import app_id_for
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from tests.lake_rows import row_count, table_rows

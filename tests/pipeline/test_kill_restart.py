@@ -40,8 +40,9 @@ import yaml
 from click.testing import CliRunner
 
 from kraftlake.cli import main
-from kraftlake.jobs.batch import app_id_for, ingest
+from kraftlake.jobs.batch import ingest
 from kraftlake.jobs.increment import ORDER
+from kraftlake.lake.apps import app_id_for
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import KRAFTLAKE_DIR, table_names
 from tests.conftest import SEVERAL_PARTITIONS, SHORT_JOB_CONF

@@ -86,7 +86,8 @@ def test_a_replacement_swaps_one_clusters_slice_and_adds_the_closed_rows_in_one_
     assert gone and all(f.startswith("cluster_id=a/is_current=true/") for f in gone)
     assert {f.split("/")[0] + "/" + f.split("/")[1] for f in after - before} == {
         "cluster_id=a/is_current=true", "cluster_id=a/is_current=false"}
-    metrics = lake.last_commit_metrics("partition_timeline")
+    assert lake.commit_of("partition_timeline", "app", 1)[0] == 1
+    metrics = lake.commit_of("partition_timeline", "app", 1)[1]
     assert metrics["numCopiedRows"] == 0 and metrics["numOutputRows"] == 2
     assert not lake.replace("partition_timeline", new, {"cluster_id": "a", "is_current": True},
                             "app", 1, read_version=0)

@@ -14,7 +14,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kraftlake.config import load_config
-from kraftlake.jobs.batch import app_id_for, ingest
+from kraftlake.jobs.batch import ingest
+from kraftlake.lake.apps import app_id_for
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.maintain import lake_app_ids, maintain
 from kraftlake.lake.schema import table_names, table_schema

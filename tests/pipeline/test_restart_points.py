@@ -6,21 +6,28 @@ increment right after that table's commit, leaving the lake as a kill there woul
 second increment of the log deletes a topic, re-creates it under the same name and shrinks
 an ISR, so gold depends on the topics alive before the increment and on the seeds: the two
 states a re-run must not read back from its own earlier commits.
+
+At every stop, a reader of the lake's consistent view (`Lake.consistent`, what `kraftlake
+sql`, `timeline`, `report` and `quality` read) sees none of the stopped increment: every
+table as the increment before it left it, whichever tables the stopped one had committed.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
+from click.testing import CliRunner
 
+from kraftlake.cli import main
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.codec.logfiles import records_of_batch
 from kraftlake.jobs import increment
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
-from tests.lake_rows import table_rows
+from tests.lake_rows import frame_rows, table_rows
 from tests.pipeline.test_ingest_growth import _cut_copy, _recreated_topic_log
 
 TABLES = [t for t in table_names() if t != "quality_results"]
@@ -84,6 +91,15 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
         clean = {t for t in increment.WAVE if Lake(setup["clean"]).committed(t, app_id, 1)}
         assert wave[point] and {t for t in clean if not wave[t]}, (wave, clean)
     print(f"stopped after {point}: wave tables committed {wave}")
+    # a reader sees none of the stopped increment: every table as the first one left it
+    first = {name: table_rows(Lake(setup["first"]), name) for name in TABLES}
+    seen = Lake(lake, spark).consistent()
+    assert seen.cut is not None and seen.cut.held == {"recreated-topic"}
+    for name in TABLES:
+        assert frame_rows(seen.read(spark, name)) == first[name], name
+    counted = CliRunner().invoke(main, ["sql", "--lake", str(lake), "--format", "json",
+                                        "SELECT count(*) AS n FROM partition_events"])
+    assert json.loads(counted.output) == [{"n": len(first["partition_events"])}]
     monkeypatch.setattr(increment, "FAIL_AFTER", None)
 
     (res,) = ingest(spark, cfg_factory(lake), [setup["grown"]])
@@ -92,3 +108,6 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
         (want.records, want.changes, want.events, want.event_counts)
     for name in TABLES:
         assert table_rows(Lake(lake), name) == setup["rows"][name], name
+    done = Lake(lake, spark).consistent()
+    assert done.cut is not None and done.cut.held == set()
+    assert frame_rows(done.read(spark, "partition_events")) == setup["rows"]["partition_events"]

@@ -175,8 +175,8 @@ def demo(lake: Path | None, scenario: str, seed: int, hours: float, elr: bool | 
     from kraftlake.lake.delta import Lake
     from kraftlake.report import write_report
 
-    [html] = write_report(spark, Lake(lake), lake.with_name(f"{lake.name}-report.html"),
-                          cluster_id=cid)
+    [html] = write_report(spark, Lake(lake).consistent(),
+                          lake.with_name(f"{lake.name}-report.html"), cluster_id=cid)
     out.print(f"incident report: {html}")
     out.print(f"done in {time.time() - t0:.0f} s; explore with: kraftlake sql --lake {lake} "
               f"\"SELECT * FROM partition_events WHERE event_type = 'unclean_election'\"")

@@ -100,8 +100,8 @@ def quality(lake: str | None, report_dir: Path | None, suites: tuple[str, ...],
             raise click.BadParameter(f"unknown suite {s!r}; known: {', '.join(SUITES)}",
                                      param_hint="--suite")
     spark = get_spark(cfg, master=master)
-    run = run_quality(spark, Lake(cfg.lake, spark).require(), suites=list(suites) or None,
-                      report_dir=report_dir,
+    lk = Lake(cfg.lake, spark).require().consistent()  # whole increments only (`lake.cut`)
+    run = run_quality(spark, lk, suites=list(suites) or None, report_dir=report_dir,
                       now=now.replace(tzinfo=UTC) if now else None,
                       max_age_seconds=max_age if max_age is not None else
                       DEFAULT_MAX_AGE_SECONDS)

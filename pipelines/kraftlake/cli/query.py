@@ -115,6 +115,8 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
              remote: str | None, master: str | None, conf_file: str | None) -> None:
     """One partition's history: every state with its events, oldest first."""
     spark, lk, _ = _session(lake, master, conf_file, remote)
+    if remote is None:  # the states and their events as of the same increments (`lake.cut`)
+        lk = lk.consistent(["partition_timeline", "partition_events"])
     from pyspark.sql import functions as F
 
     # DataFrame filters, not SQL with named parameters: Spark leaves those unbound once

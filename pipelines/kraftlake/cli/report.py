@@ -62,7 +62,7 @@ def report(lake: str | None, out: Path, cluster_id: str | None, cluster_alias: s
         from ..spark import get_spark
 
         spark = get_spark(cfg, master=master, short=True)
-        lk = Lake(cfg.lake, spark)  # a lake: `lake_config` checked it
+        lk = Lake(cfg.lake, spark).consistent()  # a lake: `lake_config` checked it
     try:
         paths = write_report(spark, lk, out, cluster_id=cluster_id,
                              window=Window(since, until), partitions=chosen)

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..serve import DEFAULT_HOST, DEFAULT_PORT
 from .group import lake_config, lake_option, main, spark_options
+from .statement import spark_error
+
+if TYPE_CHECKING:
+    from .catalog import LakeCatalog
+
+# How often a `kraftlake serve` endpoint's views move on to the increments completed since
+REFRESH_SECONDS = 2.0
 
 
 @main.command(epilog="""\b
@@ -26,10 +34,12 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
           conf_file: str | None) -> None:
     """Serve the lake to Spark Connect clients until Ctrl-C or SIGTERM.
 
-    One Spark with every lake table registered under its own name; `kraftlake sql`,
-    `timeline` and `report` take `--remote sc://HOST:PORT` to use it, and so does any
-    Spark Connect client (`SparkSession.builder.remote("sc://localhost:15002")`).
-    Prints `serving LAKE at sc://HOST:PORT` once it listens."""
+    One Spark with every lake table registered under its own name, as of each cluster's
+    last complete increment (moved on every 2 s); `kraftlake sql`, `timeline` and `report`
+    take `--remote sc://HOST:PORT` to use it, and so does any Spark Connect client
+    (`SparkSession.builder.remote("sc://localhost:15002")`). Time travel names a table by
+    its location: delta.`LAKE/records` VERSION AS OF 0. Prints `serving LAKE at
+    sc://HOST:PORT` once it listens."""
     from ..lake.delta import Lake
     from ..lake.schema import table_names
     from ..serve import (
@@ -42,6 +52,7 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
         warm_up,
     )
     from ..spark import get_spark
+    from .catalog import LakeCatalog
 
     try:
         check_bindable(host, port)
@@ -50,7 +61,8 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
     cfg = lake_config(conf_file, lake)  # before a JVM starts
     spark = get_spark(cfg, master=master, extra_conf=connect_conf(host, port))
     lk = Lake(cfg.lake, spark).require()
-    lk.register_views(spark)
+    catalog = LakeCatalog(spark, lk)
+    catalog.prepare(None)  # every table, as of each cluster's last complete increment
     warm_up(spark, table_names())
     try:
         bound = start_service(spark)
@@ -59,9 +71,22 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
         why = found.group(0) if found else type(exc).__name__
         raise click.ClickException(f"cannot listen on {host}:{port}: {why}") from None
     click.echo(f"serving {lk.root} at sc://{host}:{bound} (Ctrl-C to stop)")
-    wait_for_signal()
+    wait_for_signal(lambda: _refresh(catalog))
     stop_service(spark)
     spark.stop()
+
+
+def _refresh(catalog: LakeCatalog) -> bool:
+    """Every `REFRESH_SECONDS`, the served views moved on to the increments completed since
+    (`LakeCatalog.prepare`: only the tables whose cut changed); never finished. A refresh
+    that fails (a store that does not answer for a moment) is one line, and the views stay
+    as they were until the next."""
+    time.sleep(REFRESH_SECONDS)
+    try:
+        catalog.prepare(None)
+    except Exception as exc:  # the server outlives a failed refresh
+        click.echo(f"serve: views not refreshed: {spark_error(exc)}", err=True)
+    return False
 
 
 def remote_option(f: Callable[..., Any]) -> Callable[..., Any]:

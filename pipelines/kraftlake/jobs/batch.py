@@ -31,6 +31,7 @@ from pyspark.sql import SparkSession
 from ..codec.batch import Batch, scan_batches
 from ..codec.logfiles import records_of_batch
 from ..config import Config, load_config
+from ..lake.apps import app_id_for
 from ..lake.delta import Lake, sql_eq
 from ..lake.schema import KRAFTLAKE_DIR
 from ..sources.decode import source_arrow_schema, source_spark_schema
@@ -76,18 +77,6 @@ def _refuse(lake: Lake, d: Divergence) -> NoReturn:
                     "reason": [d.reason], "raw": pa.array([d.raw], pa.binary())})
     lake.upsert("quarantine", row, app_id, 0 if last is None else last + 1)
     raise DivergedLogError(d)
-
-
-def app_id_for(cluster_id: str, kind: str = "ingest") -> str:
-    """The Delta transaction app id of one job kind for one cluster.
-
-    A stream and a batch ingest of the same cluster number their increments independently
-    (a stream from its checkpoint's batch ids), so they must not share an app id: a stream
-    restarted after an ingest would find its next version already committed by the ingest
-    and skip a micro-batch whole. Where the lake stands for a cluster is `cluster_progress`,
-    whichever job wrote it.
-    """
-    return f"kraftlake-{kind}:{cluster_id}"
 
 
 def _log_records(lake: Lake, cluster_id: str, lo: int, hi: int) -> pa.Table:

@@ -53,8 +53,9 @@ from ..fold.silver import (
     topics_of,
 )
 from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES
+from ..lake.cut import CUT_EXCLUDED
 from ..lake.delta import Lake, conform, sql_eq
-from ..lake.schema import table_schema
+from ..lake.schema import table_names, table_schema
 from ..lake.work import Work
 from ..quality.record_checks import check_records
 
@@ -114,6 +115,8 @@ class IncrementResult:
     event_counts: dict[str, int] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage
     commit_seconds: dict[str, float] = field(default_factory=dict)  # Delta commit per table
+    # table -> the version of this increment's commit of it (`ingest_progress.table_versions`)
+    table_versions: dict[str, int] = field(default_factory=dict)
 
     @property
     def unknown_offsets(self) -> int:
@@ -244,7 +247,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         res.commit_seconds[name] = round(time.perf_counter() - t0, 2)
         if name == FAIL_AFTER:
             raise InjectedFailure(f"stopped after the commit of {name}")
-        m = lake.last_commit_metrics(name)
+        res.table_versions[name], m = lake.commit_of(name, app_id, version)
         return m.get("numOutputRows", m.get("numTargetRowsInserted", 0))
 
     say("decode: read and decode the source")
@@ -283,7 +286,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         # whether gold was done.
         say("commit: records, quarantine (no record of partition, broker, topic or config)")
         _commit_concurrently(lake, [bronze, quarantine])
-        _progress(res, prev, snapshot_high, write, say)
+        _progress(res, prev, snapshot_high, seed, write, say)
         return res
 
     # ---- silver frames (written after bronze; the kernel needs them first)
@@ -361,7 +364,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         _current(spark, seed, gold, res, write)
     if n_topic_records:  # the cluster's topics as the increment leaves them
         write("topics", topics, "replace", slice_={"cluster_id": cid})
-    _progress(res, prev, snapshot_high, write, say)
+    _progress(res, prev, snapshot_high, seed, write, say)
     return res
 
 
@@ -411,10 +414,17 @@ def unknown_ranges(src: DataFrame) -> list[tuple[int, int, int | None]]:
     return sorted(out)
 
 
-def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None, write,
-              say) -> None:
-    """The increment's `ingest_progress` row, its last commit."""
+def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None,
+              seed: Lake, write, say) -> None:
+    """The increment's `ingest_progress` row, its last commit.
+
+    Its `table_versions` say where a consistent read of the cluster stands (`lake.cut`):
+    each table at the version of this increment's commit, or, for a table it did not write
+    (nothing to write, or committed by a run it completes), at the version pinned at its
+    start, which holds every earlier increment of the cluster and nothing of a later one."""
     say("progress: ingest_progress")
+    versions = {t: seed.pin(t) for t in table_names() if t not in CUT_EXCLUDED}
+    versions.update(res.table_versions)
     write("ingest_progress", pa.table({
         "cluster_id": [res.cluster_id], "app_id": [res.app_id], "version": [res.version],
         "start_offset": [res.start_offset],
@@ -423,7 +433,10 @@ def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None
         "snapshot_high": [snapshot_high if snapshot_high is not None else
                           (prev["snapshot_high"] if prev else None)],
         "pending_txn_from": [res.pending_txn_from],
-        "records": [res.records], "changes": [res.changes], "events": [res.events]}))
+        "records": [res.records], "changes": [res.changes], "events": [res.events],
+        "table_versions": pa.array([sorted((t, v) for t, v in versions.items()
+                                           if v is not None)],
+                                   pa.map_(pa.string(), pa.int64()))}))
 
 
 def _aggregate(frame: DataFrame) -> Row:

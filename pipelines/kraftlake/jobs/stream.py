@@ -30,13 +30,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from ..config import Config
+from ..lake.apps import app_id_for
 from ..lake.delta import Lake
 from ..lake.maintain import maintain
 from ..lake.schema import KRAFTLAKE_DIR
 from ..sources.files import find_log_dirs, no_cluster_id, read_cluster_id, require_metadata_log
 from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
-from .batch import app_id_for, finish_open_ingest, refuse_if_diverged, write_plan
+from .batch import finish_open_ingest, refuse_if_diverged, write_plan
 from .increment import IncrementResult, cluster_progress, furthest, last_of, process_increment
 from .trigger import processing_time
 

@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 from ..uris import join, to_uri
 from .append import append_files
 from .conflicts import SliceMovedError
+from .cut import Cut, cut_query, take_cut
 from .hadoopfs import HadoopFS
 from .jvmclass import has_jvm, java_class
 from .location import PROGRESS_TABLE, not_a_lake
@@ -75,6 +76,9 @@ TABLE_PROPERTIES = {
 # the only ones removed (`replace`).
 _REPLACE_CHECK_CONF = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
 UPGRADE_COMMAND = "kraftlake upgrade --lake {root}"
+# How many commits back `commit_of` looks for an increment's commit of a table: jobs of other
+# clusters may have committed to it since, one commit per table and increment each.
+COMMIT_LOOKBACK = 200
 # Attempts of a write whose commit Delta refused for another writer's (`_retrying`).
 WRITE_ATTEMPTS = 3
 # Delta's refusals of a commit for another writer's. Its Python classes do not derive from
@@ -134,10 +138,11 @@ class Lake:
     """
 
     def __init__(self, root: str | Path, spark: SparkSession | None = None,
-                 pins: dict[str, int] | None = None) -> None:
+                 pins: dict[str, int] | None = None, cut: Cut | None = None) -> None:
         self.root = to_uri(root)
         self._spark = spark
         self._pins = pins  # table -> version this view reads (None: the latest)
+        self._cut = cut  # a consistent view's cut (`consistent`)
         self._checked: set[str] = set()  # tables whose layout was checked
         self._threads = threading.local()  # a committing thread's own session (own_session)
 
@@ -217,17 +222,37 @@ class Lake:
                     return meta
         return None
 
-    def last_commit_metrics(self, name: str) -> dict[str, int]:
-        """Delta's operation metrics of the table's newest commit (rows written, ...), read
-        from that commit's file (a history query would start a Spark job)."""
-        v = self.version(name)
-        text = self.fs.read_text(join(self.path(name), "_delta_log", f"{v:020d}.json")) or ""
-        for line in text.splitlines():
-            info = json.loads(line).get("commitInfo")
-            if info is not None:
-                return {k: int(x) for k, x in (info.get("operationMetrics") or {}).items()
-                        if str(x).isdigit()}
-        return {}
+    def commit_of(self, name: str, app_id: str, version: int) -> tuple[int, dict[str, int]]:
+        """The table version that committed (app_id, version), and Delta's operation
+        metrics of that commit (rows written, ...).
+
+        Read from the newest commit files backwards (a history query would start a Spark
+        job): the commit sought is normally the newest, or a few behind it when jobs of
+        other clusters committed to the table since. `LookupError` when it is not among the
+        last `COMMIT_LOOKBACK` commits."""
+        latest = self.version(name)
+        log = join(self.path(name), "_delta_log")
+        for v in range(-1 if latest is None else latest,
+                       -1 if latest is None else max(-1, latest - COMMIT_LOOKBACK), -1):
+            for line in (self.fs.read_text(join(log, f"{v:020d}.json")) or "").splitlines():
+                info = json.loads(line).get("commitInfo")
+                if info is None:
+                    continue
+                try:
+                    meta = json.loads(info.get("userMetadata") or "{}")
+                except ValueError:  # another engine's commit, its own metadata
+                    continue
+                if (isinstance(meta, dict) and meta.get(META_APP) == app_id
+                        and meta.get(META_VERSION) == str(version)):
+                    metrics = info.get("operationMetrics") or {}
+                    return v, {k: int(x) for k, x in metrics.items() if str(x).isdigit()}
+        raise LookupError(f"{self.path(name)}: no commit of {app_id} {version} among the last "
+                          f"{COMMIT_LOOKBACK}")
+
+    def transactions(self, name: str) -> dict[str, int]:
+        """Every app id that committed to table `name` with its last transaction version
+        ({} without a table)."""
+        return _transactions(self._snapshot(name))
 
     def _check_layout(self, name: str, snap) -> None:
         """Refuse to write on into a table laid out otherwise than its schema says.
@@ -471,14 +496,34 @@ class Lake:
             raise ValueError("only a pinned view (`pinned()`) has versions")
         return self._pins.get(name)
 
+    def consistent(self, names: Iterable[str] | None = None) -> Lake:
+        """This lake as its readers should see it: every table (or those in `names`) as of
+        each cluster's last complete increment (`lake.cut`), whatever jobs commit meanwhile.
+        A reader that reads several tables reads them all through one such view, so a
+        cluster's events never come without the states they were judged from.
+
+        Needs a local session (a Spark Connect client reads a `kraftlake serve` endpoint's
+        tables, which are its server's consistent view)."""
+        return Lake(self.root, self._spark, cut=take_cut(self, names))
+
+    @property
+    def cut(self) -> Cut | None:
+        """A consistent view's cut (None: this view reads the latest versions)."""
+        return self._cut
+
     def read(self, spark: SparkSession | None, name: str, version: int | None = None) -> DataFrame:
-        """Table `name` as a Spark DataFrame (at `version`, at this view's pin, or the latest);
-        a table nothing was written to yet is an empty frame of its schema.
+        """Table `name` as a Spark DataFrame (at `version`, at this view's pin or cut, or the
+        latest); a table nothing was written to yet is an empty frame of its schema.
 
         `spark` may be a Spark Connect client's session (a notebook connected to `kraftlake
         serve`): the lake's path is then read by the server, and whether the table exists is
         asked of it too (`_served_table`), since a client has no JVM to read Delta's log."""
         spark = spark or self.spark
+        if version is None and self._cut is not None and name in self._cut.tables:
+            tc = self._cut.tables[name]
+            if tc.version is None:
+                return _from_arrow(spark, name, table_schema(name).arrow.empty_table())
+            return spark.sql(cut_query(self.path(name), tc))
         version = version if version is not None else (self._pins or {}).get(name)
         empty = self._pins is not None and name not in self._pins
         reader = spark.read.format("delta")
@@ -502,27 +547,37 @@ class Lake:
         return df.toArrow()
 
     def register_views(self, spark: SparkSession, names: Iterable[str] | None = None) -> None:
-        """Every table (or those in `names`) in the session catalog under its own name, over
-        its Delta location. Each costs a load of the table's Delta snapshot, so a command
-        that answers one statement registers only the tables it names (`cli.catalog`).
+        """Every table (or those in `names`) in the session catalog under its own name. Each
+        costs a load of the table's Delta snapshot, so a command that answers one statement
+        registers only the tables it names (`cli.catalog`).
 
-        Catalog tables (not temp views) so that time travel works in SQL:
-        `SELECT * FROM partition_current VERSION AS OF 3` or `TIMESTAMP AS OF '...'`, and so
-        that every session of the SparkContext sees them (a Spark Connect client's session
-        is a clone of the server's: `kraftlake.serve`). A table nothing was written to yet
-        is a catalog view of its empty schema, so a query names every table whatever the
-        lake has seen.
+        In the catalog (not temporary views) so that every session of the SparkContext sees
+        them (a Spark Connect client's session is a clone of the server's:
+        `kraftlake.serve`). A consistent view (`consistent`) registers each table as a view
+        of its cut; otherwise each is a catalog table over its Delta location, which reads
+        the latest version and takes time travel (`VERSION AS OF 3`, `TIMESTAMP AS OF
+        '...'`). A table nothing was written to yet is a view of its empty schema, so a
+        query names every table whatever the lake has seen.
         """
         for name in table_names() if names is None else names:
             spark.catalog.dropTempView(name)  # it would hide the catalog's table
-            if spark.catalog.tableExists(name):
-                kind = "VIEW" if spark.catalog.getTable(name).tableType == "VIEW" else "TABLE"
-                spark.sql(f"DROP {kind} {name}")
-            if self.exists(name):
-                spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{self.path(name)}'")
+            tc = self._cut.tables.get(name) if self._cut is not None else None
+            if tc is None and self.exists(name):
+                kind, query = "TABLE", f"USING delta LOCATION '{self.path(name)}'"
+            elif tc is not None and tc.version is not None:
+                kind, query = "VIEW", f"AS {cut_query(self.path(name), tc)}"
             else:
                 cols = ", ".join(_column_sql(f, "NULL") for f in table_schema(name).spark.fields)
-                spark.sql(f"CREATE VIEW {name} AS SELECT {cols} WHERE false")
+                kind, query = "VIEW", f"AS SELECT {cols} WHERE false"
+            if spark.catalog.tableExists(name):
+                was = "VIEW" if spark.catalog.getTable(name).tableType == "VIEW" else "TABLE"
+                if (was, kind) == ("VIEW", "VIEW"):
+                    # in one step, so that a query of another session never finds the table
+                    # missing (`kraftlake serve` refreshes its views while clients query)
+                    spark.sql(f"CREATE OR REPLACE VIEW {name} {query}")
+                    continue
+                spark.sql(f"DROP {was} {name}")
+            spark.sql(f"CREATE {kind} {name} {query}")
 
 
 # What a read of a path holding no Delta table fails with: Spark's, for a directory that is
@@ -577,21 +632,25 @@ def _version(snap) -> int | None:
     return v if v >= 0 else None
 
 
-def _txn_version(snap, app_id: str) -> int | None:
-    """Last transaction version of `app_id` in the snapshot `snap` (None = never)."""
+def _transactions(snap) -> dict[str, int]:
+    """Every app id of the snapshot `snap` with its last transaction version."""
     if _version(snap) is None:
-        return None
+        return {}
     # The version's checksum file lists the table's transactions: reading it costs
     # milliseconds, where the snapshot's own state reconstruction runs a Spark job.
     crc = snap.checksumOpt()
     txns = crc.get().setTransactions() if crc.isDefined() else None
     if txns is not None and txns.isDefined():
         seq = txns.get()
-        found = [seq.apply(i).version() for i in range(seq.size())
-                 if seq.apply(i).appId() == app_id]
-        return int(found[0]) if found else None
-    v = snap.transactions().get(app_id)
-    return int(v.get()) if v.isDefined() else None
+        pairs = (seq.apply(i) for i in range(seq.size()))
+        return {t.appId(): int(t.version()) for t in pairs}
+    seq = snap.transactions().toSeq()  # a Scala map: its (app id, version) pairs
+    return {seq.apply(i)._1(): int(seq.apply(i)._2()) for i in range(seq.size())}
+
+
+def _txn_version(snap, app_id: str) -> int | None:
+    """Last transaction version of `app_id` in the snapshot `snap` (None = never)."""
+    return _transactions(snap).get(app_id)
 
 
 def _partition_columns(snap) -> tuple[str, ...]:

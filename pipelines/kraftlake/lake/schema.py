@@ -33,6 +33,7 @@ _ARROW = {
     "binary": pa.binary(), "timestamp": pa.timestamp("us", tz="UTC"), "double": pa.float64(),
     "array<int>": pa.list_(pa.field("element", pa.int32())),
     "array<string>": pa.list_(pa.field("element", pa.string())),
+    "map<string,long>": pa.map_(pa.string(), pa.int64()),
 }
 
 
@@ -47,6 +48,7 @@ def _spark_types() -> dict[str, T.DataType]:
         "boolean": T.BooleanType(), "binary": T.BinaryType(), "timestamp": T.TimestampType(),
         "double": T.DoubleType(), "array<int>": T.ArrayType(T.IntegerType()),
         "array<string>": T.ArrayType(T.StringType()),
+        "map<string,long>": T.MapType(T.StringType(), T.LongType()),
     }
 
 

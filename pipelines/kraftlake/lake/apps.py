@@ -1,0 +1,35 @@
+"""The Delta transaction app ids kraftlake's jobs commit under, and what an id says.
+
+Every increment commits each table with a transaction id (app id, version), and its last
+commit is its `ingest_progress` row with the same id. The id names the job kind and the
+cluster, so a reader can tell from a table's transactions alone which cluster has an
+increment under way there (`lake.cut`).
+"""
+
+from __future__ import annotations
+
+# The job kinds whose transactions are increments ending in an `ingest_progress` row; a
+# refused input's `quarantine` row (`refusals`) and a quality run's results are not.
+INCREMENT_KINDS = ("ingest", "stream")
+_PREFIX = "kraftlake-"
+
+
+def app_id_for(cluster_id: str, kind: str = "ingest") -> str:
+    """The Delta transaction app id of one job kind for one cluster.
+
+    A stream and a batch ingest of the same cluster number their increments independently
+    (a stream from its checkpoint's batch ids), so they must not share an app id: a stream
+    restarted after an ingest would find its next version already committed by the ingest
+    and skip a micro-batch whole. Where the lake stands for a cluster is `cluster_progress`,
+    whichever job wrote it.
+    """
+    return f"{_PREFIX}{kind}:{cluster_id}"
+
+
+def increment_cluster(app_id: str) -> str | None:
+    """The cluster whose increments `app_id` numbers; None for any other app id (refusals,
+    quality runs, another writer's)."""
+    kind, sep, cluster_id = app_id.removeprefix(_PREFIX).partition(":")
+    if not app_id.startswith(_PREFIX) or not sep or kind not in INCREMENT_KINDS:
+        return None
+    return cluster_id
