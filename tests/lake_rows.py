@@ -30,16 +30,27 @@ def table_dicts(path: str | Path, columns: list[str] | None = None,
         columns=columns, filters=filters).to_pylist(maps_as_pydicts="strict")
 
 
+# Columns that say where a lake's own Delta tables stand (`ingest_progress.table_versions`),
+# not what it holds of a cluster: two lakes holding the same rows differ there whenever other
+# jobs committed to one of them, or its maintenance did.
+LAKE_OWN = {"ingest_progress": ("table_versions",)}
+
+
+def comparable(name: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A row of table `name` without its `LAKE_OWN` columns, for comparing two lakes."""
+    return {k: v for k, v in row.items() if k not in LAKE_OWN.get(name, ())}
+
+
 def table_rows(lake: Lake, name: str) -> list[str]:
-    """Sorted JSON rows of table `name`, every column."""
-    return sorted(json.dumps(r, default=str, sort_keys=True)
+    """Sorted JSON rows of table `name`, every column but the `LAKE_OWN` ones."""
+    return sorted(json.dumps(comparable(name, r), default=str, sort_keys=True)
                   for r in table_dicts(lake.path(name)))
 
 
-def frame_rows(df) -> list[str]:
-    """Sorted JSON rows of a Spark DataFrame of a table (a read through kraftlake's own
+def frame_rows(name: str, df) -> list[str]:
+    """Sorted JSON rows of a Spark DataFrame of table `name` (a read through kraftlake's own
     views), comparable with `table_rows`."""
-    return sorted(json.dumps(r, default=str, sort_keys=True)
+    return sorted(json.dumps(comparable(name, r), default=str, sort_keys=True)
                   for r in df.toArrow().to_pylist(maps_as_pydicts="strict"))
 
 

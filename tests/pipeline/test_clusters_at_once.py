@@ -5,12 +5,21 @@ in every table, and `kraftlake timeline` of a partition the clusters share asks 
 cluster is meant, and `kraftlake quality` names each stale cluster and its age. The jobs
 run on threads of the worker's session: Delta's optimistic concurrency is the same between
 threads as between processes, each job commits its own transactions against the tables'
-shared logs."""
+shared logs.
+
+While they run, a reader polls the lake's consistent view (`Lake.consistent`, what every
+read command reads) and checks that it holds whole increments only: per cluster, as many
+events and changes as its progress rows count, and no event past its last state."""
 
 from __future__ import annotations
 
+import random
 import re
+import threading
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,7 +31,7 @@ from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from kraftlake.sources.files import find_log_dirs, read_cluster_id
-from tests.lake_rows import table_dicts
+from tests.lake_rows import comparable, table_dicts
 from tests.pipeline.conftest import BUSY
 from tests.pipeline.test_stream_tail import NOMAN, TINY
 
@@ -41,6 +50,68 @@ def own_lakes(spark, tmp_path_factory, cfg_factory) -> dict[str, Path]:
     return lakes
 
 
+class PartialIncrement(AssertionError):
+    """A consistent read showed part of an increment."""
+
+
+def _check_whole(spark, shared: Path) -> bool:
+    """One poll: the consistent view holds, per cluster, exactly the events and changes its
+    progress rows count, and no event after its newest timeline state; False while the lake
+    has no progress yet."""
+    from pyspark.sql import functions as F
+
+    if not Lake(shared, spark).is_lake():
+        return False
+    view = Lake(shared, spark).consistent()
+
+    def per_cluster(name: str, *aggs) -> dict[str, tuple]:
+        return {r[0]: tuple(r[1:]) for r in
+                view.read(spark, name).groupBy("cluster_id").agg(*aggs).collect()}
+
+    counted = per_cluster("ingest_progress", F.sum("events"), F.sum("changes"))
+    events = per_cluster("partition_events", F.count("*"), F.max("offset"))
+    changes = per_cluster("partition_changes", F.count("*"))
+    states = per_cluster("partition_timeline", F.max("valid_from_offset"))
+    for cid in set(events) | set(changes) | set(counted):
+        n_ev, last_ev = events.get(cid, (0, None))
+        want = counted.get(cid, (0, 0))
+        if (n_ev, changes.get(cid, (0,))[0]) != want or (
+                last_ev is not None and last_ev > states.get(cid, (-1,))[0]):
+            raise PartialIncrement(f"{cid}: events {n_ev} (last {last_ev}), changes "
+                                   f"{changes.get(cid)}, newest state {states.get(cid)}; "
+                                   f"progress counts {want}; cut {view.cut}")
+    return True
+
+
+@contextmanager
+def polling_reader(spark, shared: Path) -> Iterator[list[int]]:
+    """A thread polling `_check_whole` until the block ends; yields the list it appends
+    each poll's number to (polls of a lake with progress), and raises what a poll found."""
+    polls: list[int] = []
+    failed: list[BaseException] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            try:
+                if _check_whole(spark, shared):
+                    polls.append(len(polls))
+            except BaseException as exc:  # re-raised in the test's thread
+                failed.append(exc)
+                return
+            stop.wait(0.5)
+
+    thread = threading.Thread(target=poll, name="consistent-reader")
+    thread.start()
+    try:
+        yield polls
+    finally:
+        stop.set()
+        thread.join()
+    if failed:
+        raise failed[0]
+
+
 def _same_as_own(shared: Path, own_lakes: dict[str, Path], skip: tuple[str, ...] = ()) -> None:
     """Every cluster's rows of every table of `shared` (but `skip`) equal its own lake's."""
     for cid, own in own_lakes.items():
@@ -50,7 +121,7 @@ def _same_as_own(shared: Path, own_lakes: dict[str, Path], skip: tuple[str, ...]
 
 
 def _rows(lake: Path, name: str, cluster_id: str) -> list[str]:
-    return sorted(map(repr, (sorted(r.items()) for r in table_dicts(
+    return sorted(map(repr, (sorted(comparable(name, r).items()) for r in table_dicts(
         lake / name, filters=[("cluster_id", "=", cluster_id)]))))
 
 
@@ -59,8 +130,9 @@ def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests
     ids = [read_cluster_id(find_log_dirs(str(log))[0]) for log in LOGS]
     assert len(set(ids)) == 3, ids
     shared = tmp_path / "shared"
-    with ThreadPoolExecutor(len(LOGS)) as pool:
+    with polling_reader(spark, shared) as polls, ThreadPoolExecutor(len(LOGS)) as pool:
         results = list(pool.map(lambda log: ingest(spark, cfg_factory(shared), [log]), LOGS))
+    print(f"{len(polls)} consistent reads during the ingests")
     assert [r.cluster_id for (r,) in results] == ids
     assert all(r.records > 0 for (r,) in results)
     assert list(own_lakes) == ids
@@ -117,29 +189,38 @@ def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests
         assert cells[2:4] == [str(len(incidents)), str(still_open)], cells
 
 
-def test_a_stream_beside_ingests_of_other_clusters_equals_their_own_ingests(
-        spark, tmp_path, cfg_factory, own_lakes) -> None:
-    """A stream of one cluster (three micro-batches) while two ingests of other clusters
-    write the same new lake: neither conflicts with the other (each cluster's replacements
-    touch only its own partitions, appends are blind), and every cluster's rows equal its
-    own one-shot ingest in every table."""
+@pytest.mark.parametrize("seed", [1, 2])
+def test_two_streams_and_an_ingest_started_at_shuffled_moments_equal_their_own_ingests(
+        spark, tmp_path, cfg_factory, own_lakes, seed) -> None:
+    """Two streams (micro-batches of at most 700 and 60 offsets) and an ingest of three
+    clusters, started in a shuffled order 0-3 s apart, into one new lake: all complete,
+    every cluster's rows equal its own one-shot ingest in every table (a stream's progress
+    rows are its own), and the reader polling the consistent view all along never saw part
+    of an increment."""
     from kraftlake.jobs.stream import start_stream
 
     shared = tmp_path / "shared"
 
-    def stream() -> None:
-        q = start_stream(spark, cfg_factory(shared), NOMAN, available_now=True,
-                         max_offsets=700)
-        q.awaitTermination()
+    def stream(log: Path, max_offsets: int) -> None:
+        start_stream(spark, cfg_factory(shared), log, available_now=True,
+                     max_offsets=max_offsets).awaitTermination()
 
-    def ingests() -> None:
-        for log in (BUSY, TINY):
-            ingest(spark, cfg_factory(shared), [log])
+    jobs = [lambda: stream(NOMAN, 700), lambda: stream(BUSY, 60),
+            lambda: ingest(spark, cfg_factory(shared), [TINY])]
+    rng = random.Random(seed)
+    rng.shuffle(jobs)
+    delays = sorted(rng.uniform(0, 3) for _ in jobs)
 
-    with ThreadPoolExecutor(2) as pool:
-        for f in [pool.submit(stream), pool.submit(ingests)]:
+    def delayed(job, delay: float) -> None:
+        time.sleep(delay)
+        job()
+
+    with polling_reader(spark, shared) as polls, ThreadPoolExecutor(len(jobs)) as pool:
+        for f in [pool.submit(delayed, j, d) for j, d in zip(jobs, delays, strict=True)]:
             f.result()
-    runs = {r["cluster_id"]: r for r in table_dicts(shared / "ingest_progress")
-            if r["app_id"].startswith("kraftlake-stream")}
-    assert list(runs) == [read_cluster_id(NOMAN)]
-    _same_as_own(shared, own_lakes, skip=("ingest_progress",))  # a stream's runs are its own
+    print(f"seed {seed}: starts {[round(d, 1) for d in delays]} s, {len(polls)} consistent "
+          f"reads during the jobs")
+    assert polls, "the reader never read the lake while the jobs ran"
+    kinds = {r["app_id"].split(":")[0] for r in table_dicts(shared / "ingest_progress")}
+    assert kinds == {"kraftlake-stream", "kraftlake-ingest"}, kinds
+    _same_as_own(shared, own_lakes, skip=("ingest_progress",))

@@ -96,7 +96,7 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
     seen = Lake(lake, spark).consistent()
     assert seen.cut is not None and seen.cut.held == {"recreated-topic"}
     for name in TABLES:
-        assert frame_rows(seen.read(spark, name)) == first[name], name
+        assert frame_rows(name, seen.read(spark, name)) == first[name], name
     counted = CliRunner().invoke(main, ["sql", "--lake", str(lake), "--format", "json",
                                         "SELECT count(*) AS n FROM partition_events"])
     assert json.loads(counted.output) == [{"n": len(first["partition_events"])}]
@@ -110,4 +110,5 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
         assert table_rows(Lake(lake), name) == setup["rows"][name], name
     done = Lake(lake, spark).consistent()
     assert done.cut is not None and done.cut.held == set()
-    assert frame_rows(done.read(spark, "partition_events")) == setup["rows"]["partition_events"]
+    events = done.read(spark, "partition_events")
+    assert frame_rows("partition_events", events) == setup["rows"]["partition_events"]

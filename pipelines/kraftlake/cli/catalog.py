@@ -10,8 +10,9 @@ them. A `kraftlake serve` endpoint registers every table at its start and keeps 
 
 Each statement reads the lake as of each cluster's last complete increment: its tables are
 views of a cut taken just before it runs (`lake.cut`), so two tables it joins never disagree
-about how far a cluster got. A statement that asks for a version itself (`VERSION AS OF`,
-`TIMESTAMP AS OF`) gets the Delta tables instead, which time travel needs.
+about how far a cluster got. A statement about the tables' versions (`VERSION AS OF`,
+`TIMESTAMP AS OF`, `DESCRIBE HISTORY`, `DESCRIBE DETAIL`) gets the Delta tables instead:
+time travel and Delta's history need them.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
     from ..lake.delta import Lake
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TIME_TRAVEL = re.compile(r"\b(VERSION|TIMESTAMP)\s+AS\s+OF\b", re.IGNORECASE)
+# statements about the Delta tables themselves: their versions and their history
+_OF_THE_TABLES = re.compile(r"\b(VERSION|TIMESTAMP)\s+AS\s+OF\b|\bDESCRIBE\s+(HISTORY|DETAIL)\b",
+                            re.IGNORECASE)
 
 
 def named_tables(text: str) -> list[str]:
@@ -49,10 +52,10 @@ class LakeCatalog:
 
     def prepare(self, text: str | None) -> None:
         """Register the tables `text` names (every table when it names none, or `text` is
-        None) as of now: views of a cut, or the Delta tables for a statement that travels
-        in time. A table already registered as it should be is left alone."""
+        None) as of now: views of a cut, or the Delta tables for a statement about their
+        versions. A table already registered as it should be is left alone."""
         wanted = (named_tables(text) if text is not None else []) or table_names()
-        if text is not None and _TIME_TRAVEL.search(text):
+        if text is not None and _OF_THE_TABLES.search(text):
             lake, want = self._lake, dict.fromkeys(wanted)
         else:
             lake = self._lake.consistent(wanted)
