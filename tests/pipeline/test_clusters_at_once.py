@@ -34,6 +34,7 @@ from kraftlake.sources.files import find_log_dirs, read_cluster_id
 from tests.lake_rows import comparable, table_dicts
 from tests.pipeline.conftest import BUSY
 from tests.pipeline.test_stream_tail import NOMAN, TINY
+from tests.polling import wait_until
 
 LOGS = [BUSY, NOMAN.parent, TINY]  # three cluster ids
 
@@ -193,11 +194,15 @@ def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests
 def test_two_streams_and_an_ingest_started_at_shuffled_moments_equal_their_own_ingests(
         spark, tmp_path, cfg_factory, own_lakes, seed) -> None:
     """Two streams (micro-batches of at most 700 and 60 offsets) and an ingest of three
-    clusters, started in a shuffled order 0-3 s apart, into one new lake: all complete,
+    clusters, started in a shuffled order 0-3 s apart, into one new lake, and a compaction
+    of the whole lake (`kraftlake maintain`) 0-3 s after the first increment completed:
+    all complete (a compaction that
+    lost a commit race to a job says so in one line and leaves that table for next time),
     every cluster's rows equal its own one-shot ingest in every table (a stream's progress
     rows are its own), and the reader polling the consistent view all along never saw part
     of an increment."""
     from kraftlake.jobs.stream import start_stream
+    from kraftlake.lake.maintain import maintain
 
     shared = tmp_path / "shared"
 
@@ -215,11 +220,21 @@ def test_two_streams_and_an_ingest_started_at_shuffled_moments_equal_their_own_i
         time.sleep(delay)
         job()
 
+    compacted: list = []
+
+    def compaction() -> None:  # once the first increment completed, while the others run
+        wait_until("a first increment", Lake(shared, spark).is_lake, 300, interval=0.2)
+        compacted.extend(maintain(Lake(shared, spark), vacuum=False))
+
+    jobs.append(compaction)
+    delays.append(rng.uniform(0, 3))
     with polling_reader(spark, shared) as polls, ThreadPoolExecutor(len(jobs)) as pool:
         for f in [pool.submit(delayed, j, d) for j, d in zip(jobs, delays, strict=True)]:
             f.result()
+    lost = [m.error for m in compacted if m.error]
     print(f"seed {seed}: starts {[round(d, 1) for d in delays]} s, {len(polls)} consistent "
-          f"reads during the jobs")
+          f"reads during the jobs; compaction of {len(compacted)} tables, lost races: {lost}")
+    assert compacted and all("\n" not in e for e in lost)
     assert polls, "the reader never read the lake while the jobs ran"
     kinds = {r["app_id"].split(":")[0] for r in table_dicts(shared / "ingest_progress")}
     assert kinds == {"kraftlake-stream", "kraftlake-ingest"}, kinds

@@ -17,10 +17,13 @@ replays its Delta log (one JSON commit per write). So, per table, with delta-spa
 3. A checkpoint folds the log into one parquet file, so opening a table reads the checkpoint
    and the few commits after it instead of the whole log.
 
-Compaction conflicts with a concurrent merge of the same table (whichever commits second
-fails), so it must not run while `ingest` or `stream` writes the lake; a stream compacts its
-own lake between micro-batches (`stream.compact_every`). Vacuum and checkpoint commit no data
-and do not conflict with writers.
+Compaction may run while jobs write the lake. It conflicts with a concurrent commit that
+removes files it rewrites (a job replacing a slice, a merge): a job that loses retries its
+commit (`delta._retrying`; compactions change no rows), a compaction that loses reports the
+table's conflict in one line and leaves the table for its next run. Its checks compare its
+own commit with the version just before it, so rows other jobs add meanwhile do not count
+as a change. A stream compacts its lake between micro-batches (`stream.compact_every`).
+Vacuum and checkpoint commit no data and do not conflict with writers.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from .retention import DEFAULT_RETENTION_HOURS
 from .schema import table_names
 
 OWN_OPERATIONS = {"OPTIMIZE", "VACUUM START", "VACUUM END"}
+_HISTORY_LIMIT = 100  # commits looked through for maintenance's own (`_own_commit`)
 # Tables maintained at once. One table's compaction, vacuum and checkpoint touch no other
 # table, and a small table's maintenance is mostly the driver waiting on Delta's protocol and
 # the file system, which overlaps with another table's Spark jobs (docs/benchmarks.md).
@@ -101,6 +105,17 @@ def _last_metrics(lake: Lake, name: str, operation: str) -> dict[str, str]:
     return {}
 
 
+def _own_commit(dt: DeltaTable, since: int, operation: str) -> int:
+    """The version of the newest `operation` commit after version `since`: maintenance's own
+    commit, whatever other writers committed after it (jobs of other clusters may write the
+    lake meanwhile: the README's concurrency rules)."""
+    for row in dt.history(_HISTORY_LIMIT).collect():
+        if row.version > since and row.operation == operation:
+            return int(row.version)
+    raise MaintenanceError(f"no {operation} commit after version {since} among the last "
+                           f"{_HISTORY_LIMIT}")
+
+
 def _check_txns(lake: Lake, name: str, before: dict[str, int | None],
                 version_before: int) -> None:
     """Every app id's transaction version after maintenance must be the one before; only
@@ -143,10 +158,12 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
             assert compaction is not None  # OPTIMIZE answers one row of metrics
             metrics = compaction.metrics
             if metrics.numFilesRemoved:
-                v = lake.version(name)
-                if count_rows(lake, name, v) != res.rows:
+                # the compaction's commit against the version just before it: jobs of other
+                # clusters may have added rows between the start and the compaction
+                v = _own_commit(dt, version, "OPTIMIZE")
+                if (n := count_rows(lake, name, v)) != (was := count_rows(lake, name, v - 1)):
                     raise MaintenanceError(f"{name}: compaction (version {v}) changed the row "
-                                           f"count from {res.rows}")
+                                           f"count from {was} to {n}")
         if vacuum and not _nothing_to_vacuum(lake, name, retention_hours):
             dt.vacuum(retention_hours)
             res.vacuumed = int(_last_metrics(lake, name, "VACUUM END")
