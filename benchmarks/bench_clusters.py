@@ -31,7 +31,7 @@ resident memory of this process and all its descendants (the session's JVM, its 
 workers, the `kraftlake` processes and theirs), sampled every 0.5 s
 (`bench_pipeline.PeakMemory`). The session's JVM keeps much of the heap it grew in earlier
 cases, so an in-session peak says what the session needs by then, not what the case alone
-would; the cases run in order N, sequential before concurrent. Each case prints whether
+would; the cases run by increasing N, sequential before concurrent. Each case prints whether
 every ingest succeeded (in the session: no exception and nothing refused; as processes:
 exit status 0), the commit conflicts Delta raised and kraftlake retried (in the session
 only), the rows of `records` and `partition_current` and the clusters the lake holds, and
