@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from kraftlake.cli import main
+from kraftlake.cli.catalog import LakeCatalog
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.codec.logfiles import records_of_batch
 from kraftlake.jobs import increment
@@ -100,6 +101,14 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
     counted = CliRunner().invoke(main, ["sql", "--lake", str(lake), "--format", "json",
                                         "SELECT count(*) AS n FROM partition_events"])
     assert json.loads(counted.output) == [{"n": len(first["partition_events"])}]
+    # the catalog a `kraftlake serve` endpoint refreshes: its views move on once the
+    # increment completes, not before
+    catalog = LakeCatalog(spark, Lake(lake, spark))
+    catalog.prepare(None)
+    def n_events() -> int:  # the view as the catalog has it now
+        return spark.table("partition_events").count()
+
+    assert n_events() == len(first["partition_events"])
     monkeypatch.setattr(increment, "FAIL_AFTER", None)
 
     (res,) = ingest(spark, cfg_factory(lake), [setup["grown"]])
@@ -112,3 +121,6 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
     assert done.cut is not None and done.cut.held == set()
     events = done.read(spark, "partition_events")
     assert frame_rows("partition_events", events) == setup["rows"]["partition_events"]
+    assert n_events() == len(first["partition_events"])  # until the catalog is refreshed
+    catalog.prepare(None)
+    assert n_events() == len(setup["rows"]["partition_events"])
