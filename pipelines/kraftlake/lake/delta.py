@@ -502,8 +502,13 @@ class Lake:
         A reader that reads several tables reads them all through one such view, so a
         cluster's events never come without the states they were judged from.
 
-        Needs a local session (a Spark Connect client reads a `kraftlake serve` endpoint's
-        tables, which are its server's consistent view)."""
+        Needs a local session: the cut is read from the tables' Delta logs, which a Spark
+        Connect client cannot (it reads a `kraftlake serve` endpoint's tables, `spark.table`,
+        which are the server's consistent view)."""
+        if not has_jvm(self.spark):
+            raise ValueError("a consistent view needs a local SparkSession; through Spark "
+                             "Connect, read the tables of the `kraftlake serve` endpoint "
+                             "(spark.table(NAME)), which are its consistent view")
         return Lake(self.root, self._spark, cut=take_cut(self, names))
 
     @property
