@@ -29,14 +29,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .apps import increment_cluster
 from .location import PROGRESS_TABLE
 from .schema import table_names
 
 if TYPE_CHECKING:
-    from .delta import Lake
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class Tables(Protocol):
+    """What a cut asks of a lake (`lake.delta.Lake` answers it; the Lake builds its
+    consistent view from this module, so this module does not import it)."""
+
+    def version(self, name: str) -> int | None: ...
+
+    def transactions(self, name: str) -> dict[str, int]: ...
+
+    def read(self, spark: SparkSession | None, name: str,
+             version: int | None = None) -> DataFrame: ...
 
 # Tables outside any increment: read at their version when the cut is taken (the progress
 # table is the cut's own reference; quality results are written by `kraftlake quality`).
@@ -64,7 +76,7 @@ class Cut:
         return {c for t in self.tables.values() for c in t.held}
 
 
-def take_cut(lake: Lake, names: Iterable[str] | None = None) -> Cut:
+def take_cut(lake: Tables, names: Iterable[str] | None = None) -> Cut:
     """The cut of `lake` now, for the tables `names` (default: every table).
 
     Costs one Delta log listing per table, and one small read of `ingest_progress` only
@@ -98,7 +110,7 @@ def take_cut(lake: Lake, names: Iterable[str] | None = None) -> Cut:
     return Cut(tables)
 
 
-def _completed_versions(lake: Lake, progress_version: int | None,
+def _completed_versions(lake: Tables, progress_version: int | None,
                         clusters: set[str]) -> dict[str, dict[str, int] | None]:
     """Per cluster with a progress row, the table versions of its last complete increment,
     from the progress table at `progress_version`: the newest version of each table over all
