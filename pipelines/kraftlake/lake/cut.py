@@ -43,9 +43,7 @@ class Tables(Protocol):
     """What a cut asks of a lake (`lake.delta.Lake` answers it; the Lake builds its
     consistent view from this module, so this module does not import it)."""
 
-    def version(self, name: str) -> int | None: ...
-
-    def transactions(self, name: str) -> dict[str, int]: ...
+    def transactions(self, name: str) -> tuple[int | None, dict[str, int]]: ...
 
     def read(self, spark: SparkSession | None, name: str,
              version: int | None = None) -> DataFrame: ...
@@ -82,16 +80,19 @@ def take_cut(lake: Tables, names: Iterable[str] | None = None) -> Cut:
     Costs one Delta log listing per table, and one small read of `ingest_progress` only
     when some cluster is mid-increment."""
     wanted = list(table_names() if names is None else names)
-    progress_version = lake.version(PROGRESS_TABLE)
-    completed = lake.transactions(PROGRESS_TABLE)  # app id -> last completed increment
+    # app id -> its last completed increment
+    progress_version, completed = lake.transactions(PROGRESS_TABLE)
     tables: dict[str, TableCut] = {}
     held_in: dict[str, set[str]] = {}  # table -> clusters mid-increment in it
     for name in wanted:
-        version = progress_version if name == PROGRESS_TABLE else lake.version(name)
-        tables[name] = TableCut(version)
-        if name in CUT_EXCLUDED or version is None:
+        if name == PROGRESS_TABLE:
+            tables[name] = TableCut(progress_version)
             continue
-        for app_id, txn in lake.transactions(name).items():
+        version, txns = lake.transactions(name)
+        tables[name] = TableCut(version)
+        if name in CUT_EXCLUDED:
+            continue
+        for app_id, txn in txns.items():
             cid = increment_cluster(app_id)
             if cid is not None and txn > completed.get(app_id, -1):
                 held_in.setdefault(name, set()).add(cid)

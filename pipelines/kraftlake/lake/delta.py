@@ -249,10 +249,11 @@ class Lake:
         raise LookupError(f"{self.path(name)}: no commit of {app_id} {version} among the last "
                           f"{COMMIT_LOOKBACK}")
 
-    def transactions(self, name: str) -> dict[str, int]:
-        """Every app id that committed to table `name` with its last transaction version
-        ({} without a table)."""
-        return _transactions(self._snapshot(name))
+    def transactions(self, name: str) -> tuple[int | None, dict[str, int]]:
+        """The table's current version (None: no table) and every app id that committed to
+        it with its last transaction version, from one snapshot."""
+        snap = self._snapshot(name)
+        return _version(snap), _transactions(snap)
 
     def _check_layout(self, name: str, snap) -> None:
         """Refuse to write on into a table laid out otherwise than its schema says.
