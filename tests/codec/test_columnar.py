@@ -22,7 +22,7 @@ def _expected(buf: bytes) -> list[tuple]:
             for r in records_of_batch(b):
                 rows.append((r.offset, r.timestamp, r.epoch, r.control, r.type, r.api_key,
                              r.version, None if r.data is None else to_json(r.data), r.value,
-                             r.error, b.base_offset, b.position))
+                             r.error, b.base_offset, b.position, b.crc))
     return rows
 
 

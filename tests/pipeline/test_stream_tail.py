@@ -316,3 +316,37 @@ def test_trigger_short_forms_become_spark_intervals(given, spark_form):
 def test_a_bad_trigger_is_refused_before_the_stream_starts(bad):
     with pytest.raises(ValueError, match="expected a number and a unit"):
         processing_time(bad)
+
+
+def test_the_tail_check_trusts_the_kept_batch_header_only_with_its_epoch(
+        spark, tmp_path, cfg_factory):
+    """The progress row keeps the CRC and leader epoch of the last batch it read, as Kafka
+    wrote them in the segment's header; the next run accepts the same log by that header
+    alone. The same batch with only its leader epoch changed keeps its CRC (Kafka's CRC
+    starts after the epoch), so the header check must not accept it: the records are
+    compared and the log refused."""
+    from kraftlake.jobs.batch import DivergedLogError, refuse_if_diverged
+    from kraftlake.sources.files import LogDirIndex
+
+    src = NOMAN.parent
+    log = tmp_path / "kafka"
+    shutil.copytree(src, log)
+    seg = log / NOMAN.name / "00000000000000000000.log"
+    cfg = cfg_factory(tmp_path / "lake")
+    (res,) = ingest(spark, cfg, [log])
+    lake = Lake(cfg.lake, spark)
+    prev = cluster_progress(lake, res.cluster_id)
+    last = [b for b in scan_batches(seg.read_bytes()) if isinstance(b, Batch)][-1]
+    assert prev["end_offset"] == last.base_offset + last.last_offset_delta + 1
+    assert (prev["end_batch_crc"], prev["end_batch_epoch"]) == (last.crc,
+                                                               last.partition_leader_epoch)
+    refuse_if_diverged(lake, str(log / NOMAN.name), prev)  # the same log: accepted
+
+    data = bytearray(seg.read_bytes())
+    epoch_at = last.position + 12  # baseOffset (8) and batchLength (4) come first
+    data[epoch_at:epoch_at + 4] = (last.partition_leader_epoch + 1).to_bytes(4, "big")
+    seg.write_bytes(bytes(data))
+    moved = LogDirIndex(str(log / NOMAN.name)).refresh().batch_before(prev["end_offset"])
+    assert moved is not None and moved.crc == last.crc  # the CRC does not see the epoch
+    with pytest.raises(DivergedLogError, match="differs from what the lake ingested"):
+        refuse_if_diverged(lake, str(log / NOMAN.name), prev)

@@ -40,6 +40,7 @@ SCHEMA = pa.schema([
     ("control", pa.bool_()), ("record_type", pa.string()), ("api_key", pa.int32()),
     ("version", pa.int32()), ("data", pa.string()), ("value", pa.binary()),
     ("error", pa.string()), ("batch_base_offset", pa.int64()), ("byte_position", pa.int64()),
+    ("batch_crc", pa.int64()),
 ])
 
 
@@ -78,6 +79,7 @@ class Columns:
             c["error"].append(r.error)
             c["batch_base_offset"].append(batch.base_offset)
             c["byte_position"].append(batch.position)
+            c["batch_crc"].append(batch.crc)
 
     def add_noop_run(self, run: np.ndarray, first_position: int) -> None:
         self._flush()
@@ -87,6 +89,7 @@ class Columns:
                  "data": "{}", "value": _NOOP_VALUE, "error": None}
         arrays = {
             "offset": base, "batch_base_offset": base,
+            "batch_crc": pa.array(run["crc"].astype(np.int64)),
             "timestamp": pa.array(run["max_ts"].astype(np.int64)),
             "epoch": pa.array(run["epoch"].astype(np.int32)),
             "byte_position": pa.array(np.arange(first_position, first_position

@@ -119,21 +119,28 @@ def _mismatch(lake_rows: list[dict], now: dict[int, tuple]) -> int | None:
 
 
 def _check_tail(lake: Lake, cluster_id: str, log_dir: str, end_offset: int,
-               index: LogDirIndex | None = None) -> Divergence | None:
+               index: LogDirIndex | None = None,
+               end_batch: tuple[int, int] | None = None) -> Divergence | None:
     """Why `log_dir` cannot continue the lake's cluster at `end_offset` (None if it can).
 
-    The input's batch holding `end_offset - 1` is read and its records compared (epoch,
-    timestamp, type, value bytes) with the rows the lake holds at the same offsets: equal
-    bytes at an already-ingested offset are the proof that the input is the same log. A log that
-    ends before `end_offset` is a different (or truncated) log; a log whose start is past
-    `end_offset` fell behind retention, which the planner records as a gap.
+    The input's batch holding `end_offset - 1` must be the one the lake ingested last. When
+    the lake kept that batch's CRC and leader epoch (`end_batch`, from the progress row),
+    the input's batch header says so at once: the CRC covers every byte of the batch's
+    records, and the epoch is the one field before it. Otherwise, or when the header
+    differs, the batch is read and its records compared (epoch, timestamp, type, value
+    bytes) with the rows the lake holds at the same offsets, which names the first offset
+    that differs. A log that ends before `end_offset` is a different (or truncated) log; a
+    log whose start is past `end_offset` fell behind retention, which the planner records as
+    a gap.
     """
     if end_offset <= 0:
         return None
     index = (index or LogDirIndex(log_dir)).refresh()
     if index.log_start is not None and index.log_start >= end_offset:
         return None
-    e = index.batch_before(end_offset)
+    e = index.batch_before_on_disk(end_offset)
+    if e is not None and end_batch is not None and (e.crc, e.epoch) == end_batch:
+        return None
     # the lake's rows at the offsets of the input's batch, in one read (the lake's own batch
     # boundaries would take a second one): any of them differing is a divergence
     rows = sorted(_log_records(lake, cluster_id, end_offset - 1 if e is None else
@@ -167,7 +174,9 @@ def refuse_if_diverged(lake: Lake, log_dir: str, prev: dict,
     """Refuse `log_dir` (`DivergedLogError`, the divergence kept in `quarantine`) unless it
     continues what the lake holds after increment `prev` of its cluster."""
     if prev.get("end_offset"):
-        d = _check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]), index)
+        crc, epoch = prev.get("end_batch_crc"), prev.get("end_batch_epoch")
+        d = _check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]), index,
+                        None if crc is None or epoch is None else (int(crc), int(epoch)))
         if d is not None:
             _refuse(lake, d)
 

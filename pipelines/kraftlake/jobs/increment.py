@@ -105,6 +105,9 @@ class IncrementResult:
     orphans: int = 0
     mismatches: int = 0
     pending_txn_from: int | None = None
+    # the header of the log batch holding end_offset - 1, as read (`jobs.batch._check_tail`)
+    end_batch_crc: int | None = None
+    end_batch_epoch: int | None = None
     # offsets a damaged batch that may have held changes took with it: [lo, hi) and the
     # batch's time; every state carried across them is marked uncertain (`unknown_ranges`)
     unknown: list[tuple[int, int, int | None]] = field(default_factory=list)
@@ -254,8 +257,10 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     # one pass over the source answers every question the increment has about its extent
     is_record = F.col("row_kind") == "record"
     log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
-    lo, hi, res.records, snap_hi, n_relevant, n_checks, n_begins, n_lossy = _aggregate(src.agg(
-        F.min(log_offset), F.max(log_offset), F.count(F.when(is_record, 1)),
+    (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant, n_checks,
+     n_begins, n_lossy) = _aggregate(src.agg(
+        F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
+        F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
         F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
         F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
         F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1)),
@@ -433,10 +438,19 @@ def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None
         "snapshot_high": [snapshot_high if snapshot_high is not None else
                           (prev["snapshot_high"] if prev else None)],
         "pending_txn_from": [res.pending_txn_from],
+        **_end_batch(res, prev),
         "records": [res.records], "changes": [res.changes], "events": [res.events],
         "table_versions": pa.array([sorted((t, v) for t, v in versions.items()
                                            if v is not None)],
                                    pa.map_(pa.string(), pa.int64()))}))
+
+
+def _end_batch(res: IncrementResult, prev: dict | None) -> dict[str, list[int | None]]:
+    """The progress row's header of the batch holding its end offset - 1: the one this
+    increment read last, or the previous row's when it read no log record."""
+    if res.end_offset is None and prev is not None:
+        return {c: [prev.get(c)] for c in ("end_batch_crc", "end_batch_epoch")}
+    return {"end_batch_crc": [res.end_batch_crc], "end_batch_epoch": [res.end_batch_epoch]}
 
 
 def _aggregate(frame: DataFrame) -> Row:

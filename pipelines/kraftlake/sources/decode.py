@@ -29,16 +29,14 @@ from ..uris import basename, read_bytes
 from .files import ReadRange
 
 EXTRA = [("row_kind", "string"), ("byte_position", "long"), ("end_offset", "long"),
-         ("problem_kind", "string"), ("state_unknown", "boolean")]
+         ("problem_kind", "string"), ("state_unknown", "boolean"), ("batch_crc", "long")]
 
 
 def source_arrow_schema() -> pa.Schema:
     base = table_schema("records").arrow
-    fields = [pa.field(f.name, f.type, nullable=True) for f in base]
-    fields += [pa.field("row_kind", pa.string()), pa.field("byte_position", pa.int64()),
-               pa.field("end_offset", pa.int64()), pa.field("problem_kind", pa.string()),
-               pa.field("state_unknown", pa.bool_())]
-    return pa.schema(fields)
+    types = {"string": pa.string(), "long": pa.int64(), "boolean": pa.bool_()}
+    return pa.schema([pa.field(f.name, f.type, nullable=True) for f in base]
+                     + [pa.field(n, types[t]) for n, t in EXTRA])
 
 
 def source_spark_schema() -> T.StructType:

@@ -182,6 +182,7 @@ class BatchEntry:
     position: int
     size: int
     crc: int
+    epoch: int  # the partition leader epoch, outside what the CRC covers
 
 
 @dataclass
@@ -233,7 +234,7 @@ class SegmentIndex:
                     break
                 fields = HEADER.unpack_from(head, 0)
                 self.entries.append(BatchEntry(base, base + fields[6], pos,
-                                               LOG_OVERHEAD + length, fields[4]))
+                                               LOG_OVERHEAD + length, fields[4], fields[2]))
                 pos += LOG_OVERHEAD + length
             else:
                 if pos < size:
@@ -309,15 +310,17 @@ class LogDirIndex:
     def batch_before_on_disk(self, offset: int) -> BatchEntry | None:
         """`batch_before`, re-checked against the file: the index caches headers, and a tail
         truncated and rewritten to the same length (new Raft leader) would otherwise keep
-        the old CRC. If the header on disk differs, the whole index is walked again."""
+        the old CRC and epoch. If the header on disk differs, the whole index is walked
+        again."""
         for s in reversed(self.ordered()):
             if s.base_offset <= offset - 1:
                 e = s.entry_before(offset)
                 if e is None:
                     return None
                 head = uris.read_bytes(s.path, e.position, e.position + HEADER_SIZE)
-                if len(head) == HEADER_SIZE and HEADER.unpack_from(head, 0)[0] == e.base_offset \
-                        and HEADER.unpack_from(head, 0)[4] == e.crc:
+                fields = HEADER.unpack_from(head, 0) if len(head) == HEADER_SIZE else None
+                if fields is not None and (fields[0], fields[4], fields[2]) == (
+                        e.base_offset, e.crc, e.epoch):
                     return e
                 self.segments.clear()
                 self.refresh()
