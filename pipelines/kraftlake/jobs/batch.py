@@ -253,7 +253,7 @@ def _next_range(lake: Lake, app_id: str, log_dir: str,
         refuse_if_diverged(lake, log_dir, at, index)
         start = offset_dict(at["end_offset"], at["snapshot_high"]
                             if at["snapshot_high"] is not None else -1)
-        start["crc"] = -1  # checked above against the lake's own rows
+        start["crc"] = -1  # the tail was checked above (`refuse_if_diverged`)
     end = latest(index, start)
     if end is start or (end["offset"] == start["offset"] and end["reset"] < 0
                         and end["snap"] == start["snap"]):
