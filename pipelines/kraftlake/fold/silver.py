@@ -208,12 +208,14 @@ def _live_topics_only(rows: DataFrame, rec: DataFrame, topic_names: DataFrame) -
         .drop("_ev", "_is_ev", "_alive")
 
 
-def partition_changes(rec: DataFrame, known: DataFrame, topic_names: DataFrame,
+def partition_changes(rec: DataFrame, known: DataFrame | None, topic_names: DataFrame,
                       live_before: DataFrame | None = None) -> DataFrame:
     """Silver partition_changes rows of an increment.
 
-    `known`: (cluster_id, topic_id, partition_id) of partitions that may exist (seeded from
-    partition_current plus everything this increment creates); `topic_names`:
+    `known`: (cluster_id, topic_id, partition_id) of partitions that may exist before the
+    increment (partition_current), which a RemoveTopicRecord or a ClearElrRecord reaches
+    beside those the increment creates; None when the caller knows `rec` holds neither
+    record (most increments), so the joins that find them are not planned; `topic_names`:
     (cluster_id, topic_id, topic_name) known so far; `live_before`: (cluster_id, topic_id)
     of topics alive before the increment (default: `topic_names`). Check snapshots are not
     changes.
@@ -245,6 +247,19 @@ def partition_changes(rec: DataFrame, known: DataFrame, topic_names: DataFrame,
         F.when(is_pr, F.coalesce(F.col("p.directories"), F.array().cast("array<string>")))
         .otherwise(F.col("p.directories")).alias("directories"),
     )
+    out = direct if known is None else direct.unionByName(
+        _removes_and_clears(rec, direct, known, topic_names), allowMissingColumns=True)
+    out = _live_topics_only(out, rec, topic_names if live_before is None else live_before)
+    return out.select(*KEY, "offset", "seq", "timestamp", "record_type", "source",
+                      "is_reset", "is_delete", *STATE)
+
+
+def _removes_and_clears(rec: DataFrame, direct: DataFrame, known: DataFrame,
+                        topic_names: DataFrame) -> DataFrame:
+    """The rows RemoveTopicRecords and ClearElrRecords make: one per partition each reaches,
+    among the `known` ones and those `direct` (the increment's own partition records)
+    creates."""
+    t = F.col("record_type")
     # A partition exists from before the increment (seeded) or from its first full state in
     # it (`_since`, in fold order). Kafka replays a ClearElrRecord on the partitions that exist
     # at that point, and writes one for a topic created with its own min.insync.replicas
@@ -275,11 +290,7 @@ def partition_changes(rec: DataFrame, known: DataFrame, topic_names: DataFrame,
                       F.lit(False).alias("is_reset"), F.lit(False).alias("is_delete"),
                       F.array().cast(_INTS).alias("eligible_leader_replicas"),
                       F.array().cast(_INTS).alias("last_known_elr")))
-    out = direct.unionByName(removes, allowMissingColumns=True).unionByName(
-        clears, allowMissingColumns=True)
-    out = _live_topics_only(out, rec, topic_names if live_before is None else live_before)
-    return out.select(*KEY, "offset", "seq", "timestamp", "record_type", "source",
-                      "is_reset", "is_delete", *STATE)
+    return removes.unionByName(clears, allowMissingColumns=True)
 
 
 def snapshot_removals(rec: DataFrame, seed_keys: DataFrame) -> DataFrame:

@@ -52,7 +52,7 @@ from ..fold.silver import (
     snapshot_removals,
     topics_of,
 )
-from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES
+from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES, CLEAR_ELR_RECORD, REMOVE_TOPIC_RECORD
 from ..lake.cut import CUT_EXCLUDED
 from ..lake.delta import Lake, conform, sql_eq
 from ..lake.schema import table_names, table_schema
@@ -74,6 +74,8 @@ ORDER = ["partition_events", *WAVE, "partition_current", "topics", "ingest_progr
 # even when empty: markers (`partition_current`: gold is done; a quiet increment has no gold)
 ALWAYS_COMMITTED = ("partition_current", "ingest_progress")
 GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
+# the records that reach partitions known before the increment (`fold.silver`)
+REACHING_KNOWN = (REMOVE_TOPIC_RECORD, CLEAR_ELR_RECORD)
 
 # Threads committing the tables of one wave (`_commit_concurrently`). A commit is mostly the
 # driver's work (planning, writing the Delta log entry, bringing the snapshot up to date),
@@ -258,11 +260,13 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     is_record = F.col("row_kind") == "record"
     log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
     (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant, n_checks,
-     n_begins, n_lossy) = _aggregate(src.agg(
+     n_resets, n_reaching, n_begins, n_lossy) = _aggregate(src.agg(
         F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
         F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
         F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
         F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
+        F.count(F.when(is_record & (F.col("snapshot_role") == "reset"), 1)),
+        F.count(F.when(is_record & F.col("record_type").isin(*REACHING_KNOWN), 1)),
         F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1)),
         F.count(F.when(_lossy(), 1))))
     if snapshot_high is None:
@@ -336,7 +340,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         live = old_topics.filter(F.col("deleted_offset").isNull()).select(
             "cluster_id", "topic_id")
         gold = _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default,
-                     write, say, work, checks=n_checks > 0,
+                     write, say, work, checks=n_checks > 0, resets=n_resets > 0,
+                     reaching=n_reaching > 0 or n_back > 0,
                      on_driver=0 < n_relevant + n_back <= driver_fold_max)
 
     # ---- every other table computed from the pinned seed and this increment's frames: none
@@ -520,7 +525,7 @@ class _Kernel:
 
 
 def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, write, say,
-          work, *, checks: bool, on_driver: bool) -> _Kernel:
+          work, *, checks: bool, resets: bool, reaching: bool, on_driver: bool) -> _Kernel:
     """Silver partition changes, then the kernel over them, and `partition_events`.
 
     `seed` is the lake as pinned at the increment's start: the kernel continues from the
@@ -534,10 +539,14 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
     say("fold: partition changes")
     cur_df = _cluster(seed.read(spark, "partition_current"), cid)
     seed_keys = cur_df.select(*KEY)
-    # the table's rows are the kernel's input too (they hold every column it reads)
-    changes = work.frame("partition_changes", conform(partition_changes(
-        done, seed_keys, topic_names, live).unionByName(
-        snapshot_removals(done, seed_keys), allowMissingColumns=True), "partition_changes"))
+    # the table's rows are the kernel's input too (they hold every column it reads); the
+    # partitions known before the increment are joined only where a record reaches them: a
+    # RemoveTopic or ClearElr record (`reaching`, counted in the source or read back from
+    # bronze) or a reset snapshot (`resets`)
+    silver = partition_changes(done, seed_keys if reaching else None, topic_names, live)
+    if resets:
+        silver = silver.unionByName(snapshot_removals(done, seed_keys), allowMissingColumns=True)
+    changes = work.frame("partition_changes", conform(silver, "partition_changes"))
     say("kernel: timeline, events, intervals")
     open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter("is_open")
     contexts = cluster_contexts(configs, topic_names, min_isr_default)
