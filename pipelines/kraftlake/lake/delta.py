@@ -206,34 +206,38 @@ class Lake:
         """The metadata written with the commit of (app_id, version) to `name`, if any.
 
         Lets a re-run that skips an already committed table learn what that commit wrote.
-        The newest commits are searched first: the one sought is normally among them.
-        """
+        Every commit file the table keeps is searched, newest first."""
         if not self.committed(name, app_id, version):
             return None
-        dt = DeltaTable.forPath(self.spark, self.path(name))
-        for limit in (50, None):
-            hist = dt.history(limit) if limit else dt.history()
-            for row in hist.select("userMetadata").collect():
-                try:
-                    meta = json.loads(row.userMetadata or "{}")
-                except ValueError:
-                    continue
-                if meta.get(META_APP) == app_id and meta.get(META_VERSION) == str(version):
-                    return meta
-        return None
+        found = self._commit_info(name, app_id, version, lookback=None)
+        return None if found is None else found[2]
 
     def commit_of(self, name: str, app_id: str, version: int) -> tuple[int, dict[str, int]]:
         """The table version that committed (app_id, version), and Delta's operation
         metrics of that commit (rows written, ...).
 
-        Read from the newest commit files backwards (a history query would start a Spark
-        job): the commit sought is normally the newest, or a few behind it when jobs of
-        other clusters committed to the table since. `LookupError` when it is not among the
-        last `COMMIT_LOOKBACK` commits."""
+        The commit sought is normally the newest, or a few behind it when jobs of other
+        clusters committed to the table since. `LookupError` when it is not among the last
+        `COMMIT_LOOKBACK` commits."""
+        found = self._commit_info(name, app_id, version, lookback=COMMIT_LOOKBACK)
+        if found is None:
+            raise LookupError(f"{self.path(name)}: no commit of {app_id} {version} among the "
+                              f"last {COMMIT_LOOKBACK}")
+        v, info, _meta = found
+        metrics = info.get("operationMetrics") or {}
+        return v, {k: int(x) for k, x in metrics.items() if str(x).isdigit()}
+
+    def _commit_info(self, name: str, app_id: str, version: int, lookback: int | None
+                     ) -> tuple[int, dict, dict] | None:
+        """(table version, commitInfo, its user metadata) of the commit of (app_id, version)
+        to `name`, read from the commit files backwards from the newest (a history query
+        would start a Spark job), at most `lookback` of them (None: all the table keeps)."""
         latest = self.version(name)
+        if latest is None:
+            return None
         log = join(self.path(name), "_delta_log")
-        for v in range(-1 if latest is None else latest,
-                       -1 if latest is None else max(-1, latest - COMMIT_LOOKBACK), -1):
+        stop = -1 if lookback is None else max(-1, latest - lookback)
+        for v in range(latest, stop, -1):
             for line in (self.fs.read_text(join(log, f"{v:020d}.json")) or "").splitlines():
                 info = json.loads(line).get("commitInfo")
                 if info is None:
@@ -244,10 +248,8 @@ class Lake:
                     continue
                 if (isinstance(meta, dict) and meta.get(META_APP) == app_id
                         and meta.get(META_VERSION) == str(version)):
-                    metrics = info.get("operationMetrics") or {}
-                    return v, {k: int(x) for k, x in metrics.items() if str(x).isdigit()}
-        raise LookupError(f"{self.path(name)}: no commit of {app_id} {version} among the last "
-                          f"{COMMIT_LOOKBACK}")
+                    return v, info, meta
+        return None
 
     def transactions(self, name: str) -> tuple[int | None, dict[str, int]]:
         """The table's current version (None: no table) and every app id that committed to
