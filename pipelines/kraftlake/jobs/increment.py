@@ -42,6 +42,7 @@ from ..fold.reconcile import check_points, reconcile, snapshot_states
 from ..fold.silver import (
     CONFIG_TYPES,
     KEY,
+    REACHING_KNOWN,
     TOPIC_TYPES,
     brokers_of,
     committed,
@@ -52,7 +53,7 @@ from ..fold.silver import (
     snapshot_removals,
     topics_of,
 )
-from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES, CLEAR_ELR_RECORD, REMOVE_TOPIC_RECORD
+from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES
 from ..lake.cut import CUT_EXCLUDED
 from ..lake.delta import Lake, conform, sql_eq
 from ..lake.schema import table_names, table_schema
@@ -74,8 +75,6 @@ ORDER = ["partition_events", *WAVE, "partition_current", "topics", "ingest_progr
 # even when empty: markers (`partition_current`: gold is done; a quiet increment has no gold)
 ALWAYS_COMMITTED = ("partition_current", "ingest_progress")
 GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
-# the records that reach partitions known before the increment (`fold.silver`)
-REACHING_KNOWN = (REMOVE_TOPIC_RECORD, CLEAR_ELR_RECORD)
 
 # Threads committing the tables of one wave (`_commit_concurrently`). A commit is mostly the
 # driver's work (planning, writing the Delta log entry, bringing the snapshot up to date),
