@@ -32,6 +32,7 @@ class Config:
     min_insync_replicas_default: int = 1
     split_bytes: int = 32 * 1024 * 1024
     driver_fold_max_records: int = 10_000  # an increment this small folds on the driver
+    driver_max_bytes: int = 4 * 1024 * 1024  # an increment reading this little is decoded there
     trigger: str = "1s"
     checkpoint: str | None = None
     compact_every: int = 100  # a stream compacts the lake every N micro-batches (0 = never)
@@ -94,6 +95,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         min_insync_replicas_default=int(raw["min_insync_replicas_default"]),
         split_bytes=int(raw["ingest"]["split_bytes"]),
         driver_fold_max_records=int(raw["ingest"]["driver_fold_max_records"]),
+        driver_max_bytes=int(raw["ingest"]["driver_max_bytes"]),
         trigger=str(raw["stream"]["trigger"]),
         checkpoint=str(raw["stream"]["checkpoint"]) if raw["stream"].get("checkpoint") else None,
         compact_every=int(raw["stream"].get("compact_every") or 0),

@@ -247,10 +247,11 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
     log_dir = _log_dir(tmp_path, "kill-ingest")
     app_id = app_id_for("kill-ingest")
     lake = tmp_path / "lake"
-    # The killed runs fold with Spark's tasks, as a large increment does; the stream test
-    # above folds its small micro-batches on the driver (`kernel.run_on_driver`), and so do
-    # the restart here and the clean ingest: every table must still come out the same.
-    conf = _conf(tmp_path, driver_fold_max_records=0)
+    # The killed runs decode and fold with Spark's tasks, as a large increment does; the
+    # stream test above runs its small micro-batches on the driver (`sources.driver`,
+    # `kernel.run_on_driver`), and so do the restart here and the clean ingest: every table
+    # must still come out the same.
+    conf = _conf(tmp_path, driver_fold_max_records=0, driver_max_bytes=0)
     # cli/ingest.py shows the stage messages on a transient rich progress line, which rich
     # draws on a terminal only: TTY_COMPATIBLE=1 makes it draw into the output file.
     tty = {"TTY_COMPATIBLE": "1"}

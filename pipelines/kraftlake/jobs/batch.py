@@ -35,6 +35,7 @@ from ..lake.apps import app_id_for
 from ..lake.delta import Lake, sql_eq
 from ..lake.schema import KRAFTLAKE_DIR
 from ..sources.decode import source_arrow_schema, source_spark_schema
+from ..sources.driver import local_source
 from ..sources.dumptext import read_dump_text
 from ..sources.files import LogDirIndex
 from ..sources.plan import FRESH, latest, offset_dict
@@ -328,13 +329,16 @@ def _run(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str, app_id:
          say: Callable[[str], None]) -> IncrementResult:
     """One planned increment of a log directory; `prev`: where the lake stood for the
     cluster before it."""
-    df = (spark.read.format("kraft-metadata").option("cluster_id", cid)
-          .option("startJson", json.dumps(start)).option("endJson", json.dumps(end))
-          .option("splitBytes", str(cfg.split_bytes)).load(str(d)))
+    df = local_source(spark, cid, d, start, end, cfg.split_bytes, cfg.driver_max_bytes)
+    local = df is not None
+    if df is None:
+        df = (spark.read.format("kraft-metadata").option("cluster_id", cid)
+              .option("startJson", json.dumps(start)).option("endJson", json.dumps(end))
+              .option("splitBytes", str(cfg.split_bytes)).load(str(d)))
     res = process_increment(spark, lake, df, cid, app_id, version, prev=prev,
                             min_isr_default=cfg.min_insync_replicas_default,
                             driver_fold_max=cfg.driver_fold_max_records,
-                            snapshot_high=end["snap"], log=say)
+                            snapshot_high=end["snap"], local=local, log=say)
     if res.end_offset is None:
         res.end_offset = end["offset"]
     return res
@@ -381,7 +385,8 @@ def _ingest_text(spark: SparkSession, lake: Lake, cfg: Config, path: Path,
     res = process_increment(spark, lake, df, cluster_id, app_id, version, prev=prev,
                             min_isr_default=cfg.min_insync_replicas_default,
                             driver_fold_max=cfg.driver_fold_max_records,
-                            snapshot_high=new_high if new_high >= 0 else None, log=say)
+                            snapshot_high=new_high if new_high >= 0 else None,
+                            local=0 < table.nbytes <= cfg.driver_max_bytes, log=say)
     if res.end_offset is None:
         res.end_offset = end
     return res

@@ -55,10 +55,11 @@ from ..fold.silver import (
 )
 from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES
 from ..lake.cut import CUT_EXCLUDED
-from ..lake.delta import Lake, conform, sql_eq
+from ..lake.delta import Lake, conform
 from ..lake.schema import table_names, table_schema
 from ..lake.work import Work
 from ..quality.record_checks import check_records
+from .seed import Rows, Seed, as_rows, forget, progress
 
 # The decoded source is reused by every stage; it is kept on local disk, not in the JVM heap:
 # a first ingest of a week-long log holds ~10 million rows, and caching them in memory ran a
@@ -140,8 +141,8 @@ class IncrementResult:
 
 def progress_rows(lake: Lake, cluster_id: str) -> list[dict]:
     """Every `ingest_progress` row of a cluster (all its jobs): read once per run or
-    micro-batch, then asked with `last_of` and `furthest` (each read is a Spark job)."""
-    return lake.read_arrow("ingest_progress", sql_eq("cluster_id", cluster_id)).to_pylist()
+    micro-batch (`seed.progress`), then asked with `last_of` and `furthest`."""
+    return progress(lake, cluster_id)
 
 
 def last_of(rows: list[dict], app_id: str) -> dict | None:
@@ -190,29 +191,37 @@ class _Stages:
 def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_id: str,
                       app_id: str, version: int, *, prev: dict | None,
                       driver_fold_max: int, min_isr_default: int = 1,
-                      snapshot_high: int | None = None, log=None) -> IncrementResult:
+                      snapshot_high: int | None = None, local: bool = False,
+                      log=None) -> IncrementResult:
     """Write one increment of `kraft-metadata` source rows (one cluster) into the lake.
 
     `prev`: where the lake stood for the cluster before this increment (`furthest` of its
     progress rows), which the caller read to plan the increment. `driver_fold_max`: an
     increment of at most this many records that silver is made of is folded on the driver
     (`kernel.run_on_driver`), a larger one by Spark's tasks (`ingest.driver_fold_max_records`).
+    `local`: `src` is rows the driver decoded (`sources.driver`), a local relation; the
+    increment's work frames stay on the driver too (`Work`).
     """
     res = IncrementResult(cluster_id, app_id, version)
     say = _Stages(log or (lambda _msg: None), res.stage_seconds)
     if lake.committed("ingest_progress", app_id, version):
         res.skipped = list(ORDER)
         return res
-    src = src.persist(SPILL)
-    work = Work(spark, lake.root, app_id, version)
+    if not local:
+        src = src.persist(SPILL)
+    work = Work(spark, lake.root, app_id, version, local=local)
     try:
         res = _process(spark, lake, src, res, prev, min_isr_default, snapshot_high, say, work,
                        driver_fold_max)
         work.clear()  # only after ingest_progress committed: a killed run rewrites it
         return res
+    except BaseException:
+        forget(lake, cluster_id)
+        raise
     finally:
         say.close()
-        src.unpersist()
+        if not local:
+            src.unpersist()
 
 
 def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResult,
@@ -221,10 +230,10 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     cid, app_id, version = res.cluster_id, res.app_id, res.version
     # every input is read as of now: a table committed meanwhile (by this very increment)
     # does not change what the next stage reads
-    seed = lake.pinned()
+    seed = Seed(spark, lake, cid)
 
     def write(name: str, data: pa.Table | DataFrame, how: str = "append",
-              count: int | None = None, **kw) -> int:
+              count: int | None = None, after: Rows | None = None, **kw) -> int:
         """Commit `data` to `name` once per (app id, version); the rows written (0: skipped).
 
         Nothing to write is no commit (a Delta commit costs most of a second, and most
@@ -232,6 +241,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         `partition_current` and `ingest_progress` always commit: their transaction ids mark
         how far an increment got (see the module docstring). `count`: the rows of `data`
         when the caller has counted them already (asking again is one more Spark job).
+        `after`: the cluster's rows of a table the next increment continues from, as the
+        commit leaves them (held for it: `Seed.keep`).
         """
         if lake.committed(name, app_id, version):
             res.skipped.append(name)
@@ -252,6 +263,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         if name == FAIL_AFTER:
             raise InjectedFailure(f"stopped after the commit of {name}")
         res.table_versions[name], m = lake.commit_of(name, app_id, version)
+        if after is not None:
+            seed.keep(name, res.table_versions[name], after)
         return m.get("numOutputRows", m.get("numTargetRowsInserted", 0))
 
     say("decode: read and decode the source")
@@ -302,7 +315,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     n_back = 0  # records read back from bronze (an offset is one record)
     if pend_from is not None and res.start_offset is not None and pend_from < res.start_offset:
         n_back = res.start_offset - pend_from
-        back = _cluster(seed.read(spark, "records"), cid).filter(
+        back = seed.read("records").filter(
             (F.col("offset") >= pend_from) & (F.col("offset") < res.start_offset)
             & (F.col("source") == "log"))
         rel_in = checked.unionByName(back.withColumn("row_kind", F.lit("record")),
@@ -316,7 +329,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     pend = pending.first() if n_begins or rel_in is not checked else None
     res.pending_txn_from = pend["pending_txn_from"] if pend else None
     effective = done.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
-    old_topics = _cluster(seed.read(spark, "topics"), cid)
+    old_topics = seed.slice("topics")
     new_topics = topics_of(effective)
     merged = (old_topics.alias("o").join(new_topics.alias("n"), ["cluster_id", "topic_id"],
                                            "full_outer")
@@ -331,7 +344,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
     topic_names = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset")
     new_brokers = brokers_of(effective)
     new_cfg = configs_of(effective)
-    configs = _cluster(seed.read(spark, "configs"), cid).unionByName(new_cfg).distinct()
+    configs = seed.slice("configs").unionByName(new_cfg).distinct()
 
     # ---- the kernel, and the events first: what someone watching a stream waits for
     gold_done = lake.committed("partition_current", app_id, version)
@@ -357,8 +370,9 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         for types in (BROKER_TYPES, CONFIG_TYPES, TOPIC_TYPES)]))
 
     tasks: list[Callable[[], object]] = [bronze, quarantine,
-             lambda: write("brokers", new_brokers, count=n_brokers),
-             lambda: write("configs", new_cfg, count=n_configs)]
+             lambda: write("brokers", new_brokers, count=n_brokers,
+                           after=lambda: seed.slice("brokers").unionByName(new_brokers)),
+             lambda: write("configs", new_cfg, count=n_configs, after=configs)]
     if gold_done:
         res.skipped += ["partition_changes", "partition_timeline", "partition_events",
                         "snapshot_reconciliation", "partition_intervals", "incidents",
@@ -366,13 +380,13 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         _restore_gold_counts(res, lake.commit_metadata("partition_current", app_id, version))
         _commit_concurrently(lake, tasks)
     else:
-        brokers = _cluster(seed.read(spark, "brokers"), cid).unionByName(new_brokers)
+        brokers = seed.slice("brokers").unionByName(new_brokers)
         _commit_concurrently(lake, _gold(spark, seed, src, gold, brokers, res, write, work,
                                          checks=n_checks > 0) + tasks)
         say("current: partition_current")
         _current(spark, seed, gold, res, write)
     if n_topic_records:  # the cluster's topics as the increment leaves them
-        write("topics", topics, "replace", slice_={"cluster_id": cid})
+        write("topics", topics, "replace", slice_={"cluster_id": cid}, after=topics)
     _progress(res, prev, snapshot_high, seed, write, say)
     return res
 
@@ -424,7 +438,7 @@ def unknown_ranges(src: DataFrame) -> list[tuple[int, int, int | None]]:
 
 
 def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None,
-              seed: Lake, write, say) -> None:
+              seed: Seed, write, say) -> None:
     """The increment's `ingest_progress` row, its last commit.
 
     Its `table_versions` say where a consistent read of the cluster stands (`lake.cut`):
@@ -434,7 +448,7 @@ def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None
     say("progress: ingest_progress")
     versions = {t: seed.pin(t) for t in table_names() if t not in CUT_EXCLUDED}
     versions.update(res.table_versions)
-    write("ingest_progress", pa.table({
+    row = pa.table({
         "cluster_id": [res.cluster_id], "app_id": [res.app_id], "version": [res.version],
         "start_offset": [res.start_offset],
         "end_offset": [res.end_offset if res.end_offset is not None else
@@ -446,7 +460,9 @@ def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None
         "records": [res.records], "changes": [res.changes], "events": [res.events],
         "table_versions": pa.array([sorted((t, v) for t, v in versions.items()
                                            if v is not None)],
-                                   pa.map_(pa.string(), pa.int64()))}))
+                                   pa.map_(pa.string(), pa.int64()))})
+    write("ingest_progress", row, after=lambda: pa.concat_tables(
+        [seed.rows("ingest_progress"), as_rows(row, "ingest_progress")]))
 
 
 def _end_batch(res: IncrementResult, prev: dict | None) -> dict[str, list[int | None]]:
@@ -536,7 +552,7 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
     """
     cid = res.cluster_id
     say("fold: partition changes")
-    cur_df = _cluster(seed.read(spark, "partition_current"), cid)
+    cur_df = seed.slice("partition_current")
     seed_keys = cur_df.select(*KEY)
     # the table's rows are the kernel's input too (they hold every column it reads); the
     # partitions known before the increment are joined only where a record reaches them: a
@@ -547,7 +563,7 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
         silver = silver.unionByName(snapshot_removals(done, seed_keys), allowMissingColumns=True)
     changes = work.frame("partition_changes", conform(silver, "partition_changes"))
     say("kernel: timeline, events, intervals")
-    open_iv = _cluster(seed.read(spark, "partition_intervals"), cid).filter("is_open")
+    open_iv = seed.slice("partition_intervals")
     contexts = cluster_contexts(configs, topic_names, min_isr_default)
     anchors = None
     if checks and res.start_offset is not None and (res.unknown or not cur_df.filter(
@@ -607,7 +623,7 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write, work, *,
     tl = conform(k.part("timeline"), "partition_timeline")
     iv = conform(k.part("interval"), "partition_intervals")
     # asked before this run writes: a run stopped after that commit wrote them already
-    rerun = seed.committed("partition_intervals", res.app_id, res.version)
+    rerun = seed.lake.committed("partition_intervals", res.app_id, res.version)
 
     def changes() -> None:
         res.changes = k.changes.count()
@@ -616,9 +632,10 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write, work, *,
     def timeline() -> None:
         # Only current states are ever closed: the cluster's current partition is replaced,
         # the states it closes are added to the history in the same commit
-        old = _cluster(seed.read(spark, "partition_timeline"), cid).filter("is_current")
-        write("partition_timeline", _replacement(old, tl, table_schema("partition_timeline").key),
-              "replace", count=res.timeline, slice_={"cluster_id": cid, "is_current": True})
+        old = seed.slice("partition_timeline")
+        new = _replacement(old, tl, table_schema("partition_timeline").key)
+        write("partition_timeline", new, "replace", count=res.timeline, after=new,
+              slice_={"cluster_id": cid, "is_current": True})
 
     def reconciliation() -> None:
         if not checks:
@@ -630,7 +647,7 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write, work, *,
             return
         # only states valid at some check point; literal bounds let Delta skip the files of
         # older history by their statistics, so the cost does not grow with the history
-        old = _cluster(seed.read(spark, "partition_timeline"), cid).filter(
+        old = seed.read("partition_timeline").filter(
             (F.col("valid_from_offset") <= hi - 1)
             & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo - 1)))
         if res.timeline:  # rows rewritten by this increment replace the old ones
@@ -643,8 +660,9 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write, work, *,
 
     def intervals() -> None:
         # Only open intervals are ever closed: the cluster's open partition is replaced
-        write("partition_intervals", _replacement(k.open_iv, iv, INTERVAL_KEY), "replace",
-              count=k.intervals, slice_={"cluster_id": cid, "is_open": True})
+        new = _replacement(k.open_iv, iv, INTERVAL_KEY)
+        write("partition_intervals", new, "replace", count=k.intervals, after=new,
+              slice_={"cluster_id": cid, "is_open": True})
 
     def incidents_() -> None:
         _incidents(spark, seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
@@ -666,15 +684,15 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, windows, res, rerun, write
     if since is None:  # no log record: nothing can open or close
         return
     if rerun:  # a run stopped after that commit: the table holds this increment's intervals
-        troubles = _cluster(seed.read(spark, "partition_intervals"), cid).filter(
+        troubles = seed.read("partition_intervals").filter(
             F.col("is_open") | (F.col("end_offset") >= since))
     else:  # what the table will hold: open at the start or ended in this increment
         troubles = _replacement(open_iv, iv, INTERVAL_KEY)
-    open_inc = _cluster(seed.read(spark, "incidents"), cid).filter("is_open")
+    open_inc = seed.slice("incidents")
     first, unknown_before = _aggregate(open_inc.agg(F.min("start_offset"),
                                                      F.max("unknown_offsets")))
     frm = since if first is None else min(first, since)
-    events = _cluster(seed.read(spark, "partition_events"), cid).filter(
+    events = seed.read("partition_events").filter(
         (F.col("offset") >= frm) & (F.col("offset") < since)).unionByName(ev)
     outages = broker_outages(brokers, events, windows).filter(
         (F.col("start_offset") >= since) | F.col("end_offset").isNull()
@@ -683,8 +701,9 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, windows, res, rerun, write
                     open_incident=open_inc if first is not None else None, since_offset=since)
     inc = work.frame("incidents", conform(
         _with_unknown(inc, open_inc if unknown_before else None, res.unknown), "incidents"))
-    write("incidents", _replacement(open_inc, inc, table_schema("incidents").key), "replace",
-          count=inc.count(), slice_={"cluster_id": cid, "is_open": True})
+    new = _replacement(open_inc, inc, table_schema("incidents").key)
+    write("incidents", new, "replace", count=inc.count(), after=new,
+          slice_={"cluster_id": cid, "is_open": True})
 
 
 def _with_unknown(inc: DataFrame, before: DataFrame | None,
@@ -709,12 +728,13 @@ def _current(spark, seed, k: _Kernel, res: IncrementResult, write) -> None:
     the increment changed a state, else a commit of no rows (the marker alone)."""
     cid = res.cluster_id
     new = conform(k.part("timeline").filter("is_current"), "partition_current")
+    old = seed.slice("partition_current")
     if not res.timeline:  # no state changed (a partition deleted has a timeline row too)
-        write("partition_current", new, metadata=_gold_counts(res))
+        write("partition_current", new, metadata=_gold_counts(res), after=old)
         return
-    old = _cluster(seed.read(spark, "partition_current"), cid)
-    write("partition_current", _replacement(old, new, KEY, k.part("gone").select(*KEY)),
-          "replace", slice_={"cluster_id": cid}, metadata=_gold_counts(res))
+    rows = _replacement(old, new, KEY, k.part("gone").select(*KEY))
+    write("partition_current", rows, "replace", slice_={"cluster_id": cid},
+          metadata=_gold_counts(res), after=rows)
 
 
 def _replacement(old: DataFrame, new: DataFrame, key: Sequence[str],

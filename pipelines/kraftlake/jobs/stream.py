@@ -34,6 +34,7 @@ from ..lake.apps import app_id_for
 from ..lake.delta import Lake
 from ..lake.maintain import maintain
 from ..lake.schema import KRAFTLAKE_DIR
+from ..sources.driver import local_source
 from ..sources.files import find_log_dirs, no_cluster_id, read_cluster_id, require_metadata_log
 from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
@@ -159,14 +160,19 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
     def _each(batch: DataFrame, batch_id: int) -> None:
         version = st["base_version"] + batch_id
         at = None
+        local = False
         if not lake.committed("ingest_progress", app_id, version):
             start, end = _offsets(lake, ck, st, batch_id)
             write_plan(lake, app_id, version, start, end)
             at = cluster_progress(lake, cid)
-            batch = _after(batch, at)
+            # a small micro-batch is decoded by the driver; Spark's rows of it stay unread
+            small = local_source(spark, cid, log_dir, start, end, cfg.split_bytes,
+                                 cfg.driver_max_bytes)
+            local = small is not None
+            batch = _after(small if small is not None else batch, at)
         res = process_increment(spark, lake, batch, cid, app_id, version, prev=at,
                                 min_isr_default=cfg.min_insync_replicas_default,
-                                driver_fold_max=cfg.driver_fold_max_records)
+                                driver_fold_max=cfg.driver_fold_max_records, local=local)
         if cfg.compact_every > 0 and (batch_id + 1) % cfg.compact_every == 0:
             # a table whose compaction lost a commit conflict (someone else compacted or
             # wrote it meanwhile) is left as it was and compacted next time: reported only

@@ -81,6 +81,9 @@ UPGRADE_COMMAND = "kraftlake upgrade --lake {root}"
 COMMIT_LOOKBACK = 200
 # Attempts of a write whose commit Delta refused for another writer's (`_retrying`).
 WRITE_ATTEMPTS = 3
+
+# (table id, version): which table, as of which commit (`Lake.tag`)
+Tag = tuple[str, int]
 # Delta's refusals of a commit for another writer's. Its Python classes do not derive from
 # DeltaConcurrentModificationException (delta-spark 4.4), so each is named.
 COMMIT_CONFLICTS = tuple(getattr(delta.exceptions, n) for n in (
@@ -110,7 +113,7 @@ def conform(df: DataFrame, name: str) -> DataFrame:
                            for f in table_schema(name).spark.fields])
 
 
-def _from_arrow(spark: SparkSession, name: str, data: pa.Table) -> DataFrame:
+def from_arrow(spark: SparkSession, name: str, data: pa.Table) -> DataFrame:
     """Driver-made rows (`data`: some or all of table `name`'s columns; a missing one is
     null) as a DataFrame of the table's schema.
 
@@ -138,10 +141,12 @@ class Lake:
     """
 
     def __init__(self, root: str | Path, spark: SparkSession | None = None,
-                 pins: dict[str, int] | None = None, cut: Cut | None = None) -> None:
+                 pins: dict[str, int] | None = None, cut: Cut | None = None,
+                 tags: dict[str, Tag] | None = None) -> None:
         self.root = to_uri(root)
         self._spark = spark
         self._pins = pins  # table -> version this view reads (None: the latest)
+        self._tags = tags or {}  # table -> (table id, version) of a pinned view
         self._cut = cut  # a consistent view's cut (`consistent`)
         self._checked: set[str] = set()  # tables whose layout was checked
         self._threads = threading.local()  # a committing thread's own session (own_session)
@@ -193,6 +198,12 @@ class Lake:
     def version(self, name: str) -> int | None:
         """The table's current version (None: no table)."""
         return _version(self._snapshot(name))
+
+    def tag(self, name: str) -> Tag | None:
+        """(table id, version) of the table now (None: no table): what rows read from it
+        reflect. The version alone would not do: a table deleted and written again starts
+        over at version 0 under a new id."""
+        return _tag(self._snapshot(name))
 
     def txn_version(self, name: str, app_id: str) -> int | None:
         """Last transaction version `app_id` committed to table `name` (None = never)."""
@@ -282,7 +293,7 @@ class Lake:
         """Rows for table `name`; an Arrow table is for the few rows the driver itself makes
         (a progress row, a quality run's results), never for rows read from a table."""
         if isinstance(data, pa.Table):
-            data = _from_arrow(self.spark, name, data)
+            data = from_arrow(self.spark, name, data)
         return conform(data, name)
 
     @staticmethod
@@ -485,19 +496,23 @@ class Lake:
         An increment pins the lake before it reads or writes anything, so the layout of
         every table is checked here (`_check_layout`): a lake an older kraftlake laid out
         otherwise is refused before the first commit, not by a failing read midway."""
-        pins = {}
+        pins, tags = {}, {}
         for name in table_names():
             snap = self._snapshot(name)
-            if (v := _version(snap)) is not None:
+            if (t := _tag(snap)) is not None:
                 self._check_layout(name, snap)
-                pins[name] = v
-        return Lake(self.root, self._spark, pins)
+                pins[name], tags[name] = t[1], t
+        return Lake(self.root, self._spark, pins, tags=tags)
 
     def pin(self, name: str) -> int | None:
         """The version this view reads table `name` at (None: no table when pinned)."""
         if self._pins is None:
             raise ValueError("only a pinned view (`pinned()`) has versions")
         return self._pins.get(name)
+
+    def pinned_tag(self, name: str) -> Tag | None:
+        """(table id, version) this pinned view reads table `name` at (None: no table)."""
+        return self._tags.get(name)
 
     def consistent(self, names: Iterable[str] | None = None) -> Lake:
         """This lake as its readers should see it: every table (or those in `names`) as of
@@ -530,7 +545,7 @@ class Lake:
         if version is None and self._cut is not None and name in self._cut.tables:
             tc = self._cut.tables[name]
             if tc.version is None:
-                return _from_arrow(spark, name, table_schema(name).arrow.empty_table())
+                return from_arrow(spark, name, table_schema(name).arrow.empty_table())
             return spark.sql(cut_query(self.path(name), tc))
         version = version if version is not None else (self._pins or {}).get(name)
         empty = self._pins is not None and name not in self._pins
@@ -542,7 +557,7 @@ class Lake:
                 return served
         elif not empty and self.exists(name):
             return reader.load(self.path(name))
-        return _from_arrow(spark, name, table_schema(name).arrow.empty_table())
+        return from_arrow(spark, name, table_schema(name).arrow.empty_table())
 
     def read_arrow(self, name: str, where: str | None = None,
                    columns: list[str] | None = None) -> pa.Table:
@@ -638,6 +653,12 @@ def _version(snap) -> int | None:
     """The snapshot's table version (None: no table; Delta says -1)."""
     v = int(snap.version())
     return v if v >= 0 else None
+
+
+def _tag(snap) -> Tag | None:
+    """(table id, version) of the snapshot (None: no table)."""
+    v = _version(snap)
+    return None if v is None else (str(snap.metadata().id()), v)
 
 
 def _transactions(snap) -> dict[str, int]:

@@ -14,6 +14,10 @@ than `persist()`ed:
 
 They live under the lake's root, so they are wherever the lake is (local disk, s3a://),
 reachable by every executor. `clear()` removes them once the increment has committed.
+
+A small increment decoded on the driver (`sources.driver`) keeps its frames on the driver
+instead (`local`): each is collected once as Arrow and becomes a local relation, a plan of
+one node too, which Spark runs without a file to write, list or read.
 """
 
 from __future__ import annotations
@@ -28,14 +32,18 @@ from .schema import KRAFTLAKE_DIR
 class Work:
     """The work directory of one increment (app id, version) of a lake."""
 
-    def __init__(self, spark: SparkSession, lake_root: str, app_id: str, version: int) -> None:
+    def __init__(self, spark: SparkSession, lake_root: str, app_id: str, version: int,
+                 local: bool = False) -> None:
         safe = app_id.replace(":", "_").replace("/", "_")
-        self.spark = spark
+        self.spark, self.local = spark, local
         self.app_dir = join(lake_root, KRAFTLAKE_DIR, "work", safe)
         self.dir = join(self.app_dir, f"{version:012d}")
 
     def frame(self, name: str, df: DataFrame) -> DataFrame:
-        """Compute `df` once into `<dir>/<name>` and return it as a scan of those files."""
+        """Compute `df` once into `<dir>/<name>` and return it as a scan of those files
+        (`local`: as a local relation of its rows)."""
+        if self.local:
+            return self.spark.createDataFrame(df.toArrow(), df.schema)
         path = join(self.dir, name)
         df.write.mode("overwrite").parquet(path)
         return self.spark.read.schema(df.schema).parquet(path)

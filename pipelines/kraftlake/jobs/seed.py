@@ -1,0 +1,163 @@
+"""What an increment continues from, for one cluster: the slices of the lake it reads, and
+the same slices held in memory from one increment of a process to the next.
+
+An increment reads the cluster's current partition states, its open intervals, its open
+incident, the current timeline rows, its topics, configs, brokers and progress rows. Read
+through Delta, each costs a snapshot of its table's new version (the previous increment
+just committed it) and a scan: seconds per increment, however few rows. The job that wrote
+them knows them already, so it keeps them (`Held`), tagged with the table versions they
+reflect. The next increment uses a held slice only when its table is still at that
+version; any other commit to the table (another process of the cluster after a restart,
+`maintain`, another cluster's job, the other job kind taking its turn) makes it read the
+slice from the lake again. A new process holds nothing and reads everything.
+
+`KRAFTLAKE_CHECK_HELD=1` (on in the test suite) compares every held slice an increment uses
+with a fresh read of the lake and raises `HeldStateError` on a difference.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..lake.delta import Lake, Tag, from_arrow
+from ..lake.schema import table_schema
+
+# table -> the rows of the cluster an increment continues from (None: all of them)
+SLICES: dict[str, str | None] = {
+    "partition_current": None, "partition_timeline": "is_current",
+    "partition_intervals": "is_open", "incidents": "is_open",
+    "topics": None, "configs": None, "brokers": None, "ingest_progress": None}
+
+CHECK_ENV = "KRAFTLAKE_CHECK_HELD"
+
+# a slice's rows after an increment: rows, a frame of them, or what computes either
+Rows: TypeAlias = pa.Table | DataFrame | Callable[[], pa.Table | DataFrame]
+
+
+class HeldStateError(AssertionError):
+    """A held slice differs from the lake at the version it was tagged with."""
+
+
+@dataclass
+class Held:
+    """One cluster's slices as a job left them: table -> (tag, rows), the tag the (table
+    id, version) the rows reflect (None: no table)."""
+
+    slices: dict[str, tuple[Tag | None, pa.Table]] = field(default_factory=dict)
+
+
+_HELD: dict[tuple[str, str], Held] = {}
+_LOCK = threading.Lock()
+
+
+def _held(lake: Lake, cluster_id: str) -> Held:
+    with _LOCK:
+        return _HELD.setdefault((lake.root, cluster_id), Held())
+
+
+def progress(lake: Lake, cluster_id: str) -> list[dict]:
+    """Every `ingest_progress` row of a cluster (all its jobs): held from this process's
+    last increment of the cluster while the table has not moved since, else read."""
+    tag = lake.tag("ingest_progress")
+    held = _held(lake, cluster_id)
+    got = held.slices.get("ingest_progress")
+    if got is not None and got[0] == tag and os.environ.get(CHECK_ENV) != "1":
+        return got[1].to_pylist()
+    rows = as_rows(lake.read(None, "ingest_progress", None if tag is None else tag[1]).filter(
+        F.col("cluster_id") == cluster_id), "ingest_progress")
+    if got is not None and got[0] == tag and _canonical(rows) != _canonical(got[1]):
+        raise HeldStateError(f"held ingest_progress of cluster {cluster_id} differs from "
+                             f"the lake at {tag}")
+    held.slices["ingest_progress"] = (tag, rows)
+    return rows.to_pylist()
+
+
+def forget(lake: Lake, cluster_id: str) -> None:
+    """Drop what is held of a cluster (an increment failed midway: its slices are unknown)."""
+    with _LOCK:
+        _HELD.pop((lake.root, cluster_id), None)
+
+
+def as_rows(data: DataFrame | pa.Table, name: str) -> pa.Table:
+    """`data`'s rows as Arrow in table `name`'s own schema (a column it lacks is null), so
+    held and read rows compare."""
+    arrow = table_schema(name).arrow
+    t = data if isinstance(data, pa.Table) else data.toArrow()
+    return pa.Table.from_arrays([t.column(f.name).cast(f.type) if f.name in t.column_names
+                                 else pa.nulls(t.num_rows, f.type) for f in arrow],
+                                schema=arrow)
+
+
+def _canonical(t: pa.Table) -> list[str]:
+    return sorted(map(repr, t.to_pylist()))
+
+
+class Seed:
+    """The lake as pinned at an increment's start (`lake`), and the cluster's slices of it:
+    from memory when held at the pinned version, else read (and then held)."""
+
+    def __init__(self, spark: SparkSession, lake: Lake, cluster_id: str) -> None:
+        self.spark, self.cluster_id = spark, cluster_id
+        self.lake = lake.pinned()
+        self.held = _held(lake, cluster_id)
+        self.check = os.environ.get(CHECK_ENV) == "1"
+
+    def pin(self, name: str) -> int | None:
+        return self.lake.pin(name)
+
+    def read(self, name: str) -> DataFrame:
+        """The cluster's rows of a table at the pinned version (every row, from Delta)."""
+        return self.lake.read(self.spark, name).filter(F.col("cluster_id") == self.cluster_id)
+
+    def rows(self, name: str) -> pa.Table:
+        """The cluster's slice of table `name` (`SLICES`) at the pinned version, as Arrow."""
+        tag = self.lake.pinned_tag(name)
+        got = self.held.slices.get(name)
+        if got is not None and got[0] == tag:
+            if self.check:
+                self._compare(name, got[1])
+            return got[1]
+        rows = as_rows(self._fresh(name), name)
+        self.held.slices[name] = (tag, rows)
+        return rows
+
+    def slice(self, name: str) -> DataFrame:
+        """`rows` as a DataFrame (a local relation)."""
+        return from_arrow(self.spark, name, self.rows(name))
+
+    def keep(self, name: str, version: int, after: Rows) -> None:
+        """Hold the slice of `name` after this increment's commit of it at `version`
+        (`after`: the table's rows of the cluster after it, or what makes them; a DataFrame
+        is filtered to the slice and collected). Only when that commit directly follows the
+        pinned version of the same table: with any other commit between, the rows are read
+        again next time. (A table this increment created has an id only its new snapshot
+        knows: it is read again next time too.)"""
+        pinned = self.lake.pinned_tag(name)
+        if pinned is None or version != pinned[1] + 1:
+            self.held.slices.pop(name, None)
+            return
+        rows = after() if callable(after) else after
+        where = SLICES[name]
+        if isinstance(rows, DataFrame) and where:
+            rows = rows.filter(where)
+        self.held.slices[name] = ((pinned[0], version), as_rows(rows, name))
+
+    def _fresh(self, name: str) -> DataFrame:
+        where = SLICES[name]
+        df = self.read(name)
+        return df.filter(where) if where else df
+
+    def _compare(self, name: str, held: pa.Table) -> None:
+        fresh = as_rows(self._fresh(name), name)
+        if _canonical(fresh) != _canonical(held):
+            raise HeldStateError(
+                f"held {name} of cluster {self.cluster_id} ({held.num_rows} rows) differs "
+                f"from the lake at {self.lake.pinned_tag(name)} ({fresh.num_rows} rows)")
