@@ -25,9 +25,13 @@ are appended back one tail at a time, as a running Kafka controller would write 
    (one state per partition plus the records since). Both increments read the same seeds
    and write the same rows; the ratio of their median wall times is the cost of history.
    Target: at most 1.5. Each increment's line gives its stages and each table's Delta commit.
-3. Streaming: `kraftlake stream --trigger 1s` runs on the history lake; each remaining tail
-   is appended to the active segment, and the figures are the time until the tail's first
-   event is visible to a reader of `partition_events` and until its micro-batch committed.
+3. Streaming: `kraftlake stream --trigger 1s` runs on the history lake; each of the next
+   `--appends` tails is appended to the active segment, and the figures are the time until
+   the tail's events are visible to a reader of `partition_events` (one commit holds them
+   all) and until its micro-batch committed.
+4. A scheduled run (`--new-process N`): each of the last N tails is appended and ingested
+   into the history lake by a new `kraftlake ingest` process, as cron would start it; the
+   figure is the process's wall time, JVM start included.
 """
 
 from __future__ import annotations
@@ -379,6 +383,8 @@ def main() -> None:
     ap.add_argument("--cluster", type=Path, help="an already simulated cluster directory")
     ap.add_argument("--increments", type=int, default=3)
     ap.add_argument("--appends", type=int, default=3, help="stream appends (0 = no stream)")
+    ap.add_argument("--new-process", type=int, default=0, metavar="N",
+                    help="increments ingested by a new `kraftlake ingest` process each")
     ap.add_argument("--commit-threads", default="", metavar="N,M,...",
                     help="increment.COMMIT_THREADS for the increments in turn (A/B)")
     ap.add_argument("--pad-history", type=int, default=0, metavar="ROWS",
@@ -392,7 +398,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = args.work or Path(tmp_s)
         tmp.mkdir(parents=True, exist_ok=True)
-        n_inc, n_app = args.increments, args.appends
+        n_inc, n_app, n_new = args.increments, args.appends, args.new_process
         threads = [int(n) for n in args.commit_threads.split(",") if n]
         memory = PeakMemory()
         if (tmp / "base" / "setup.json").is_file():
@@ -406,8 +412,9 @@ def main() -> None:
                 hours = None if args.scenario == "large" else args.hours
                 cluster = simulate(tmp / "cluster", args.scenario, hours, args.seed)
             spark = session(cluster)
-            setup, tails = build(tmp, cluster, n_inc + n_app, memory, spark, args.cut_at)
-        if len(tails) < n_inc + n_app:
+            setup, tails = build(tmp, cluster, n_inc + n_app + n_new, memory, spark,
+                                 args.cut_at)
+        if len(tails) < n_inc + n_app + n_new:
             raise SystemExit(f"{tmp / 'base'} holds {len(tails)} tails; fewer increments "
                              f"and appends, or a new --work")
         offsets, snap = setup["offsets"], setup["snap"]
@@ -435,8 +442,17 @@ def main() -> None:
 
         if n_app:
             print("3. streaming latency on the history lake (trigger 1s)")
-            stream_latency(tmp / "history-log", Path(hist_cfg.lake), tails[n_inc:],
-                           offsets[n_inc:])
+            stream_latency(tmp / "history-log", Path(hist_cfg.lake), tails[n_inc:n_inc + n_app],
+                           offsets[n_inc:n_inc + n_app + 1])
+        if n_new:
+            print("4. a scheduled increment in a new `kraftlake ingest` process (history lake)")
+            for tail in tails[n_inc + n_app:n_inc + n_app + n_new]:
+                append(tmp / "history-log", tail)
+                t = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "kraftlake", "ingest",
+                                str(tmp / "history-log"), "--lake", hist_cfg.lake], check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                print(f"    increment of {len(tail):,} bytes: {time.perf_counter() - t:.1f} s")
 
 
 if __name__ == "__main__":

@@ -80,6 +80,12 @@ def progress(lake: Lake, cluster_id: str) -> list[dict]:
     return rows.to_pylist()
 
 
+def held_tags(lake: Lake, cluster_id: str) -> dict[str, Tag | None]:
+    """Table -> the (table id, version) of the slice this process holds of a cluster (what
+    the next increment will use while the lake's tables are still there)."""
+    return {name: tag for name, (tag, _rows) in _held(lake, cluster_id).slices.items()}
+
+
 def forget(lake: Lake, cluster_id: str) -> None:
     """Drop what is held of a cluster (an increment failed midway: its slices are unknown)."""
     with _LOCK:
