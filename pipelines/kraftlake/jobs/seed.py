@@ -112,6 +112,7 @@ class Seed:
 
     def __init__(self, spark: SparkSession, lake: Lake, cluster_id: str) -> None:
         self.spark, self.cluster_id = spark, cluster_id
+        self.latest = lake
         self.lake = lake.pinned()
         self.held = _held(lake, cluster_id)
         self.check = os.environ.get(CHECK_ENV) == "1"
@@ -143,18 +144,24 @@ class Seed:
         """Hold the slice of `name` after this increment's commit of it at `version`
         (`after`: the table's rows of the cluster after it, or what makes them; a DataFrame
         is filtered to the slice and collected). Only when that commit directly follows the
-        pinned version of the same table: with any other commit between, the rows are read
-        again next time. (A table this increment created has an id only its new snapshot
-        knows: it is read again next time too.)"""
+        pinned version of the same table, or created it: with any other commit between, the
+        rows are read again next time."""
         pinned = self.lake.pinned_tag(name)
-        if pinned is None or version != pinned[1] + 1:
+        if pinned is None and version == 0:  # created by this commit: its id is new
+            now = self.latest.tag(name)
+            table_id = None if now is None else now[0]
+        elif pinned is not None and version == pinned[1] + 1:
+            table_id = pinned[0]
+        else:
+            table_id = None
+        if table_id is None:
             self.held.slices.pop(name, None)
             return
         rows = after() if callable(after) else after
         where = SLICES[name]
         if isinstance(rows, DataFrame) and where:
             rows = rows.filter(where)
-        self.held.slices[name] = ((pinned[0], version), as_rows(rows, name))
+        self.held.slices[name] = ((table_id, version), as_rows(rows, name))
 
     def _fresh(self, name: str) -> DataFrame:
         where = SLICES[name]
