@@ -177,9 +177,6 @@ os.environ["KRAFTLAKE_CONF"] = _conf_file(TEST_SPARK_CONF)
 # Spark's logs and warehouse (`kraftlake.spark.state_dir`) away from the user's home: the run's
 # own temporary directory, shared by the jobs it starts as processes
 os.environ.setdefault("KRAFTLAKE_STATE_DIR", tempfile.mkdtemp(prefix="kraftlake-state-"))
-# Every increment that continues from slices a job held in memory compares them with a fresh
-# read of the lake (`kraftlake.jobs.seed`), in this process and in the jobs it starts
-os.environ["KRAFTLAKE_CHECK_HELD"] = "1"
 
 
 # ------------------------------------------------------------ running on two workers
@@ -273,6 +270,11 @@ class _GroupsPerWorker:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Every increment that continues from slices a job held in memory compares them with a
+    # fresh read of the lake (`kraftlake.jobs.seed`), in the tests' processes and in the jobs
+    # they start; set here, not at import, so the benchmarks that import this module's
+    # settings measure what a user runs
+    os.environ["KRAFTLAKE_CHECK_HELD"] = "1"
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_GroupsPerWorker(), "kraftlake-groups-per-worker")
 
