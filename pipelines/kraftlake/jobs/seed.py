@@ -120,6 +120,11 @@ class Seed:
     def pin(self, name: str) -> int | None:
         return self.lake.pin(name)
 
+    def load(self) -> None:
+        """Hold every slice now (a stream starting: its first micro-batch then reads none)."""
+        for name in SLICES:
+            self.rows(name)
+
     def read(self, name: str) -> DataFrame:
         """The cluster's rows of a table at the pinned version (every row, from Delta)."""
         return self.lake.read(self.spark, name).filter(F.col("cluster_id") == self.cluster_id)

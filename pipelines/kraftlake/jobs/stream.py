@@ -40,6 +40,7 @@ from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
 from .batch import finish_open_ingest, refuse_if_diverged, write_plan
 from .increment import IncrementResult, cluster_progress, furthest, last_of, process_increment
+from .seed import Seed
 from .trigger import processing_time
 
 # What a new query on the same checkpoint cures: the streaming source's Python worker
@@ -141,6 +142,7 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
     ck = to_uri(cfg.checkpoint) if cfg.checkpoint else join(lake.root, KRAFTLAKE_DIR,
                                                            "checkpoints", cid)
     st = _state(lake, app_id, ck, log_dir, rows)
+    Seed(spark, lake, cid).load()  # what the first micro-batch continues from, read now
     reader = (spark.readStream.format("kraft-metadata").option("cluster_id", cid)
               .option("startJson", json.dumps(st["start"]))
               .option("splitBytes", str(cfg.split_bytes)))
