@@ -32,7 +32,7 @@ class Config:
     min_insync_replicas_default: int = 1
     split_bytes: int = 32 * 1024 * 1024
     driver_fold_max_records: int = 10_000  # an increment this small folds on the driver
-    driver_max_bytes: int = 4 * 1024 * 1024  # an increment reading this little is decoded there
+    driver_max_bytes: int = 1024 * 1024  # an increment reading this little is decoded there
     trigger: str = "1s"
     checkpoint: str | None = None
     compact_every: int = 100  # a stream compacts the lake every N micro-batches (0 = never)
