@@ -31,6 +31,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -160,10 +161,6 @@ def furthest(rows: list[dict]) -> dict | None:
 def cluster_progress(lake: Lake, cluster_id: str) -> dict | None:
     """`furthest` of the cluster's progress rows, read now."""
     return furthest(progress_rows(lake, cluster_id))
-
-
-def _cluster(df: DataFrame, cid: str) -> DataFrame:
-    return df.filter(F.col("cluster_id") == cid)
 
 
 class _Stages:
@@ -384,7 +381,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         _commit_concurrently(lake, _gold(spark, seed, src, gold, brokers, res, write, work,
                                          checks=n_checks > 0) + tasks)
         say("current: partition_current")
-        _current(spark, seed, gold, res, write)
+        _current(seed, gold, res, write)
     if n_topic_records:  # the cluster's topics as the increment leaves them
         write("topics", topics, "replace", slice_={"cluster_id": cid}, after=topics)
     _progress(res, prev, snapshot_high, seed, write, say)
@@ -665,13 +662,13 @@ def _gold(spark, seed, src, k: _Kernel, brokers, res, write, work, *,
               slice_={"cluster_id": cid, "is_open": True})
 
     def incidents_() -> None:
-        _incidents(spark, seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
+        _incidents(seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
                    brokers, k.windows, res, rerun, write, work)
 
     return [incidents_, timeline, changes, reconciliation, intervals]
 
 
-def _incidents(spark, seed, iv, open_iv, ev, brokers, windows, res, rerun, write, work):
+def _incidents(seed, iv, open_iv, ev, brokers, windows, res, rerun, write, work):
     """incidents of this increment: the cluster's open incidents replaced by the new rows.
 
     Inputs grow with the increment, not the lake: the intervals this increment wrote and
@@ -688,12 +685,14 @@ def _incidents(spark, seed, iv, open_iv, ev, brokers, windows, res, rerun, write
             F.col("is_open") | (F.col("end_offset") >= since))
     else:  # what the table will hold: open at the start or ended in this increment
         troubles = _replacement(open_iv, iv, INTERVAL_KEY)
+    held = seed.rows("incidents")  # the cluster's open incident (at most one)
     open_inc = seed.slice("incidents")
-    first, unknown_before = _aggregate(open_inc.agg(F.min("start_offset"),
-                                                     F.max("unknown_offsets")))
-    frm = since if first is None else min(first, since)
-    events = seed.read("partition_events").filter(
-        (F.col("offset") >= frm) & (F.col("offset") < since)).unionByName(ev)
+    first = pc.min(held["start_offset"]).as_py()
+    unknown_before = pc.max(held["unknown_offsets"]).as_py()
+    events = ev
+    if first is not None and first < since:  # the open incident's events so far
+        events = seed.read("partition_events").filter(
+            (F.col("offset") >= first) & (F.col("offset") < since)).unionByName(ev)
     outages = broker_outages(brokers, events, windows).filter(
         (F.col("start_offset") >= since) | F.col("end_offset").isNull()
         | (F.col("end_offset") >= since))
@@ -723,7 +722,7 @@ def _with_unknown(inc: DataFrame, before: DataFrame | None,
     return inc.withColumn("unknown_offsets", count)
 
 
-def _current(spark, seed, k: _Kernel, res: IncrementResult, write) -> None:
+def _current(seed: Seed, k: _Kernel, res: IncrementResult, write) -> None:
     """`partition_current`, the marker that gold is done: the cluster's rows replaced when
     the increment changed a state, else a commit of no rows (the marker alone)."""
     cid = res.cluster_id
