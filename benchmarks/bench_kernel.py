@@ -43,11 +43,12 @@ from kraftlake.spark import get_spark
 
 
 def _apply_one(bc, arrow: pa.Schema, table: pa.Table) -> pa.Table:
-    """One partition's rows (in any order) -> its kernel output, by the same `fold_rows`."""
+    """One partition's rows (in any order) -> its kernel output, by the same
+    `fold_batches`."""
     table = table.sort_by([("_role", "ascending"), ("offset", "ascending"),
                            ("seq", "ascending")])
-    rows = list(kernel.fold_rows(kernel._rows(table.to_batches()), bc.value))
-    return pa.Table.from_batches(list(kernel._batches(rows, arrow)), arrow)
+    return pa.Table.from_batches(list(kernel.fold_batches(bc.value, arrow, table.to_batches())),
+                                 arrow)
 
 
 def by_apply(spark: SparkSession, changes: DataFrame, seeds: DataFrame, opened: DataFrame,
