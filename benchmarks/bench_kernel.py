@@ -17,9 +17,9 @@ A log is simulated and ingested once; its `partition_changes` (with no seed stat
 open intervals: a first ingest) are then folded by both variants in turn, `--rounds` times,
 each run written to Spark's `noop` sink so that only the fold is timed. The two outputs must
 hold the same rows (compared by a hash of every row), or the script exits 1. Wall and the
-driver process's CPU are printed per run, and the CPU of the whole process tree (the driver,
-its JVM, Spark's Python workers; read from /proc, Linux only, so run it alone). Prints
-figures; asserts nothing about time.
+driver process's CPU are printed per run, and the CPU of the processes it started (its JVM,
+Spark's Python workers; read from /proc, Linux only). Prints figures; asserts nothing about
+time.
 """
 
 from __future__ import annotations
@@ -54,11 +54,11 @@ from kraftlake.spark import get_spark
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu() -> float:
-    """CPU seconds so far of this process and of every process under it (its JVM, Spark's
-    Python workers), each with its reaped children's."""
+def tree_cpu() -> tuple[float, float]:
+    """CPU seconds so far of the processes under this one, each with its reaped children's:
+    (its JVM, Spark's Python workers and their daemon)."""
     children: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
+    cpu: dict[int, tuple[str, float]] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
@@ -66,13 +66,19 @@ def tree_cpu() -> float:
             continue
         fields = stat[stat.rindex(")") + 2:].split()  # [1]: ppid; [11:15]: CPU
         children.setdefault(int(fields[1]), []).append(int(pid))
-        cpu[int(pid)] = sum(int(x) for x in fields[11:15]) / TICK
-    total, todo = 0.0, [os.getpid()]
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        cpu[int(pid)] = comm, sum(int(x) for x in fields[11:15]) / TICK
+    jvm = python = 0.0
+    todo = list(children.get(os.getpid(), ()))
     while todo:
         pid = todo.pop()
-        total += cpu.get(pid, 0.0)
+        comm, seconds = cpu.get(pid, ("", 0.0))
+        if comm == "java":
+            jvm += seconds
+        else:
+            python += seconds
         todo.extend(children.get(pid, ()))
-    return total
+    return jvm, python
 
 
 def kernel_at(rev: str) -> ModuleType:
@@ -194,14 +200,15 @@ def _compare(spark: SparkSession, kernels: dict[str, ModuleType], changes: DataF
     cpus: dict[str, list[float]] = {name: [] for name in variants}
     for r in range(rounds):
         for name in list(variants)[::-1 if r % 2 else 1]:
-            t0, c0, tree0 = time.perf_counter(), time.process_time(), tree_cpu()
+            t0, c0, (jvm0, py0) = time.perf_counter(), time.process_time(), tree_cpu()
             variants[name]().write.format("noop").mode("overwrite").save()
             wall = time.perf_counter() - t0
+            driver = time.process_time() - c0
+            jvm, py = (now - before for now, before in zip(tree_cpu(), (jvm0, py0), strict=True))
             times[name].append(wall)
-            cpus[name].append(tree_cpu() - tree0)
-            print(f"{name}: {wall:.2f} s wall, driver CPU {time.process_time() - c0:.2f} s, "
-                  f"process tree CPU {cpus[name][-1]:.2f} s (load {os.getloadavg()[0]:.2f})",
-                  flush=True)
+            cpus[name].append(driver + jvm + py)
+            print(f"{name}: {wall:.2f} s wall; CPU: driver {driver:.2f} s, JVM {jvm:.2f} s, "
+                  f"Python workers {py:.2f} s (load {os.getloadavg()[0]:.2f})", flush=True)
     for name, ts in times.items():
         print(f"{name}: best {min(ts):.2f} s wall, {min(cpus[name]):.2f} s CPU, "
               f"{n_changes / min(ts):,.0f} changes/s")
