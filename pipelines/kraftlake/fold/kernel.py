@@ -101,22 +101,30 @@ class _Input:
 
     def __init__(self, columns: dict[str, list[Any]]) -> None:
         self.columns = columns
-        c = columns
-        self.cluster_id, self.topic_id, self.partition_id = c["cluster_id"], c["topic_id"], \
-            c["partition_id"]
-        self.role, self.offset, self.seq, self.timestamp = c["_role"], c["offset"], c["seq"], \
-            c["timestamp"]
-        self.record_type, self.source = c["record_type"], c["source"]
-        self.is_reset, self.is_delete = c["is_reset"], c["is_delete"]
-        self.leader, self.leader_recovery_state = c["leader"], c["leader_recovery_state"]
-        self.anchor = c.get("_anchor")  # only when the increment reconciles snapshots
-        # a seed's extra columns, and an open interval's
-        self.recovering_since_offset = c["recovering_since_offset"]
-        self.recovering_since_ts = c["recovering_since_ts"]
-        self.uncertain_since = c["uncertain_since"]
-        self.kind, self.start_offset = c["kind"], c["start_offset"]
-        self.start_seq, self.start_ts = c["start_seq"], c["start_ts"]
-        self._state = [(name, c[name]) for name in STATE]
+        self.cluster_id = columns["cluster_id"]
+        self.topic_id = columns["topic_id"]
+        self.partition_id = columns["partition_id"]
+        self.role = columns["_role"]
+        self.offset = columns["offset"]
+        self.seq = columns["seq"]
+        self.timestamp = columns["timestamp"]
+        self.record_type = columns["record_type"]
+        self.source = columns["source"]
+        self.is_reset = columns["is_reset"]
+        self.is_delete = columns["is_delete"]
+        self.leader = columns["leader"]
+        self.leader_recovery_state = columns["leader_recovery_state"]
+        self.anchor = columns.get("_anchor")  # only when the increment reconciles snapshots
+        # a seed's own columns
+        self.recovering_since_offset = columns["recovering_since_offset"]
+        self.recovering_since_ts = columns["recovering_since_ts"]
+        self.uncertain_since = columns["uncertain_since"]
+        # an open interval's
+        self.kind = columns["kind"]
+        self.start_offset = columns["start_offset"]
+        self.start_seq = columns["start_seq"]
+        self.start_ts = columns["start_ts"]
+        self._state = [(name, columns[name]) for name in STATE]
 
     def __len__(self) -> int:
         return len(self.role)
@@ -227,7 +235,8 @@ class _Output:
     """The kernel's output rows of a batch, per kind (OUTPUTS)."""
 
     def __init__(self) -> None:
-        # timeline rows are the partition's `_State`s, read when the batch is written
+        # a timeline row is one of the partition's `_State`s, read when the batch is written:
+        # a state is closed after it was made, and `_intervals` reads the same states
         state = {"valid_from_offset": "offset", "valid_from_ts": "timestamp", "seq": "seq",
                  "record_type": "record_type", "source": "source",
                  "recovering_since_offset": "recovering_since_offset",
