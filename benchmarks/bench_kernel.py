@@ -9,7 +9,7 @@ per partition key).
     .venv/bin/python benchmarks/bench_kernel.py --sizes 1000,5000,20000,50000
         # the first N changes of the log, as increments of N changes: where the driver's
         # path stops paying (`ingest.driver_fold_max_records`)
-    .venv/bin/python benchmarks/bench_kernel.py --against main --no-apply
+    .venv/bin/python benchmarks/bench_kernel.py --against main --variants mapInArrow,driver
         # also the kernel of git revision `main` (its `fold/kernel.py`, with this
         # checkout's rules), in the same rounds on the same changes: before and after
 
@@ -52,6 +52,7 @@ from kraftlake.simulate.run import simulate_cluster
 from kraftlake.spark import get_spark
 
 TICK = os.sysconf("SC_CLK_TCK")
+VARIANTS = ("mapInArrow", "driver", "applyInArrow")
 
 
 def tree_cpu() -> tuple[float, float]:
@@ -140,8 +141,9 @@ def main() -> int:
                     help="fold only the first N changes, for each N (default: all of them)")
     ap.add_argument("--against", metavar="REV", default=None,
                     help="also time the kernel of git revision REV on the same changes")
-    ap.add_argument("--no-apply", dest="apply", action="store_false",
-                    help="leave the applyInArrow variant out")
+    ap.add_argument("--variants", type=lambda v: v.split(","), default=list(VARIANTS),
+                    help=f"which of {','.join(VARIANTS)} to run (default: all; applyInArrow "
+                         "only of this checkout's kernel, and not with --sizes)")
     args = ap.parse_args()
     kernels = {"": kernel}
     if args.against:
@@ -167,7 +169,8 @@ def main() -> int:
         for size in args.sizes or [None]:
             changes = (every if size is None else every.orderBy("offset", *KEY).limit(size))
             if not _compare(spark, kernels, changes.cache(), seeds, opened, contexts,
-                            args.rounds, with_apply=args.apply and size is None):
+                            args.rounds, args.variants if size is None else
+                            [v for v in args.variants if v != "applyInArrow"]):
                 return 1
         spark.stop()
     return 0
@@ -175,7 +178,7 @@ def main() -> int:
 
 def _compare(spark: SparkSession, kernels: dict[str, ModuleType], changes: DataFrame,
              seeds: DataFrame, opened: DataFrame, contexts, rounds: int,
-             with_apply: bool) -> bool:
+             which: list[str]) -> bool:
     """Time the variants on `changes`, of each of `kernels` (suffix -> module); False if
     their outputs differ. A round runs them in turn, the next round in reverse order, so that
     a change in the machine's load falls on each alike."""
@@ -185,11 +188,14 @@ def _compare(spark: SparkSession, kernels: dict[str, ModuleType], changes: DataF
           f"{spark.conf.get('spark.sql.shuffle.partitions')} shuffle partitions")
     variants = {}
     for suffix, k in kernels.items():
-        variants[f"mapInArrow{suffix}"] = partial(k.run, spark, changes, seeds, opened, contexts)
-        variants[f"driver{suffix}"] = partial(_on_driver, k, spark, changes, seeds, opened,
-                                              contexts)
-    if with_apply:
-        variants["applyInArrow"] = lambda: by_apply(spark, changes, seeds, opened, contexts)
+        if "mapInArrow" in which:
+            variants[f"mapInArrow{suffix}"] = partial(k.run, spark, changes, seeds, opened,
+                                                      contexts)
+        if "driver" in which:
+            variants[f"driver{suffix}"] = partial(_on_driver, k, spark, changes, seeds, opened,
+                                                  contexts)
+    if "applyInArrow" in which:
+        variants["applyInArrow"] = partial(by_apply, spark, changes, seeds, opened, contexts)
     digests = {name: digest(make()) for name, make in variants.items()}
     for name, (rows, _h) in digests.items():
         print(f"{name}: {rows:,} output rows")
