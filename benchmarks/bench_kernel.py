@@ -9,25 +9,35 @@ per partition key).
     .venv/bin/python benchmarks/bench_kernel.py --sizes 1000,5000,20000,50000
         # the first N changes of the log, as increments of N changes: where the driver's
         # path stops paying (`ingest.driver_fold_max_records`)
+    .venv/bin/python benchmarks/bench_kernel.py --against main --variants mapInArrow,driver
+        # also the kernel of git revision `main` (its `fold/kernel.py`, with this
+        # checkout's rules), in the same rounds on the same changes: before and after
 
 A log is simulated and ingested once; its `partition_changes` (with no seed states and no
 open intervals: a first ingest) are then folded by both variants in turn, `--rounds` times,
 each run written to Spark's `noop` sink so that only the fold is timed. The two outputs must
 hold the same rows (compared by a hash of every row), or the script exits 1. Wall and the
-driver process's CPU are printed per run; the Python workers' CPU is in the process tree,
-so run it alone, or read `benchmarks/cpu_time.py` of the whole script. Prints figures;
-asserts nothing about time.
+driver process's CPU are printed per run, and the CPU of the processes it started (its JVM,
+Spark's Python workers; read from /proc, Linux only). Prints figures; asserts nothing about
+time.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
+import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pyarrow as pa
+from pyspark import cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -41,13 +51,63 @@ from kraftlake.lake.delta import Lake
 from kraftlake.simulate.run import simulate_cluster
 from kraftlake.spark import get_spark
 
+TICK = os.sysconf("SC_CLK_TCK")
+VARIANTS = ("mapInArrow", "driver", "applyInArrow")
+
+
+def tree_cpu() -> tuple[float, float]:
+    """CPU seconds so far of the processes under this one, each with its reaped children's:
+    (its JVM, Spark's Python workers and their daemon)."""
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, tuple[str, float]] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:  # exited meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # [1]: ppid; [11:15]: CPU
+        children.setdefault(int(fields[1]), []).append(int(pid))
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        cpu[int(pid)] = comm, sum(int(x) for x in fields[11:15]) / TICK
+    jvm = python = 0.0
+    todo = list(children.get(os.getpid(), ()))
+    while todo:
+        pid = todo.pop()
+        comm, seconds = cpu.get(pid, ("", 0.0))
+        if comm == "java":
+            jvm += seconds
+        else:
+            python += seconds
+        todo.extend(children.get(pid, ()))
+    return jvm, python
+
+
+def kernel_at(rev: str) -> ModuleType:
+    """`fold/kernel.py` as git revision `rev` holds it, loaded beside this checkout's (its
+    relative imports read this checkout's modules). Spark's workers get its functions by
+    value, as they cannot import it."""
+    here = Path(kernel.__file__)
+    source = subprocess.run(["git", "show", f"{rev}:pipelines/kraftlake/fold/kernel.py"],
+                            cwd=here.parent, check=True, capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp(prefix="kernel-at-")) / "kernel.py"
+    path.write_text(source)
+    name = "kraftlake.fold._kernel_at_" + "".join(c if c.isalnum() else "_" for c in rev)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    cloudpickle.register_pickle_by_value(module)
+    return module
+
 
 def _apply_one(bc, arrow: pa.Schema, table: pa.Table) -> pa.Table:
-    """One partition's rows (in any order) -> its kernel output, by the same `fold_rows`."""
+    """One partition's rows (in any order) -> its kernel output, by the same
+    `fold_batches`."""
     table = table.sort_by([("_role", "ascending"), ("offset", "ascending"),
                            ("seq", "ascending")])
-    rows = list(kernel.fold_rows(kernel._rows(table.to_batches()), bc.value))
-    return pa.Table.from_batches(list(kernel._batches(rows, arrow)), arrow)
+    return pa.Table.from_batches(list(kernel.fold_batches(bc.value, arrow, table.to_batches())),
+                                 arrow)
 
 
 def by_apply(spark: SparkSession, changes: DataFrame, seeds: DataFrame, opened: DataFrame,
@@ -79,7 +139,15 @@ def main() -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=None,
                     help="fold only the first N changes, for each N (default: all of them)")
+    ap.add_argument("--against", metavar="REV", default=None,
+                    help="also time the kernel of git revision REV on the same changes")
+    ap.add_argument("--variants", type=lambda v: v.split(","), default=list(VARIANTS),
+                    help=f"which of {','.join(VARIANTS)} to run (default: all; applyInArrow "
+                         "only of this checkout's kernel, and not with --sizes)")
     args = ap.parse_args()
+    kernels = {"": kernel}
+    if args.against:
+        kernels[f"@{args.against}"] = kernel_at(args.against)
     with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:
         log = Path(tmp) / "log"
         t0 = time.perf_counter()
@@ -100,25 +168,34 @@ def main() -> int:
                                     cfg.min_insync_replicas_default)
         for size in args.sizes or [None]:
             changes = (every if size is None else every.orderBy("offset", *KEY).limit(size))
-            if not _compare(spark, changes.cache(), seeds, opened, contexts, args.rounds,
-                            with_apply=size is None):
+            if not _compare(spark, kernels, changes.cache(), seeds, opened, contexts,
+                            args.rounds, args.variants if size is None else
+                            [v for v in args.variants if v != "applyInArrow"]):
                 return 1
         spark.stop()
     return 0
 
 
-def _compare(spark: SparkSession, changes: DataFrame, seeds: DataFrame, opened: DataFrame,
-             contexts, rounds: int, with_apply: bool) -> bool:
-    """Time the variants on `changes`; False if their outputs differ."""
+def _compare(spark: SparkSession, kernels: dict[str, ModuleType], changes: DataFrame,
+             seeds: DataFrame, opened: DataFrame, contexts, rounds: int,
+             which: list[str]) -> bool:
+    """Time the variants on `changes`, of each of `kernels` (suffix -> module); False if
+    their outputs differ. A round runs them in turn, the next round in reverse order, so that
+    a change in the machine's load falls on each alike."""
     n_changes = changes.count()
     partitions = changes.select(*KEY).distinct().count()
     print(f"{n_changes:,} changes of {partitions:,} partitions; "
           f"{spark.conf.get('spark.sql.shuffle.partitions')} shuffle partitions")
-    variants = {"mapInArrow": lambda: kernel.run(spark, changes, seeds, opened, contexts),
-                "driver": lambda: spark.createDataFrame(kernel.run_on_driver(
-                    spark, changes, seeds, opened, contexts), kernel.output_schema())}
-    if with_apply:
-        variants["applyInArrow"] = lambda: by_apply(spark, changes, seeds, opened, contexts)
+    variants = {}
+    for suffix, k in kernels.items():
+        if "mapInArrow" in which:
+            variants[f"mapInArrow{suffix}"] = partial(k.run, spark, changes, seeds, opened,
+                                                      contexts)
+        if "driver" in which:
+            variants[f"driver{suffix}"] = partial(_on_driver, k, spark, changes, seeds, opened,
+                                                  contexts)
+    if "applyInArrow" in which:
+        variants["applyInArrow"] = partial(by_apply, spark, changes, seeds, opened, contexts)
     digests = {name: digest(make()) for name, make in variants.items()}
     for name, (rows, _h) in digests.items():
         print(f"{name}: {rows:,} output rows")
@@ -126,17 +203,27 @@ def _compare(spark: SparkSession, changes: DataFrame, seeds: DataFrame, opened: 
         print("the variants' outputs differ", file=sys.stderr)
         return False
     times: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, make in variants.items():
-            t0, c0 = time.perf_counter(), time.process_time()
-            make().write.format("noop").mode("overwrite").save()
+    cpus: dict[str, list[float]] = {name: [] for name in variants}
+    for r in range(rounds):
+        for name in list(variants)[::-1 if r % 2 else 1]:
+            t0, c0, (jvm0, py0) = time.perf_counter(), time.process_time(), tree_cpu()
+            variants[name]().write.format("noop").mode("overwrite").save()
             wall = time.perf_counter() - t0
+            driver = time.process_time() - c0
+            jvm, py = (now - before for now, before in zip(tree_cpu(), (jvm0, py0), strict=True))
             times[name].append(wall)
-            print(f"{name}: {wall:.2f} s wall, driver CPU "
-                  f"{time.process_time() - c0:.2f} s", flush=True)
+            cpus[name].append(driver + jvm + py)
+            print(f"{name}: {wall:.2f} s wall; CPU: driver {driver:.2f} s, JVM {jvm:.2f} s, "
+                  f"Python workers {py:.2f} s (load {os.getloadavg()[0]:.2f})", flush=True)
     for name, ts in times.items():
-        print(f"{name}: best {min(ts):.2f} s, {n_changes / min(ts):,.0f} changes/s")
+        print(f"{name}: best {min(ts):.2f} s wall, {min(cpus[name]):.2f} s CPU, "
+              f"{n_changes / min(ts):,.0f} changes/s")
     return True
+
+
+def _on_driver(k: ModuleType, spark: SparkSession, *inputs: Any) -> DataFrame:
+    """`run_on_driver`'s table as a frame, to be written as the others are."""
+    return spark.createDataFrame(k.run_on_driver(spark, *inputs), k.output_schema())
 
 
 if __name__ == "__main__":

@@ -24,20 +24,29 @@ partition: a PartitionRecord, or a check snapshot's state (input rows with `_anc
 applied to uncertain partitions only; the others are only reconciled against it).
 
 Spark distributes the rule, it does not re-express it: `run` repartitions the rows by
-partition key, sorts them, and calls `fold_rows` through `mapInArrow`; the cluster context
+partition key, sorts them, and calls `fold_batches` through `mapInArrow`; the cluster context
 (min.insync.replicas and metadata.version histories, topic names) is a broadcast value.
 A small increment folds its rows on the driver instead (`run_on_driver`), with the same
 `fold_batches` a task runs.
 Kafka refuses a partition record of an unknown topic and a delete of a partition that does
 not exist, so do these rules: silver keeps only rows of live topics, and here a delete of a
 missing partition changes nothing, a change to one is an orphan.
+
+Rows stay columns on the way in and out: an input batch's columns are made Python lists once
+and read by row number (`_Input`), output rows are appended to a list per column and made
+Arrow arrays once per batch (`_Rows`). A dict per input and per output row cost more than
+Kafka's rules themselves (issue 47); the rules still see one partition's rows in order, as
+plain Python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import partial
-from operator import itemgetter
+from itertools import pairwise
+from operator import attrgetter, itemgetter
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -63,7 +72,7 @@ from .context import ClusterContext, History
 from .silver import KEY
 
 SEED, OPEN_INTERVAL, CHANGE = 0, 1, 2  # `_role` of an input row; seeds sort first
-ORDER = [*KEY, "_role", "offset", "seq"]  # the order `fold_rows` reads its input in
+ORDER = [*KEY, "_role", "offset", "seq"]  # the order `fold_batches` reads its input in
 OUTPUTS = ("timeline", "event", "interval", "gone", "orphan")
 STATE = list(STATE_COLUMNS)
 _TABLES = ("partition_timeline", "partition_events", "partition_intervals")
@@ -82,64 +91,279 @@ def output_schema() -> T.StructType:
     return T.StructType(fields)
 
 
+# ---------------------------------------------------------------- Arrow in
+
+
+class _Input:
+    """Input rows as columns, read by row number: each column of a batch is made a Python
+    list once (`to_pylist`, timestamps as integer microseconds), never a dict per row. The
+    one dict per change left is the record's fields the rules take (`fields`)."""
+
+    def __init__(self, columns: dict[str, list[Any]]) -> None:
+        self.columns = columns
+        self.cluster_id = columns["cluster_id"]
+        self.topic_id = columns["topic_id"]
+        self.partition_id = columns["partition_id"]
+        self.role = columns["_role"]
+        self.offset = columns["offset"]
+        self.seq = columns["seq"]
+        self.timestamp = columns["timestamp"]
+        self.record_type = columns["record_type"]
+        self.source = columns["source"]
+        self.is_reset = columns["is_reset"]
+        self.is_delete = columns["is_delete"]
+        self.leader = columns["leader"]
+        self.leader_recovery_state = columns["leader_recovery_state"]
+        self.anchor = columns.get("_anchor")  # only when the increment reconciles snapshots
+        # a seed's own columns
+        self.recovering_since_offset = columns["recovering_since_offset"]
+        self.recovering_since_ts = columns["recovering_since_ts"]
+        self.uncertain_since = columns["uncertain_since"]
+        # an open interval's
+        self.kind = columns["kind"]
+        self.start_offset = columns["start_offset"]
+        self.start_seq = columns["start_seq"]
+        self.start_ts = columns["start_ts"]
+        self._state = [(name, columns[name]) for name in STATE]
+
+    def __len__(self) -> int:
+        return len(self.role)
+
+    def key(self, i: int) -> tuple[Any, Any, Any]:
+        return self.cluster_id[i], self.topic_id[i], self.partition_id[i]
+
+    def fields(self, i: int) -> dict[str, Any]:
+        """Row i's state columns that are set: a PartitionRecord's or a change record's
+        fields, as `PartitionRegistration.from_record` and `merge` take them."""
+        return {name: values[i] for name, values in self._state if values[i] is not None}
+
+
+def _input(batch: pa.RecordBatch) -> _Input:
+    return _Input({name: (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
+                   for name, c in zip(batch.schema.names, batch.columns, strict=True)})
+
+
+def _partitions(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[_Input, int, int]]:
+    """Each partition key's rows, as (columns, first row, end row), from key-ordered batches.
+    Spark cuts a task's sorted rows into batches of a fixed count, so a key's rows may go on
+    in the next batch: the last key of a batch is held until a batch starts with another."""
+    held: _Input | None = None
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        rows = _input(batch)
+        bounds = _key_bounds(rows)
+        if held is not None:
+            if held.key(0) == rows.key(0):  # the held key goes on: its rows joined
+                for name, values in held.columns.items():
+                    values.extend(rows.columns[name][:bounds[1]])
+                bounds = bounds[1:]
+            if len(bounds) == 1:  # the whole batch was the held key's
+                continue
+            yield held, 0, len(held)
+        yield from ((rows, lo, hi) for lo, hi in pairwise(bounds[:-1]))  # all but the last
+        held = _Input({name: values[bounds[-2]:] for name, values in rows.columns.items()})
+    if held is not None:
+        yield held, 0, len(held)
+
+
+def _key_bounds(rows: _Input) -> list[int]:
+    """The row numbers where a partition key starts, and the end."""
+    c, t, p = rows.cluster_id, rows.topic_id, rows.partition_id
+    return [0, *(i for i in range(1, len(p))
+                 if p[i] != p[i - 1] or t[i] != t[i - 1] or c[i] != c[i - 1]), len(p)]
+
+
+# ---------------------------------------------------------------- Arrow out
+
+
+# the state columns of a partition that has none (before its creation, after its deletion)
+_NO_STATE: Any = SimpleNamespace(**dict.fromkeys(STATE))
+_PART = ("cluster_id", "topic_id", "partition_id", "topic_name")  # `Part`, in this order
+Part = tuple[str, str, int, str | None]
+
+
+class _Rows:
+    """One kind of output row (`out`), gathered as columns until a batch is written: a list
+    per value, appended row by row. Columns read off a per-row object (the partition's key
+    and topic name from `part`, a state's columns from its PartitionRegistration) are read
+    once the batch is written, by getters mapped over the whole list (`derived`: column ->
+    (list, getter)). Columns of the output schema not here are null."""
+
+    def __init__(self, out: str, values: Iterable[str],
+                 derived: dict[str, tuple[str, Callable[[Any], Any]]] | None = None) -> None:
+        self.out = out
+        self.derived: dict[str, tuple[str, Callable[[Any], Any]]] = {
+            name: ("part", itemgetter(i)) for i, name in enumerate(_PART)}
+        self.derived.update(derived or {})
+        self.lists: dict[str, list[Any]] = {
+            name: [] for name in ("part", *values, *(src for src, _ in self.derived.values()))}
+        self.parts = self.lists["part"]  # the partition of each row: one per row
+
+    def __len__(self) -> int:
+        return len(self.parts)
+
+    def batch(self, schema: pa.Schema) -> pa.RecordBatch:
+        """The gathered rows as a batch of `schema`; the lists start again empty."""
+        n = len(self)
+        arrays = []
+        for f in schema:
+            if f.name == "out":
+                values: list[Any] = [self.out] * n
+            elif f.name in self.derived:
+                src, get = self.derived[f.name]
+                values = list(map(get, self.lists[src]))
+            elif f.name in self.lists:
+                values = self.lists[f.name]
+            else:
+                arrays.append(pa.nulls(n, f.type))
+                continue
+            arrays.append(pa.array(values, pa.int64()).cast(f.type)
+                          if pa.types.is_timestamp(f.type) else pa.array(values, f.type))
+        for values in self.lists.values():
+            values.clear()
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _state_columns(src: str, prefix: str, names: Iterable[str]) -> dict[
+        str, tuple[str, Callable[[Any], Any]]]:
+    """Columns `prefix + name` read off the PartitionRegistration in list `src`."""
+    return {prefix + name: (src, attrgetter(name)) for name in names}
+
+
+class _Output:
+    """The kernel's output rows of a batch, per kind (OUTPUTS)."""
+
+    def __init__(self) -> None:
+        # a timeline row is one of the partition's `_State`s, read when the batch is written:
+        # a state is closed after it was made, and `_intervals` reads the same states
+        state = {"valid_from_offset": "offset", "valid_from_ts": "timestamp", "seq": "seq",
+                 "record_type": "record_type", "source": "source",
+                 "recovering_since_offset": "recovering_since_offset",
+                 "recovering_since_ts": "recovering_since_ts",
+                 "uncertain_since": "uncertain_since"}
+        self.timeline = _Rows("timeline", ["state"], {
+            **{col: ("state", attrgetter(attr)) for col, attr in state.items()},
+            "valid_to_offset": ("state", lambda s: s.to and s.to[0]),
+            "valid_to_ts": ("state", lambda s: s.to and s.to[1]),
+            "is_current": ("state", lambda s: s.to is None),
+            **{name: ("state", attrgetter(f"reg.{name}")) for name in STATE}})
+        shown = ("leader", "isr", "eligible_leader_replicas", "last_known_elr",
+                 "leader_recovery_state", "replicas")  # an event's states, before and after
+        self.event = _Rows("event", [
+            "offset", "seq", "timestamp", "event_type", "detection", "record_type",
+            "elr_added", "elr_removed", "last_known_elr_added", "last_known_elr_removed",
+            "min_isr", "recovery_started_offset", "recovery_duration_ms", "uncertain_since",
+            "before", "after"],
+            {**_state_columns("before", "prev_", shown), **_state_columns("after", "new_", shown)})
+        self.interval = _Rows("interval", ["kind", "start_offset", "start_seq", "start_ts",
+                                           "end_offset", "end_ts", "is_open", "duration_ms"])
+        self.gone = _Rows("gone", [])
+        self.orphan = _Rows("orphan", ["offset", "seq", "record_type"])
+        self.kinds = (self.timeline, self.event, self.interval, self.gone, self.orphan)
+
+    def __len__(self) -> int:  # asked after every partition: kept cheap
+        return len(self.timeline.parts) + len(self.event.parts) + len(self.interval.parts) \
+            + len(self.gone.parts) + len(self.orphan.parts)
+
+    def batches(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """One record batch per kind of output row gathered (a kind's rows hold only its
+        table's columns, `out` and the partition included; the others are nulls)."""
+        for rows in self.kinds:
+            if len(rows):
+                yield rows.batch(schema)
+
+    def add_event(self, part: Part, r: _Input, i: int, event: str, detection: str | None,
+                  before: PartitionRegistration | None, after: PartitionRegistration | None,
+                  min_isr: int | None, since: tuple[int, int] | None,
+                  uncertain: int | None) -> None:
+        """A `partition_events` row of input row i; `before` / `after` the states around it
+        (None: no state); `uncertain`: the state before was carried across unknown offsets
+        from there on."""
+        b, a = before or _NO_STATE, after or _NO_STATE
+        recovered = event == "recovery_completed" and since is not None
+        # an unclean election names the recovery it belongs to (`since`: see _fold_partition)
+        linked = recovered or (event == "unclean_election" and since is not None)
+        c = self.event.lists
+        c["part"].append(part)
+        c["offset"].append(r.offset[i])
+        c["seq"].append(r.seq[i])
+        c["timestamp"].append(r.timestamp[i])
+        c["event_type"].append(event)
+        c["detection"].append(detection)
+        c["record_type"].append(r.record_type[i])
+        c["before"].append(b)
+        c["after"].append(a)
+        c["elr_added"].append(_added(a.eligible_leader_replicas, b.eligible_leader_replicas))
+        c["elr_removed"].append(_added(b.eligible_leader_replicas, a.eligible_leader_replicas))
+        c["last_known_elr_added"].append(_added(a.last_known_elr, b.last_known_elr))
+        c["last_known_elr_removed"].append(_added(b.last_known_elr, a.last_known_elr))
+        c["min_isr"].append(None if after is None else
+                            partition_min_isr(min_isr, len(after.replicas)))
+        c["recovery_started_offset"].append(since[0] if linked and since is not None else None)
+        c["recovery_duration_ms"].append(_ms(since[1], r.timestamp[i])
+                                         if recovered and since is not None else None)
+        c["uncertain_since"].append(uncertain)
+
+    def add_interval(self, part: Part, kind: str, start: tuple[int, int, int | None],
+                     end: tuple[int, int | None] | None) -> None:
+        c = self.interval.lists
+        c["part"].append(part)
+        c["kind"].append(kind)
+        c["start_offset"].append(start[0])
+        c["start_seq"].append(start[1])
+        c["start_ts"].append(start[2])
+        c["end_offset"].append(end and end[0])
+        c["end_ts"].append(end and end[1])
+        c["is_open"].append(end is None)
+        c["duration_ms"].append(_ms(start[2], end and end[1]))
+
+    def add_orphan(self, part: Part, r: _Input, i: int) -> None:
+        c = self.orphan.lists
+        c["part"].append(part)
+        c["offset"].append(r.offset[i])
+        c["seq"].append(r.seq[i])
+        c["record_type"].append(r.record_type[i])
+
+
 # ---------------------------------------------------------------- one partition
 
 
-def _state_of(row: dict[str, Any]) -> PartitionRegistration:
-    return PartitionRegistration.from_record({k: row[k] for k in STATE if row[k] is not None})
+@dataclass(slots=True)
+class _State:
+    """A state of the partition's timeline here: a `timeline` row once the partition is
+    folded (`_Output.timeline` reads its columns), and what `_intervals` judges."""
+
+    offset: int
+    seq: int
+    timestamp: int | None
+    record_type: str | None
+    source: str | None
+    reg: PartitionRegistration
+    seed: bool
+    min_isr: int | None
+    recovering_since_offset: int | None
+    recovering_since_ts: int | None
+    uncertain_since: int | None
+    to: tuple[int, int | None] | None = None  # (offset, ts) of what ended it
+    deleted: bool = False  # the partition ended there
 
 
-_NO_STATE = dict.fromkeys(STATE)
-
-
-def _step_kind(row: dict[str, Any], before: PartitionRegistration | None) -> str:
-    if row["is_delete"]:
+def _step_kind(r: _Input, i: int, before: PartitionRegistration | None) -> str:
+    if r.is_delete[i]:
         return DELETED
-    if row["is_reset"]:
-        if row["seq"] != 0:
+    if r.is_reset[i]:
+        if r.seq[i] != 0:
             return SNAPSHOT
         return CREATED if before is None else RESET
-    return ELR_CLEARED if row["record_type"] == CLEAR_ELR_RECORD else CHANGED
+    return ELR_CLEARED if r.record_type[i] == CLEAR_ELR_RECORD else CHANGED
 
 
-def _added(new: list[int] | None, old: list[int] | None) -> list[int]:
+def _added(new: Sequence[int] | None, old: Sequence[int] | None) -> list[int]:
     """Members of `new` not in `old`, sorted (None: no state, no members)."""
     if not new:
         return []
     return sorted(set(new) - set(old or ()))
-
-
-def _event_row(base: dict[str, Any], row: dict[str, Any], event: str, detection: str | None,
-               pb: dict[str, Any], pa_: dict[str, Any], min_isr: int | None,
-               since: tuple[int, int] | None, uncertain: int | None) -> dict[str, Any]:
-    """A `partition_events` row; `pb` / `pa_` the state columns before and after;
-    `uncertain`: the state before was carried across unknown offsets from there on."""
-    b_elr, a_elr = pb["eligible_leader_replicas"], pa_["eligible_leader_replicas"]
-    b_lk, a_lk = pb["last_known_elr"], pa_["last_known_elr"]
-    replicas = pa_["replicas"]
-    recovered = event == "recovery_completed" and since is not None
-    # an unclean election names the recovery it belongs to (`since`: see fold_partition)
-    linked = recovered or (event == "unclean_election" and since is not None)
-    return {**base, "out": "event", "offset": row["offset"], "seq": row["seq"],
-            "timestamp": row["timestamp"], "event_type": event, "detection": detection,
-            "record_type": row["record_type"],
-            "prev_leader": pb["leader"], "new_leader": pa_["leader"],
-            "prev_isr": pb["isr"], "new_isr": pa_["isr"],
-            "prev_eligible_leader_replicas": pb["eligible_leader_replicas"],
-            "new_eligible_leader_replicas": pa_["eligible_leader_replicas"],
-            "prev_last_known_elr": pb["last_known_elr"],
-            "new_last_known_elr": pa_["last_known_elr"],
-            "elr_added": _added(a_elr, b_elr), "elr_removed": _added(b_elr, a_elr),
-            "last_known_elr_added": _added(a_lk, b_lk),
-            "last_known_elr_removed": _added(b_lk, a_lk),
-            "prev_leader_recovery_state": pb["leader_recovery_state"],
-            "new_leader_recovery_state": pa_["leader_recovery_state"],
-            "prev_replicas": pb["replicas"], "new_replicas": pa_["replicas"],
-            "min_isr": None if replicas is None else partition_min_isr(min_isr, len(replicas)),
-            "recovery_started_offset": since[0] if linked and since is not None else None,
-            "recovery_duration_ms": _ms(since[1], row["timestamp"])
-            if recovered and since is not None else None,
-            "uncertain_since": uncertain}
 
 
 def _ms(start_us: int | None, end_us: int | None) -> int | None:
@@ -149,55 +373,51 @@ def _ms(start_us: int | None, end_us: int | None) -> int | None:
     return int((end_us - start_us) / 1000)
 
 
-def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator[dict[str, Any]]:
-    """Every output row of one partition; `rows` in (role, offset, seq) order."""
-    first = rows[0]
-    name = ctx.topic_names.get(first["topic_id"])
-    base = {"cluster_id": first["cluster_id"], "topic_id": first["topic_id"],
-            "partition_id": first["partition_id"], "topic_name": name}
+def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Output) -> None:
+    """Every output row of one partition, rows lo..hi of `r`, in (role, offset, seq) order."""
+    name = ctx.topic_names.get(r.topic_id[lo])
+    part: Part = (r.cluster_id[lo], r.topic_id[lo], r.partition_id[lo], name)
     state: PartitionRegistration | None = None
-    cols = _NO_STATE  # the columns of `state`, computed once per state
     since: tuple[int, int] | None = None  # (offset, ts) RECOVERING began
-    states: list[dict[str, Any]] = []  # the partition's timeline here (`_entry`), seed first
-    open_starts: dict[str, tuple[int, int, int]] = {}
+    states: list[_State] = []  # the partition's timeline here, seed first
+    open_starts: dict[str, tuple[int, int, int | None]] = {}
     last_delete = False
     uncertain: int | None = None  # carried across unknown offsets from there on
     gaps = iter(ctx.unknown)
     gap = next(gaps, None)
-    for row in rows:
-        role = row["_role"]
+    for i in range(lo, hi):
+        role = r.role[i]
         if role == OPEN_INTERVAL:
-            open_starts[row["kind"]] = (row["start_offset"], row["start_seq"], row["start_ts"])
+            open_starts[r.kind[i]] = (r.start_offset[i], r.start_seq[i], r.start_ts[i])
             continue
         if role == SEED:
-            state = _state_of(row)
-            cols = state.as_dict(directories=True)
+            state = PartitionRegistration.from_record(r.fields(i))
             if state.leader_recovery_state == RECOVERING:
-                since = (row["recovering_since_offset"], row["recovering_since_ts"])
-            uncertain = row["uncertain_since"]
-            states.append(_entry(row, state, cols, True, None, row["recovering_since_offset"],
-                                 row["recovering_since_ts"], uncertain))
+                since = (r.recovering_since_offset[i], r.recovering_since_ts[i])
+            uncertain = r.uncertain_since[i]
+            states.append(_State(r.offset[i], r.seq[i], r.timestamp[i], r.record_type[i],
+                                 r.source[i], state, True, None, r.recovering_since_offset[i],
+                                 r.recovering_since_ts[i], uncertain))
             continue
-        off, seq = row["offset"], row["seq"]
+        off, seq, ts = r.offset[i], r.seq[i], r.timestamp[i]
         while gap is not None and gap[0] <= off:
             if state is not None:
                 uncertain = _carry_across(gap, states, ctx, name, since, uncertain)
             gap = next(gaps, None)
-        if row.get("_anchor") and uncertain is None:
+        if r.anchor is not None and r.anchor[i] and uncertain is None:
             continue  # a check snapshot's state: reconciled against, not applied
-        kind = _step_kind(row, state)
+        kind = _step_kind(r, i, state)
         if kind == DELETED:
             if state is None:
                 continue  # only a partition that exists can end
-            _close(states[-1], row, deleted=True)
+            _close(states[-1], off, ts, deleted=True)
             if seq == 0:
-                yield _event_row(base, row, "partition_deleted", row["record_type"], cols,
-                                 _NO_STATE, None, None, uncertain)
-            state, cols, since, last_delete, uncertain = None, _NO_STATE, None, True, None
+                out.add_event(part, r, i, "partition_deleted", r.record_type[i], state, None,
+                              None, None, uncertain)
+            state, since, last_delete, uncertain = None, None, True, None
             continue
         if kind in (CHANGED, ELR_CLEARED) and state is None:
-            yield {**base, "out": "orphan", "offset": off, "seq": seq,
-                   "record_type": row["record_type"]}
+            out.add_orphan(part, r, i)
             continue
         if kind == ELR_CLEARED:
             assert state is not None  # an orphan went above
@@ -206,61 +426,49 @@ def _fold_partition(rows: list[dict[str, Any]], ctx: ClusterContext) -> Iterator
             new = state.clear_elr()
         elif kind == CHANGED:
             assert state is not None  # an orphan went above
-            new, _problem = state.merge(
-                {k: row[k] for k in STATE if row[k] is not None})
+            new, _problem = state.merge(r.fields(i))
         else:
-            new = _state_of(row)
+            new = PartitionRegistration.from_record(r.fields(i))
         min_isr = ctx.min_isr(name, off, seq)
-        new_cols = new.as_dict(directories=True)
         before_since, before_uncertain = since, uncertain
         if kind not in (CHANGED, ELR_CLEARED):
             uncertain = None  # a full state (PartitionRecord, snapshot) re-anchors it
         if new.leader_recovery_state != RECOVERING:
             since = None
         elif state is None or state.leader_recovery_state != RECOVERING:
-            since = (off, row["timestamp"])
+            since = (off, ts)
         if seq == 0:
-            leader_field = row["leader"] if kind == CHANGED and row["leader"] is not None \
+            leader, lrs = r.leader[i], r.leader_recovery_state[i]
+            leader_field = leader if kind == CHANGED and leader is not None \
                 else NO_LEADER_CHANGE
-            lrs_field = row["leader_recovery_state"] if kind == CHANGED and \
-                row["leader_recovery_state"] is not None else LRS_NO_CHANGE
+            lrs_field = lrs if kind == CHANGED and lrs is not None else LRS_NO_CHANGE
             for event, detection in step_events(
                     kind, state, new, min_isr=min_isr, metadata_version=ctx.mv(off, seq),
                     leader_field=leader_field, lrs_field=lrs_field):
                 # recovery_completed closes the recovery in force before the step; an unclean
                 # election belongs to the one in force after it (the one it starts, or for
                 # `already_recovering` the one going on), or to the one it ends
-                yield _event_row(base, row, event, detection, cols, new_cols, min_isr,
-                                 before_since if event == "recovery_completed" else
-                                 since or before_since, before_uncertain)
+                out.add_event(part, r, i, event, detection, state, new, min_isr,
+                              before_since if event == "recovery_completed" else
+                              since or before_since, before_uncertain)
         if state is not None:  # after a deletion the last state is closed already
-            _close(states[-1], row)
-        states.append(_entry(row, new, new_cols, False, min_isr, since and since[0],
-                             since and since[1], uncertain))
-        state, cols, last_delete = new, new_cols, False
+            _close(states[-1], off, ts)
+        states.append(_State(off, seq, ts, r.record_type[i], r.source[i], new, False, min_isr,
+                             since and since[0], since and since[1], uncertain))
+        state, last_delete = new, False
     while gap is not None:  # unknown offsets after the partition's last change here
         if state is not None:
             uncertain = _carry_across(gap, states, ctx, name, since, uncertain)
         gap = next(gaps, None)
     if last_delete:
-        yield {**base, "out": "gone"}
-    if states and not (states[0]["_seed"] and "_to" not in states[0]):  # a seed alone: as was
-        yield from (_timeline_row(base, s) for s in states)
-        yield from _intervals(base, states, open_starts, ctx, name)
+        out.gone.parts.append(part)
+    if states and not (states[0].seed and states[0].to is None):  # a seed alone: as was
+        out.timeline.parts.extend([part] * len(states))
+        out.timeline.lists["state"].extend(states)
+        _intervals(part, states, open_starts, ctx, name, out)
 
 
-def _entry(row: dict[str, Any], state: PartitionRegistration, cols: dict[str, Any], seed: bool,
-           min_isr: int | None, since_offset: int | None, since_ts: int | None,
-           uncertain: int | None) -> dict[str, Any]:
-    """A state of the partition's timeline, as `_timeline_row` and `_intervals` read it."""
-    return {"offset": row["offset"], "seq": row["seq"], "timestamp": row["timestamp"],
-            "record_type": row["record_type"], "source": row["source"], "_state": state,
-            "_cols": cols, "_seed": seed, "_min_isr": min_isr,
-            "recovering_since_offset": since_offset,
-            "recovering_since_ts": since_ts, "uncertain_since": uncertain}
-
-
-def _carry_across(gap: tuple[int, int, int | None], states: list[dict[str, Any]],
+def _carry_across(gap: tuple[int, int, int | None], states: list[_State],
                   ctx: ClusterContext, name: str | None, since: tuple[int, int] | None,
                   uncertain: int | None) -> int:
     """The partition's last state carried across unknown offsets [lo, hi) (a damaged batch
@@ -271,124 +479,57 @@ def _carry_across(gap: tuple[int, int, int | None], states: list[dict[str, Any]]
     last known state's when its header could not be read."""
     lo, _hi, ts = gap
     last = states[-1]
-    row = {"offset": lo, "seq": 0, "timestamp": last["timestamp"] if ts is None else ts,
-           "record_type": UNKNOWN_RECORD, "source": GAP_SOURCE}
-    _close(last, row)
+    ts = last.timestamp if ts is None else ts
+    _close(last, lo, ts)
     uncertain = lo if uncertain is None else uncertain
-    states.append(_entry(row, last["_state"], last["_cols"], False, ctx.min_isr(name, lo, 0),
-                         since and since[0], since and since[1], uncertain))
+    states.append(_State(lo, 0, ts, UNKNOWN_RECORD, GAP_SOURCE, last.reg, False,
+                         ctx.min_isr(name, lo, 0), since and since[0], since and since[1],
+                         uncertain))
     return uncertain
 
 
-def _close(st: dict[str, Any], by: dict[str, Any], deleted: bool = False) -> None:
-    """End state `st` at row `by`; `deleted`: the partition ends there (no state follows
+def _close(st: _State, offset: int, ts: int | None, deleted: bool = False) -> None:
+    """End state `st` at (offset, ts); `deleted`: the partition ends there (no state follows
     until it is created again, which starts a timeline and trouble runs of its own)."""
-    st["_to"] = (by["offset"], by["timestamp"])
-    st["_deleted"] = deleted
+    st.to = (offset, ts)
+    st.deleted = deleted
 
 
-def _timeline_row(base: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
-    to = s.get("_to")
-    return {**base, "out": "timeline", "valid_from_offset": s["offset"], "seq": s["seq"],
-            "valid_from_ts": s["timestamp"], "valid_to_offset": to and to[0],
-            "valid_to_ts": to and to[1], "is_current": to is None,
-            "record_type": s["record_type"], "source": s["source"],
-            **s["_cols"],
-            "recovering_since_offset": s["recovering_since_offset"],
-            "recovering_since_ts": s["recovering_since_ts"],
-            "uncertain_since": s["uncertain_since"]}
-
-
-def _intervals(base: dict[str, Any], states: list[dict[str, Any]],
-               open_starts: dict[str, tuple[int, int, int]], ctx: ClusterContext,
-               name: str | None) -> Iterator[dict[str, Any]]:
+def _intervals(part: Part, states: list[_State],
+               open_starts: dict[str, tuple[int, int, int | None]],
+               ctx: ClusterContext, name: str | None, out: _Output) -> None:
     """Maximal runs of consecutive states in each trouble kind. A run that includes the
     first state continues the interval the lake holds open for that kind (its start); a
     deletion ends every run (a partition created again starts from nothing)."""
-    bad = [trouble_kinds(s["_state"], ctx.min_isr(name, s["offset"], s["seq"]) if s["_seed"]
-                         else s["_min_isr"]) for s in states]
+    bad = [trouble_kinds(s.reg, ctx.min_isr(name, s.offset, s.seq) if s.seed else s.min_isr)
+           for s in states]
+    found = set().union(*bad)
     for kind in KINDS:
-        start: tuple[int, int, int] | None = None
-        end: tuple[int, int] | None = None
+        if kind not in found:
+            continue
+        start: tuple[int, int, int | None] | None = None
+        end: tuple[int, int | None] | None = None
         for i, s in enumerate(states):
             if kind in bad[i]:
                 if start is None:
                     start = open_starts.get(kind) if i == 0 and kind in open_starts else (
-                        s["offset"], s["seq"], s["timestamp"])
-                end = s.get("_to")
-                if not s.get("_deleted"):
+                        s.offset, s.seq, s.timestamp)
+                end = s.to
+                if not s.deleted:
                     continue
             if start is not None:
-                yield _interval_row(base, kind, start, end)
+                out.add_interval(part, kind, start, end)
                 start = None
         if start is not None:
-            yield _interval_row(base, kind, start, end)
+            out.add_interval(part, kind, start, end)
 
 
-def _interval_row(base: dict[str, Any], kind: str, start: tuple[int, int, int],
-                  end: tuple[int, int] | None) -> dict[str, Any]:
-    return {**base, "out": "interval", "kind": kind, "start_offset": start[0],
-            "start_seq": start[1], "start_ts": start[2], "end_offset": end and end[0],
-            "end_ts": end and end[1], "is_open": end is None,
-            "duration_ms": _ms(start[2], end and end[1])}
-
-
-# ---------------------------------------------------------------- Arrow in, Arrow out
-
-
-def _rows(batches: Iterable[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
-    """Rows of Arrow batches as dicts; timestamps as integer microseconds."""
-    for b in batches:
-        cols = [(c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
-                for c in b.columns]
-        names = b.schema.names
-        for values in zip(*cols, strict=True):
-            yield dict(zip(names, values, strict=True))
-
-
-def _batches(rows: list[dict[str, Any]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """One record batch per kind of output row; a kind's rows hold only its table's columns
-    (`out` and the partition included), the others are nulls."""
-    by_kind: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        by_kind.setdefault(r["out"], []).append(r)
-    for rs in by_kind.values():
-        names = [f.name for f in schema if f.name in rs[0]]
-        # the rows' values as columns, transposed by itemgetter and zip in C: a Python loop
-        # per column and row took a fifth of the kernel's time
-        values = dict(zip(names, zip(*map(itemgetter(*names), rs), strict=True), strict=True))
-        arrays = []
-        for f in schema:
-            if f.name not in values:
-                arrays.append(pa.nulls(len(rs), f.type))
-            elif pa.types.is_timestamp(f.type):
-                arrays.append(pa.array(values[f.name], pa.int64()).cast(f.type))
-            else:
-                arrays.append(pa.array(values[f.name], f.type))
-        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+# ---------------------------------------------------------------- Spark's side
 
 
 def empty_context(default_min_isr: int) -> ClusterContext:
     """The context of a cluster with no topic and no config known yet."""
     return ClusterContext({}, {}, History(), History(), default_min_isr)
-
-
-def fold_rows(rows: Iterable[dict[str, Any]], contexts: dict[str, ClusterContext]
-              ) -> Iterator[dict[str, Any]]:
-    """`_fold_partition` over rows sorted by partition key (then role, offset, seq). A cluster
-    without a context (no topic, no config known) gets an empty one."""
-    empty = empty_context(1)
-    group: list[dict[str, Any]] = []
-    key = None
-    for row in rows:
-        k = (row["cluster_id"], row["topic_id"], row["partition_id"])
-        if k != key and group:
-            yield from _fold_partition(group, contexts.get(group[0]["cluster_id"], empty))
-            group = []
-        key = k
-        group.append(row)
-    if group:
-        yield from _fold_partition(group, contexts.get(group[0]["cluster_id"], empty))
 
 
 def _fold_batches(bc: Broadcast[dict[str, ClusterContext]], schema: pa.Schema,
@@ -401,15 +542,16 @@ def _fold_batches(bc: Broadcast[dict[str, ClusterContext]], schema: pa.Schema,
 def fold_batches(contexts: dict[str, ClusterContext], schema: pa.Schema,
                  batches: Iterable[pa.RecordBatch], batch_rows: int = 20_000
                  ) -> Iterator[pa.RecordBatch]:
-    """`fold_rows` from key-ordered input batches to output batches of `schema`."""
-    out: list[dict[str, Any]] = []
-    for r in fold_rows(_rows(batches), contexts):
-        out.append(r)
+    """`_fold_partition` over input batches sorted by partition key (then role, offset,
+    seq), to output batches of `schema` of about `batch_rows` rows. A cluster without a
+    context (no topic, no config known) gets an empty one."""
+    empty = empty_context(1)
+    out = _Output()
+    for rows, lo, hi in _partitions(batches):
+        _fold_partition(rows, lo, hi, contexts.get(rows.cluster_id[lo], empty), out)
         if len(out) >= batch_rows:
-            yield from _batches(out, schema)
-            out = []
-    if out:
-        yield from _batches(out, schema)
+            yield from out.batches(schema)
+    yield from out.batches(schema)
 
 
 def input_rows(changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
