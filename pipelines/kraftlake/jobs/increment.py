@@ -541,11 +541,11 @@ def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, w
     """Silver partition changes, then the kernel over them, and `partition_events`.
 
     `seed` is the cluster's slices as of the increment's start (`jobs.seed`): the kernel
-    continues from the current states and open intervals the lake held then. The kernel's output is computed once
-    (`work.frame`, or Arrow on the driver: `on_driver`, `kernel.run_on_driver`); every gold
-    table is a slice of it. When states are uncertain (unknown offsets in this increment or
-    carried from an earlier one) and the source holds a check snapshot (`checks`), the
-    snapshot's states are the kernel's anchors (`_anchors`).
+    continues from the current states and open intervals the lake held then. The kernel's
+    output is computed once (`work.frame`, or Arrow on the driver: `on_driver`,
+    `kernel.run_on_driver`); every gold table is a slice of it. When states are uncertain
+    (unknown offsets in this increment or carried from an earlier one) and the source holds
+    a check snapshot (`checks`), the snapshot's states are the kernel's anchors (`_anchors`).
     """
     cid = res.cluster_id
     say("fold: partition changes")
