@@ -141,12 +141,12 @@ class Lake:
     """
 
     def __init__(self, root: str | Path, spark: SparkSession | None = None,
-                 pins: dict[str, int] | None = None, cut: Cut | None = None,
-                 tags: dict[str, Tag] | None = None) -> None:
+                 tags: dict[str, Tag] | None = None, cut: Cut | None = None) -> None:
         self.root = to_uri(root)
         self._spark = spark
-        self._pins = pins  # table -> version this view reads (None: the latest)
         self._tags = tags or {}  # table -> (table id, version) of a pinned view
+        # table -> version this view reads (None: the latest)
+        self._pins = None if tags is None else {n: v for n, (_id, v) in tags.items()}
         self._cut = cut  # a consistent view's cut (`consistent`)
         self._checked: set[str] = set()  # tables whose layout was checked
         self._threads = threading.local()  # a committing thread's own session (own_session)
@@ -496,13 +496,13 @@ class Lake:
         An increment pins the lake before it reads or writes anything, so the layout of
         every table is checked here (`_check_layout`): a lake an older kraftlake laid out
         otherwise is refused before the first commit, not by a failing read midway."""
-        pins, tags = {}, {}
+        tags = {}
         for name in table_names():
             snap = self._snapshot(name)
             if (t := _tag(snap)) is not None:
                 self._check_layout(name, snap)
-                pins[name], tags[name] = t[1], t
-        return Lake(self.root, self._spark, pins, tags=tags)
+                tags[name] = t
+        return Lake(self.root, self._spark, tags)
 
     def pin(self, name: str) -> int | None:
         """The version this view reads table `name` at (None: no table when pinned)."""
