@@ -164,7 +164,7 @@ def main() -> int:
         opened = lake.read(spark, "partition_intervals").filter(F.lit(False))
         topics = lake.read(spark, "topics").select("cluster_id", "topic_id", "topic_name",
                                                    "deleted_offset")
-        contexts = cluster_contexts(lake.read(spark, "configs"), topics,
+        contexts = cluster_contexts(lake.read(spark, "configs").toArrow(), topics.toArrow(),
                                     cfg.min_insync_replicas_default)
         for size in args.sizes or [None]:
             changes = (every if size is None else every.orderBy("offset", *KEY).limit(size))

@@ -46,7 +46,7 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
     changes = partition_changes(done, empty, names, none)
     inputs = (spark, changes, _empty_like(spark, "partition_current"),
               _empty_like(spark, "partition_intervals"),
-              cluster_contexts(configs_of(eff), topics, default_min_isr))
+              cluster_contexts(configs_of(eff).toArrow(), topics.toArrow(), default_min_isr))
     if on_driver:
         out = spark.createDataFrame(kernel.run_on_driver(*inputs), kernel.output_schema())
     else:

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+import pyarrow as pa
 
 from ..kraft.configs import (
     CLUSTER_DEFAULT,
@@ -83,44 +82,55 @@ class ClusterContext:
         return self.metadata_version.at(offset, seq)
 
 
-def cluster_contexts(configs: DataFrame, topics: DataFrame,
+def _in_context(r: dict[str, Any]) -> bool:
+    """A configs row the kernel's rules read: a min.insync.replicas of a topic or of the
+    cluster default, a broker config of the attribution window's keys, metadata.version."""
+    if r["kind"] == "feature":
+        return bool(r["name"] == MV_FEATURE)
+    if r["kind"] != "config":
+        return False
+    broker = r["resource_type"] == RESOURCE_BROKER
+    if r["name"] == MIN_ISR:
+        return bool(r["resource_type"] == RESOURCE_TOPIC or (
+            broker and r["resource_name"] == CLUSTER_DEFAULT))
+    return bool(broker and r["name"] in TIMING_KEYS)
+
+
+def cluster_contexts(configs: pa.Table, topics: pa.Table,
                      default_min_isr: int) -> dict[str, ClusterContext]:
-    """Collect the context of every cluster in `configs` and `topics`: its
-    `min.insync.replicas` and `metadata.version` records and the broker records of the
-    attribution window's keys (rows of the configs table), and its topics (id, name,
-    deleted_offset)."""
-    config = F.col("kind") == "config"
-    broker = F.col("resource_type") == RESOURCE_BROKER
-    cfg = configs.filter(
-        (config & (F.col("name") == MIN_ISR)
-         & ((F.col("resource_type") == RESOURCE_TOPIC)
-            | (broker & (F.col("resource_name") == CLUSTER_DEFAULT))))
-        | (config & broker & F.col("name").isin(*TIMING_KEYS))
-        | ((F.col("kind") == "feature") & (F.col("name") == MV_FEATURE))
-    ).select("cluster_id", "kind", "resource_type", "resource_name", "name", "offset", "seq",
-             "value", "feature_level").distinct().collect()
-    tops = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset").collect()
+    """The context of every cluster in `configs` (rows of the configs table) and `topics`
+    (cluster_id, topic_id, topic_name, deleted_offset), as Arrow: the driver holds both for
+    a small increment, and the rows the rules read are few (`_in_context`)."""
+    fields = ["cluster_id", "kind", "resource_type", "resource_name", "name", "offset",
+              "seq", "value", "feature_level"]
+    # each row once: an increment's configs are the held rows and its own, which a re-run
+    # may hold twice
+    cfg = {tuple(r[f] for f in fields): r for r in configs.select(fields).to_pylist()
+           if _in_context(r)}
     names: dict[str, dict[str, str]] = {}
     own: dict[str, dict[str, list[tuple[int, int, ConfigValue]]]] = {}
     cluster: dict[str, list[tuple[int, int, ConfigValue]]] = {}
     mv: dict[str, list[tuple[int, int, int]]] = {}
     timing: dict[str, list[ConfigPoint]] = {}
-    for r in cfg:
-        if r.kind == "feature":
-            mv.setdefault(r.cluster_id, []).append((r.offset, r.seq, r.feature_level))
-        elif r.name in TIMING_KEYS:
-            timing.setdefault(r.cluster_id, []).append(
-                (r.offset, r.seq, r.name, r.resource_name, r.value))
-        elif r.resource_type == RESOURCE_TOPIC:
-            own.setdefault(r.cluster_id, {}).setdefault(r.resource_name, []).append(
-                (r.offset, r.seq, r.value))
+    for r in cfg.values():
+        cid = r["cluster_id"]
+        if r["kind"] == "feature":
+            mv.setdefault(cid, []).append((r["offset"], r["seq"], r["feature_level"]))
+        elif r["name"] in TIMING_KEYS:
+            timing.setdefault(cid, []).append(
+                (r["offset"], r["seq"], r["name"], r["resource_name"], r["value"]))
+        elif r["resource_type"] == RESOURCE_TOPIC:
+            own.setdefault(cid, {}).setdefault(r["resource_name"], []).append(
+                (r["offset"], r["seq"], r["value"]))
         else:
-            cluster.setdefault(r.cluster_id, []).append((r.offset, r.seq, r.value))
-    for t in tops:
-        names.setdefault(t.cluster_id, {})[t.topic_id] = t.topic_name
-        if t.deleted_offset is not None and t.topic_name is not None:
-            own.setdefault(t.cluster_id, {}).setdefault(t.topic_name, []).append(
-                (t.deleted_offset, 0, None))
+            cluster.setdefault(cid, []).append((r["offset"], r["seq"], r["value"]))
+    for t in topics.select(["cluster_id", "topic_id", "topic_name", "deleted_offset"]
+                           ).to_pylist():
+        cid = t["cluster_id"]
+        names.setdefault(cid, {})[t["topic_id"]] = t["topic_name"]
+        if t["deleted_offset"] is not None and t["topic_name"] is not None:
+            own.setdefault(cid, {}).setdefault(t["topic_name"], []).append(
+                (t["deleted_offset"], 0, None))
     return {cid: ClusterContext(
         topic_names=names.get(cid, {}),
         topic_min_isr={k: History.of(v) for k, v in own.get(cid, {}).items()},

@@ -56,7 +56,7 @@ from ..fold.silver import (
 )
 from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES
 from ..lake.cut import CUT_EXCLUDED
-from ..lake.delta import Lake, conform
+from ..lake.delta import Lake, conform, from_arrow
 from ..lake.schema import table_names, table_schema
 from ..lake.work import Work
 from ..quality.record_checks import check_records
@@ -208,8 +208,8 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
         src = src.persist(SPILL)
     work = Work(spark, lake.root, app_id, version, local=local)
     try:
-        res = _process(spark, lake, src, res, prev, min_isr_default, snapshot_high, say, work,
-                       driver_fold_max)
+        _Increment(spark, lake, src, res, prev, say, work, min_isr_default=min_isr_default,
+                   snapshot_high=snapshot_high, driver_fold_max=driver_fold_max).run()
         work.clear()  # only after ingest_progress committed: a killed run rewrites it
         return res
     except BaseException:
@@ -221,15 +221,436 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
             src.unpersist()
 
 
-def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResult,
-             prev: dict | None, min_isr_default: int, snapshot_high: int | None, say,
-             work: Work, driver_fold_max: int) -> IncrementResult:
-    cid, app_id, version = res.cluster_id, res.app_id, res.version
-    # every input is read as of now: a table committed meanwhile (by this very increment)
-    # does not change what the next stage reads
-    seed = Seed(spark, lake, cid)
+@dataclass
+class _Extent:
+    """What one pass over the source says of the increment: how many of its records each
+    later stage has to look at, which decides the stages it runs."""
 
-    def write(name: str, data: pa.Table | DataFrame, how: str = "append",
+    snapshot_high: int | None  # the highest snapshot end offset read
+    relevant: int  # records some silver table is made of (and transaction markers)
+    checks: int  # records of check snapshots (reconciled, not applied)
+    resets: int  # records of reset snapshots (full state: removals of partitions missing)
+    reaching: int  # records that reach partitions known before (RemoveTopic, ClearElr)
+    begins: int  # BeginTransaction markers: a transaction may be open at the end
+    lossy: int  # damaged regions that may have held state
+
+
+@dataclass
+class _Silver:
+    """The increment's silver frames, computed once (`Work.frames`)."""
+
+    records: DataFrame  # every record of the source (bronze)
+    invalid: DataFrame  # records breaking a record-level invariant (also quarantined)
+    done: DataFrame  # the relevant records that took effect (`fold.silver.committed`)
+    effective: DataFrame  # those that change state (the log, reset snapshots)
+    old_topics: DataFrame  # the cluster's topics before the increment
+    topics: DataFrame  # the cluster's topics after it
+    brokers: DataFrame  # the increment's broker rows
+    configs: pa.Table  # the increment's config rows
+    changes: DataFrame | None  # partition_changes rows (None: gold was written already)
+    read_back: int  # records of an open transaction read back from bronze
+    brokers_n: int  # broker records (one row each)
+    configs_n: int  # config records (one row each)
+    topic_records: int  # topic records: `topics` may change
+
+
+@dataclass
+class _Kernel:
+    """The kernel's inputs and output of one increment, read by the later gold writes."""
+
+    changes: DataFrame  # partition_changes rows (a work frame)
+    out: DataFrame  # the kernel's rows (`fold.kernel.output_schema`): a work frame, or
+    # the driver's Arrow output
+    open_iv: DataFrame  # the cluster's intervals open at the increment's start
+    intervals: int  # interval rows the kernel emitted
+    windows: dict[str, list[tuple[int, int, int]]]  # attribution windows (fold.context)
+
+    def part(self, kind: str) -> DataFrame:
+        return self.out.filter(F.col("out") == kind)
+
+
+class _Increment:
+    """The stages of one increment, in order (`run`): what the source holds, silver, the
+    kernel and `partition_events`, the wave of the other tables, `partition_current`,
+    `topics`, `ingest_progress`. Every input is read as of the increment's start (`seed`):
+    a table committed meanwhile (by this very increment) does not change what a later
+    stage reads."""
+
+    def __init__(self, spark: SparkSession, lake: Lake, src: DataFrame,
+                 res: IncrementResult, prev: dict | None, say: _Stages, work: Work, *,
+                 min_isr_default: int, snapshot_high: int | None,
+                 driver_fold_max: int) -> None:
+        self.spark, self.lake, self.src, self.res, self.prev = spark, lake, src, res, prev
+        self.say, self.work = say, work
+        self.min_isr_default, self.snapshot_high = min_isr_default, snapshot_high
+        self.driver_fold_max = driver_fold_max
+        self.seed = Seed(spark, lake, res.cluster_id)
+        # a transaction open at the end of the cluster's previous increment
+        self.pending_from: int | None = prev.get("pending_txn_from") if prev else None
+
+    def run(self) -> None:
+        x = self.extent()
+        records = self.src.filter(F.col("row_kind") == "record")
+        # Every record stays in bronze; those breaking a record-level invariant are also
+        # quarantined with the reason and kept out of silver and gold (nothing is dropped).
+        checked, invalid = check_records(records)
+        if self.quiet(x):
+            # A quiet increment (a controller's NoOps, most of what an idle cluster
+            # writes): no record any silver table is made of, no snapshot, no transaction
+            # open before it, so no table but bronze can change. It has no gold, so no
+            # `partition_current` marker either: a re-run of it (the same input) is quiet
+            # again and never asks whether gold was done.
+            self.say("commit: records, quarantine (no record of partition, broker, topic "
+                     "or config)")
+            _commit_concurrently(self.lake, self.bronze(records, invalid))
+        else:
+            gold_done = self.lake.committed("partition_current", self.res.app_id,
+                                            self.res.version)
+            s = self.silver(x, records, checked, invalid, gold=not gold_done)
+            if gold_done:
+                self.wave_after_gold(s)
+            else:
+                k = self.kernel(x, s)
+                self.wave(x, s, k)
+                self.current(k)
+            if s.topic_records:  # the cluster's topics as the increment leaves them
+                self.write("topics", s.topics, "replace",
+                           slice_={"cluster_id": self.res.cluster_id}, after=s.topics)
+        self.progress()
+
+    # ------------------------------------------------------------------ stages
+
+    def extent(self) -> _Extent:
+        """One pass over the source: its offsets, the header of its last batch, and how
+        many records of each kind later stages look at."""
+        self.say("decode: read and decode the source")
+        res, src = self.res, self.src
+        is_record = F.col("row_kind") == "record"
+        log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
+        (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant,
+         n_checks, n_resets, n_reaching, n_begins, n_lossy) = _aggregate(src.agg(
+            F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
+            F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
+            F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
+            F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
+            F.count(F.when(is_record & (F.col("snapshot_role") == "reset"), 1)),
+            F.count(F.when(is_record & F.col("record_type").isin(*REACHING_KNOWN), 1)),
+            F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1)),
+            F.count(F.when(_lossy(), 1))))
+        if self.snapshot_high is None:
+            self.snapshot_high = snap_hi
+        res.start_offset = lo
+        res.end_offset = None if hi is None else hi + 1
+        if n_lossy:
+            res.unknown = unknown_ranges(src)
+        return _Extent(snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_begins, n_lossy)
+
+    def quiet(self, x: _Extent) -> bool:
+        return (not x.relevant and x.snapshot_high is None and self.pending_from is None
+                and not self.res.unknown)
+
+    def bronze(self, records: DataFrame, invalid: DataFrame) -> list[Callable[[], object]]:
+        """The commits of `records` and `quarantine` (every source row that is no
+        decodable record, and the invalid records)."""
+        res = self.res
+
+        def quarantine() -> None:
+            res.quarantined = self.write("quarantine", _problems(self.src).unionByName(invalid))
+
+        return [lambda: self.write("records", records, count=res.records), quarantine]
+
+    def silver(self, x: _Extent, records: DataFrame, checked: DataFrame,
+               invalid: DataFrame, *, gold: bool) -> _Silver:
+        """Committed records, the cluster's topics, brokers and configs, and (`gold`: the
+        gold tables are still to be written) partition changes: computed once, together
+        with the answers the later stages need (`Work.frames`: on the driver, one Spark
+        job)."""
+        self.say("fold: partition changes")
+        res, seed = self.res, self.seed
+        # records held back by an open transaction last time are read again from bronze
+        read_back, rel_in = 0, checked
+        pend = self.pending_from
+        if pend is not None and res.start_offset is not None and pend < res.start_offset:
+            read_back = res.start_offset - pend  # an offset is one record
+            back = seed.read("records").filter(
+                (F.col("offset") >= pend) & (F.col("offset") < res.start_offset)
+                & (F.col("source") == "log"))
+            rel_in = checked.unionByName(back.withColumn("row_kind", F.lit("record")),
+                                         allowMissingColumns=True)
+        done, pending = committed(relevant(rel_in))
+        done = self.work.frame("committed", done)  # every later frame reads it
+        effective = _effective(done)
+        old_topics = seed.slice("topics")
+        topics = _topics_after(old_topics, topics_of(effective))
+        names = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset")
+        live = old_topics.filter(F.col("deleted_offset").isNull()).select(
+            "cluster_id", "topic_id")
+        # the partitions known before the increment are joined only where a record reaches
+        # them: a RemoveTopic or ClearElr record (or records read back, uncounted) or a
+        # reset snapshot
+        known = seed.slice("partition_current").select(*KEY)
+        frames = {"topics": topics}
+        if gold:
+            changes = partition_changes(done, known if x.reaching or read_back else None,
+                                        names, live)
+            if x.resets:
+                changes = changes.unionByName(snapshot_removals(done, known),
+                                              allowMissingColumns=True)
+            frames["partition_changes"] = conform(changes, "partition_changes")
+        # How many records each small silver table is made of: a broker or config record
+        # is one row of its table; topic records only say whether `topics` may change.
+        counts = effective.agg(*[
+            F.count(F.when(F.col("record_type").isin(*types), 1)).alias(name)
+            for name, types in (("brokers", BROKER_TYPES), ("configs", CONFIG_TYPES),
+                                ("topics", TOPIC_TYPES))])
+        answers = {"counts": counts, "configs": configs_of(effective)}
+        # a transaction can be open at the end only if one began in the records read
+        if x.begins or read_back:
+            answers["pending"] = pending.limit(1)
+        made, got = self.work.frames(frames, answers)
+        n = got["counts"].to_pylist()[0]
+        pend_rows = got["pending"].to_pylist() if "pending" in got else []
+        res.pending_txn_from = pend_rows[0]["pending_txn_from"] if pend_rows else None
+        return _Silver(records, invalid, done, effective, old_topics, made["topics"],
+                       brokers_of(effective), got["configs"], made.get("partition_changes"),
+                       read_back, n["brokers"], n["configs"], n["topics"])
+
+    def kernel(self, x: _Extent, s: _Silver) -> _Kernel:
+        """The kernel over the partition changes, continuing from the current states and
+        open intervals the lake held at the start, and `partition_events`: what someone
+        watching a stream waits for, committed before anything else.
+
+        The kernel's output is computed once (`work.frame`, or Arrow on the driver,
+        `kernel.run_on_driver`); every gold table is a slice of it. When states are
+        uncertain (unknown offsets in this increment or carried from an earlier one) and
+        the source holds a check snapshot, the snapshot's states are the kernel's anchors
+        (`_anchors`)."""
+        self.say("kernel: timeline, events, intervals")
+        res, seed, spark = self.res, self.seed, self.spark
+        cid, changes = res.cluster_id, s.changes
+        assert changes is not None  # made by `silver` whenever gold is to be written
+        on_driver = 0 < x.relevant + s.read_back <= self.driver_fold_max
+        cur_df = seed.slice("partition_current")
+        open_iv = seed.slice("partition_intervals")
+        names = s.topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset")
+        topics = self.work.arrow.get("topics")
+        contexts = cluster_contexts(self.configs(s), names.toArrow() if topics is None
+                                    else topics, self.min_isr_default)
+        anchors = None
+        if x.checks and res.start_offset is not None and (res.unknown or not cur_df.filter(
+                F.col("uncertain_since").isNotNull()).isEmpty()):
+            known = cur_df.select(*KEY).unionByName(changes.select(*KEY)).distinct()
+            anchors = _anchors(s.done, known, names, s.old_topics.filter(
+                F.col("deleted_offset").isNull()).select("cluster_id", "topic_id"),
+                res.start_offset)
+        if res.unknown:
+            contexts.setdefault(cid, kernel.empty_context(self.min_isr_default)).unknown = \
+                res.unknown
+        if res.unknown or anchors is not None:  # every live partition: carried, anchored
+            seeds, opened = cur_df, open_iv
+        elif self.work.local:  # only those the increment changes, picked on the driver
+            touched = self.work.arrow["partition_changes"]
+            seeds, opened = (from_arrow(spark, name, _of_partitions(seed.rows(name), touched))
+                             for name in ("partition_current", "partition_intervals"))
+        else:  # the same, by Spark
+            touched = changes.select(*KEY).distinct()
+            seeds, opened = (cur_df.join(touched, KEY, "left_semi"),
+                             open_iv.join(touched, KEY, "left_semi"))
+        if on_driver:
+            table = kernel.run_on_driver(spark, changes, seeds, opened, contexts, anchors)
+            out = spark.createDataFrame(table, kernel.output_schema())
+            counts = dict(Counter(zip(table.column("out").to_pylist(),
+                                      table.column("event_type").to_pylist(), strict=True)))
+        else:
+            out = self.work.frame("kernel", kernel.run(spark, changes, seeds, opened,
+                                                       contexts, anchors))
+            counts = {(r["out"], r["event_type"]): r["count"]
+                      for r in out.groupBy("out", "event_type").count().collect()}
+        res.timeline = counts.get(("timeline", None), 0)
+        res.orphans = counts.get(("orphan", None), 0)
+        res.event_counts = {e: n for (o, e), n in counts.items() if o == "event"}
+        res.events = sum(res.event_counts.values())
+        k = _Kernel(changes, out, open_iv, counts.get(("interval", None), 0),
+                    {c: ctx.windows for c, ctx in contexts.items()})
+        self.write("partition_events", conform(k.part("event"), "partition_events"),
+                   count=res.events)
+        return k
+
+    def wave(self, x: _Extent, s: _Silver, k: _Kernel) -> None:
+        """Every other table computed from the pinned seed and this increment's frames:
+        none reads another's commit, so they commit together (`_commit_concurrently`),
+        the slowest first."""
+        self.say("commit: records, quarantine, brokers, configs, partition changes, "
+                 "timeline, reconciliation, intervals, incidents")
+        res, seed = self.res, self.seed
+        cid = res.cluster_id
+        tl = conform(k.part("timeline"), "partition_timeline")
+        iv = conform(k.part("interval"), "partition_intervals")
+        # asked before this run writes: a run stopped after that commit wrote them already
+        rerun = self.lake.committed("partition_intervals", res.app_id, res.version)
+
+        def changes() -> None:
+            arrow = self.work.arrow.get("partition_changes")
+            res.changes = k.changes.count() if arrow is None else arrow.num_rows
+            self.write("partition_changes", k.changes, count=res.changes)
+
+        def timeline() -> None:
+            # Only current states are ever closed: the cluster's current partition is
+            # replaced, the states it closes are added to the history in the same commit
+            new = _replacement(seed.slice("partition_timeline"), tl,
+                               table_schema("partition_timeline").key)
+            self.write("partition_timeline", new, "replace", count=res.timeline, after=new,
+                       slice_={"cluster_id": cid, "is_current": True})
+
+        def reconciliation() -> None:
+            if x.checks:
+                self.reconciliation(tl)
+
+        def intervals() -> None:
+            # Only open intervals are ever closed: the cluster's open partition is replaced
+            new = _replacement(k.open_iv, iv, INTERVAL_KEY)
+            self.write("partition_intervals", new, "replace", count=k.intervals, after=new,
+                       slice_={"cluster_id": cid, "is_open": True})
+
+        def incidents_() -> None:
+            self.incidents(iv, k, s, rerun)
+
+        _commit_concurrently(self.lake, [incidents_, timeline, changes, reconciliation,
+                                         intervals, *self.bronze(s.records, s.invalid),
+                                         *self.small_tables(s)])
+
+    def wave_after_gold(self, s: _Silver) -> None:
+        """The wave of a re-run whose gold committed (`partition_current` holds its
+        transaction id): the tables gold is not made of, and gold's counts read back."""
+        res = self.res
+        res.skipped += ["partition_changes", "partition_timeline", "partition_events",
+                        "snapshot_reconciliation", "partition_intervals", "incidents",
+                        "partition_current"]
+        _restore_gold_counts(res, self.lake.commit_metadata("partition_current", res.app_id,
+                                                            res.version))
+        _commit_concurrently(self.lake, [*self.bronze(s.records, s.invalid),
+                                         *self.small_tables(s)])
+
+    def small_tables(self, s: _Silver) -> list[Callable[[], object]]:
+        """The commits of `brokers` and `configs` (the increment's rows appended)."""
+        seed = self.seed
+        return [lambda: self.write("brokers", s.brokers, count=s.brokers_n,
+                                   after=lambda: seed.slice("brokers").unionByName(s.brokers)),
+                lambda: self.write("configs", s.configs, count=s.configs_n,
+                                   after=lambda: self.configs(s))]
+
+    def configs(self, s: _Silver) -> pa.Table:
+        """The cluster's configs rows after the increment: those held, then its own."""
+        return pa.concat_tables([self.seed.rows("configs"), as_rows(s.configs, "configs")])
+
+    def reconciliation(self, tl: DataFrame) -> None:
+        """`snapshot_reconciliation`: each check snapshot's states against the timeline's
+        states valid at its offset."""
+        res, src = self.res, self.src
+        points = check_points(src)
+        lo, hi = _aggregate(points.agg(F.min("snapshot_end_offset"),
+                                       F.max("snapshot_end_offset")))
+        if lo is None:
+            return
+        # only states valid at some check point; literal bounds let Delta skip the files of
+        # older history by their statistics, so the cost does not grow with the history
+        old = self.seed.read("partition_timeline").filter(
+            (F.col("valid_from_offset") <= hi - 1)
+            & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo - 1)))
+        if res.timeline:  # rows rewritten by this increment replace the old ones
+            key = [*KEY, "valid_from_offset", "seq"]
+            old = old.join(tl.select(*key), key, "left_anti").unionByName(tl)
+        m = self.work.frame("snapshot_reconciliation", conform(
+            reconcile(snapshot_states(src), points, old), "snapshot_reconciliation"))
+        res.mismatches = m.count()
+        self.write("snapshot_reconciliation", m, "upsert", count=res.mismatches)
+
+    def incidents(self, iv: DataFrame, k: _Kernel, s: _Silver, rerun: bool) -> None:
+        """`incidents`: the cluster's open incident replaced by the increment's rows.
+
+        Inputs grow with the increment, not the lake: the intervals this increment wrote
+        and those still open at its start, the incident still open at its start (only open
+        rows are replaced), the events from that incident's start on (Delta skips older
+        files by their offset statistics) and the cluster's broker records (silver, one row
+        per broker state change)."""
+        res, seed = self.res, self.seed
+        since = res.start_offset
+        if since is None:  # no log record: nothing can open or close
+            return
+        if rerun:  # a run stopped after that commit: the table holds the increment's spans
+            troubles = seed.read("partition_intervals").filter(
+                F.col("is_open") | (F.col("end_offset") >= since))
+        else:  # what the table will hold: open at the start or ended in this increment
+            troubles = _replacement(k.open_iv, iv, INTERVAL_KEY)
+        held = seed.rows("incidents")  # the cluster's open incident (at most one)
+        open_inc = from_arrow(self.spark, "incidents", held)
+        first = pc.min(held["start_offset"]).as_py()
+        unknown_before = pc.max(held["unknown_offsets"]).as_py()
+        ev = conform(k.part("event"), "partition_events")
+        events = ev
+        if first is not None and first < since:  # the open incident's events so far
+            events = seed.read("partition_events").filter(
+                (F.col("offset") >= first) & (F.col("offset") < since)).unionByName(ev)
+        brokers = seed.slice("brokers").unionByName(s.brokers)
+        outages = broker_outages(brokers, events, k.windows).filter(
+            (F.col("start_offset") >= since) | F.col("end_offset").isNull()
+            | (F.col("end_offset") >= since))
+        inc = incidents(troubles, outages, events,
+                        open_incident=open_inc if first is not None else None,
+                        since_offset=since)
+        inc = self.work.frame("incidents", conform(
+            _with_unknown(inc, open_inc if unknown_before else None, res.unknown),
+            "incidents"))
+        new = _replacement(open_inc, inc, table_schema("incidents").key)
+        self.write("incidents", new, "replace", count=inc.count(), after=new,
+                   slice_={"cluster_id": res.cluster_id, "is_open": True})
+
+    def current(self, k: _Kernel) -> None:
+        """`partition_current`, the marker that gold is done: the cluster's rows replaced
+        when the increment changed a state, else a commit of no rows (the marker alone)."""
+        self.say("current: partition_current")
+        res = self.res
+        new = conform(k.part("timeline").filter("is_current"), "partition_current")
+        old = self.seed.slice("partition_current")
+        if not res.timeline:  # no state changed (a partition deleted has a timeline row too)
+            self.write("partition_current", new, metadata=_gold_counts(res), after=old)
+            return
+        rows = _replacement(old, new, KEY, k.part("gone").select(*KEY))
+        self.write("partition_current", rows, "replace", slice_={"cluster_id": res.cluster_id},
+                   metadata=_gold_counts(res), after=rows)
+
+    def progress(self) -> None:
+        """The increment's `ingest_progress` row, its last commit.
+
+        Its `table_versions` say where a consistent read of the cluster stands
+        (`lake.cut`): each table at the version of this increment's commit, or, for a
+        table it did not write (nothing to write, or committed by a run it completes), at
+        the version pinned at its start, which holds every earlier increment of the
+        cluster and nothing of a later one."""
+        self.say("progress: ingest_progress")
+        res, prev, seed = self.res, self.prev, self.seed
+        versions = {t: seed.pin(t) for t in table_names() if t not in CUT_EXCLUDED}
+        versions.update(res.table_versions)
+        snapshot_high = self.snapshot_high
+        row = pa.table({
+            "cluster_id": [res.cluster_id], "app_id": [res.app_id], "version": [res.version],
+            "start_offset": [res.start_offset],
+            "end_offset": [res.end_offset if res.end_offset is not None else
+                           (prev["end_offset"] if prev else 0)],
+            "snapshot_high": [snapshot_high if snapshot_high is not None else
+                              (prev["snapshot_high"] if prev else None)],
+            "pending_txn_from": [res.pending_txn_from],
+            **_end_batch(res, prev),
+            "records": [res.records], "changes": [res.changes], "events": [res.events],
+            "table_versions": pa.array([sorted((t, v) for t, v in versions.items()
+                                               if v is not None)],
+                                       pa.map_(pa.string(), pa.int64()))})
+        self.write("ingest_progress", row, after=lambda: pa.concat_tables(
+            [seed.rows("ingest_progress"), as_rows(row, "ingest_progress")]))
+
+    # ------------------------------------------------------------------ commits
+
+    def write(self, name: str, data: pa.Table | DataFrame, how: str = "append",
               count: int | None = None, after: Rows | None = None, **kw) -> int:
         """Commit `data` to `name` once per (app id, version); the rows written (0: skipped).
 
@@ -241,6 +662,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
         `after`: the cluster's rows of a table the next increment continues from, as the
         commit leaves them (held for it: `Seed.keep`).
         """
+        res, lake = self.res, self.lake
+        app_id, version = res.app_id, res.version
         if lake.committed(name, app_id, version):
             res.skipped.append(name)
             return 0
@@ -253,7 +676,7 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
             lake.append(name, data, app_id, version, **kw)
         elif how == "replace":
             lake.replace(name, data, app_id=app_id, version=version,
-                         read_version=seed.pin(name), **kw)
+                         read_version=self.seed.pin(name), **kw)
         else:
             lake.upsert(name, data, app_id, version, **kw)
         res.commit_seconds[name] = round(time.perf_counter() - t0, 2)
@@ -261,131 +684,8 @@ def _process(spark: SparkSession, lake: Lake, src: DataFrame, res: IncrementResu
             raise InjectedFailure(f"stopped after the commit of {name}")
         res.table_versions[name], m = lake.commit_of(name, app_id, version)
         if after is not None:
-            seed.keep(name, res.table_versions[name], after)
+            self.seed.keep(name, res.table_versions[name], after)
         return m.get("numOutputRows", m.get("numTargetRowsInserted", 0))
-
-    say("decode: read and decode the source")
-    # one pass over the source answers every question the increment has about its extent
-    is_record = F.col("row_kind") == "record"
-    log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
-    (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant, n_checks,
-     n_resets, n_reaching, n_begins, n_lossy) = _aggregate(src.agg(
-        F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
-        F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
-        F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
-        F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
-        F.count(F.when(is_record & (F.col("snapshot_role") == "reset"), 1)),
-        F.count(F.when(is_record & F.col("record_type").isin(*REACHING_KNOWN), 1)),
-        F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1)),
-        F.count(F.when(_lossy(), 1))))
-    if snapshot_high is None:
-        snapshot_high = snap_hi
-    res.start_offset = lo
-    res.end_offset = None if hi is None else hi + 1
-    records = src.filter(is_record)
-    if n_lossy:
-        res.unknown = unknown_ranges(src)
-    # Every record stays in bronze; those breaking a record-level invariant are also
-    # quarantined with the reason and kept out of silver and gold (nothing is dropped).
-    checked, invalid = check_records(records)
-
-    def bronze() -> None:
-        write("records", records, count=res.records)
-
-    def quarantine() -> None:
-        res.quarantined = write("quarantine", _problems(src).unionByName(invalid))
-
-    pend_from = prev.get("pending_txn_from") if prev else None
-    if not n_relevant and snap_hi is None and pend_from is None and not res.unknown:
-        # A quiet increment (a controller's NoOps, most of what an idle cluster writes):
-        # no record any silver table is made of, no snapshot, no transaction open before
-        # it, so no table but bronze can change. It has no gold, so no `partition_current`
-        # marker either: a re-run of it (the same input) is quiet again and never asks
-        # whether gold was done.
-        say("commit: records, quarantine (no record of partition, broker, topic or config)")
-        _commit_concurrently(lake, [bronze, quarantine])
-        _progress(res, prev, snapshot_high, seed, write, say)
-        return res
-
-    # ---- silver frames (written after bronze; the kernel needs them first)
-    # records held back by an open transaction last time are read again from bronze
-    n_back = 0  # records read back from bronze (an offset is one record)
-    if pend_from is not None and res.start_offset is not None and pend_from < res.start_offset:
-        n_back = res.start_offset - pend_from
-        back = seed.read("records").filter(
-            (F.col("offset") >= pend_from) & (F.col("offset") < res.start_offset)
-            & (F.col("source") == "log"))
-        rel_in = checked.unionByName(back.withColumn("row_kind", F.lit("record")),
-                                     allowMissingColumns=True)
-    else:
-        rel_in = checked
-    rel = relevant(rel_in)
-    done, pending = committed(rel)
-    done = work.frame("committed", done)
-    # a transaction can be open at the end only if one began in the records read
-    pend = pending.first() if n_begins or rel_in is not checked else None
-    res.pending_txn_from = pend["pending_txn_from"] if pend else None
-    effective = done.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
-    old_topics = seed.slice("topics")
-    new_topics = topics_of(effective)
-    merged = (old_topics.alias("o").join(new_topics.alias("n"), ["cluster_id", "topic_id"],
-                                           "full_outer")
-              .select("cluster_id", "topic_id",
-                      *[F.coalesce(f"o.{c}", f"n.{c}").alias(c) for c in
-                        ["topic_name", "created_offset", "created_ts"]],
-                      *[F.coalesce(f"n.{c}", f"o.{c}").alias(c) for c in
-                        ["deleted_offset", "deleted_ts"]]))
-    # deleted_offset too: a topic deleted by an earlier increment and re-created under the
-    # same name must not inherit the old topic's configs (fold.context)
-    topics = work.frame("topics", conform(merged, "topics"))
-    topic_names = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset")
-    new_brokers = brokers_of(effective)
-    new_cfg = configs_of(effective)
-    configs = seed.slice("configs").unionByName(new_cfg).distinct()
-
-    # ---- the kernel, and the events first: what someone watching a stream waits for
-    gold_done = lake.committed("partition_current", app_id, version)
-    if not gold_done:
-        live = old_topics.filter(F.col("deleted_offset").isNull()).select(
-            "cluster_id", "topic_id")
-        gold = _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default,
-                     write, say, work, checks=n_checks > 0, resets=n_resets > 0,
-                     reaching=n_reaching > 0 or n_back > 0,
-                     on_driver=0 < n_relevant + n_back <= driver_fold_max)
-
-    # ---- every other table computed from the pinned seed and this increment's frames: none
-    # reads another's commit, so they commit together (`_commit_concurrently`)
-    say("commit: records, quarantine, brokers, configs, partition changes, timeline, "
-        "reconciliation, intervals, incidents")
-
-    # How many records each small silver table is made of, in one Spark job (after the
-    # events, which a stream's reader waits for): an emptiness check of each of those frames
-    # at its commit would be one job apiece. A broker or config record is one row of its
-    # table; topic records only say whether `topics` may change.
-    n_brokers, n_configs, n_topic_records = _aggregate(effective.agg(*[
-        F.count(F.when(F.col("record_type").isin(*types), 1))
-        for types in (BROKER_TYPES, CONFIG_TYPES, TOPIC_TYPES)]))
-
-    tasks: list[Callable[[], object]] = [bronze, quarantine,
-             lambda: write("brokers", new_brokers, count=n_brokers,
-                           after=lambda: seed.slice("brokers").unionByName(new_brokers)),
-             lambda: write("configs", new_cfg, count=n_configs, after=configs)]
-    if gold_done:
-        res.skipped += ["partition_changes", "partition_timeline", "partition_events",
-                        "snapshot_reconciliation", "partition_intervals", "incidents",
-                        "partition_current"]
-        _restore_gold_counts(res, lake.commit_metadata("partition_current", app_id, version))
-        _commit_concurrently(lake, tasks)
-    else:
-        brokers = seed.slice("brokers").unionByName(new_brokers)
-        _commit_concurrently(lake, _gold(spark, seed, src, gold, brokers, res, write, work,
-                                         checks=n_checks > 0) + tasks)
-        say("current: partition_current")
-        _current(seed, gold, res, write)
-    if n_topic_records:  # the cluster's topics as the increment leaves them
-        write("topics", topics, "replace", slice_={"cluster_id": cid}, after=topics)
-    _progress(res, prev, snapshot_high, seed, write, say)
-    return res
 
 
 def _problems(src: DataFrame) -> DataFrame:
@@ -432,34 +732,6 @@ def unknown_ranges(src: DataFrame) -> list[tuple[int, int, int | None]]:
         if known < hi - lo:
             out.append((lo, hi, p["ts"]))
     return sorted(out)
-
-
-def _progress(res: IncrementResult, prev: dict | None, snapshot_high: int | None,
-              seed: Seed, write, say) -> None:
-    """The increment's `ingest_progress` row, its last commit.
-
-    Its `table_versions` say where a consistent read of the cluster stands (`lake.cut`):
-    each table at the version of this increment's commit, or, for a table it did not write
-    (nothing to write, or committed by a run it completes), at the version pinned at its
-    start, which holds every earlier increment of the cluster and nothing of a later one."""
-    say("progress: ingest_progress")
-    versions = {t: seed.pin(t) for t in table_names() if t not in CUT_EXCLUDED}
-    versions.update(res.table_versions)
-    row = pa.table({
-        "cluster_id": [res.cluster_id], "app_id": [res.app_id], "version": [res.version],
-        "start_offset": [res.start_offset],
-        "end_offset": [res.end_offset if res.end_offset is not None else
-                       (prev["end_offset"] if prev else 0)],
-        "snapshot_high": [snapshot_high if snapshot_high is not None else
-                          (prev["snapshot_high"] if prev else None)],
-        "pending_txn_from": [res.pending_txn_from],
-        **_end_batch(res, prev),
-        "records": [res.records], "changes": [res.changes], "events": [res.events],
-        "table_versions": pa.array([sorted((t, v) for t, v in versions.items()
-                                           if v is not None)],
-                                   pa.map_(pa.string(), pa.int64()))})
-    write("ingest_progress", row, after=lambda: pa.concat_tables(
-        [seed.rows("ingest_progress"), as_rows(row, "ingest_progress")]))
 
 
 def _end_batch(res: IncrementResult, prev: dict | None) -> dict[str, list[int | None]]:
@@ -521,80 +793,6 @@ def _restore_gold_counts(res: IncrementResult, meta: dict[str, str] | None) -> N
     res.event_counts = json.loads(meta.get("kraftlake.event_counts", "{}"))
 
 
-@dataclass
-class _Kernel:
-    """The kernel's inputs and output of one increment, read by the later gold writes."""
-
-    changes: DataFrame  # partition_changes rows (a work frame)
-    out: DataFrame  # the kernel's rows (`fold.kernel.output_schema`): a work frame, or
-    # the driver's Arrow output
-    open_iv: DataFrame  # the cluster's intervals open at the increment's start
-    intervals: int  # interval rows the kernel emitted
-    windows: dict[str, list[tuple[int, int, int]]]  # attribution windows (fold.context)
-
-    def part(self, kind: str) -> DataFrame:
-        return self.out.filter(F.col("out") == kind)
-
-
-def _fold(spark, seed, done, topic_names, live, configs, res, min_isr_default, write, say,
-          work, *, checks: bool, resets: bool, reaching: bool, on_driver: bool) -> _Kernel:
-    """Silver partition changes, then the kernel over them, and `partition_events`.
-
-    `seed` is the cluster's slices as of the increment's start (`jobs.seed`): the kernel
-    continues from the current states and open intervals the lake held then. The kernel's
-    output is computed once (`work.frame`, or Arrow on the driver: `on_driver`,
-    `kernel.run_on_driver`); every gold table is a slice of it. When states are uncertain
-    (unknown offsets in this increment or carried from an earlier one) and the source holds
-    a check snapshot (`checks`), the snapshot's states are the kernel's anchors (`_anchors`).
-    """
-    cid = res.cluster_id
-    say("fold: partition changes")
-    cur_df = seed.slice("partition_current")
-    seed_keys = cur_df.select(*KEY)
-    # the table's rows are the kernel's input too (they hold every column it reads); the
-    # partitions known before the increment are joined only where a record reaches them: a
-    # RemoveTopic or ClearElr record (`reaching`, counted in the source or read back from
-    # bronze) or a reset snapshot (`resets`)
-    silver = partition_changes(done, seed_keys if reaching else None, topic_names, live)
-    if resets:
-        silver = silver.unionByName(snapshot_removals(done, seed_keys), allowMissingColumns=True)
-    changes = work.frame("partition_changes", conform(silver, "partition_changes"))
-    say("kernel: timeline, events, intervals")
-    open_iv = seed.slice("partition_intervals")
-    contexts = cluster_contexts(configs, topic_names, min_isr_default)
-    anchors = None
-    if checks and res.start_offset is not None and (res.unknown or not cur_df.filter(
-            F.col("uncertain_since").isNotNull()).isEmpty()):
-        anchors = _anchors(done, seed_keys.unionByName(changes.select(*KEY)).distinct(),
-                           topic_names, live, res.start_offset)
-    if res.unknown:
-        contexts.setdefault(cid, kernel.empty_context(min_isr_default)).unknown = res.unknown
-    if res.unknown or anchors is not None:  # every live partition may be carried or anchored
-        seeds, opened = cur_df, open_iv
-    else:  # only the partitions the increment changes
-        touched = changes.select(*KEY).distinct()
-        seeds, opened = (cur_df.join(touched, KEY, "left_semi"),
-                         open_iv.join(touched, KEY, "left_semi"))
-    if on_driver:
-        table = kernel.run_on_driver(spark, changes, seeds, opened, contexts, anchors)
-        out = spark.createDataFrame(table, kernel.output_schema())
-        counts = dict(Counter(zip(table.column("out").to_pylist(),
-                                  table.column("event_type").to_pylist(), strict=True)))
-    else:
-        out = work.frame("kernel", kernel.run(spark, changes, seeds, opened, contexts,
-                                              anchors))
-        counts = {(r["out"], r["event_type"]): r["count"]
-                  for r in out.groupBy("out", "event_type").count().collect()}
-    res.timeline = counts.get(("timeline", None), 0)
-    res.orphans = counts.get(("orphan", None), 0)
-    res.event_counts = {e: n for (o, e), n in counts.items() if o == "event"}
-    res.events = sum(res.event_counts.values())
-    k = _Kernel(changes, out, open_iv, counts.get(("interval", None), 0),
-                {c: ctx.windows for c, ctx in contexts.items()})
-    write("partition_events", conform(k.part("event"), "partition_events"), count=res.events)
-    return k
-
-
 def _anchors(done: DataFrame, known: DataFrame, topic_names: DataFrame,
              live: DataFrame, since: int | None) -> DataFrame:
     """The check snapshots' states as kernel input (`partition_changes` rows, not written):
@@ -609,100 +807,6 @@ def _anchors(done: DataFrame, known: DataFrame, topic_names: DataFrame,
         "snapshot_role", F.lit("reset"))  # read as the full state it is
     return partition_changes(check, known, topic_names, live).unionByName(
         snapshot_removals(check, known), allowMissingColumns=True)
-
-
-def _gold(spark, seed, src, k: _Kernel, brokers, res, write, work, *,
-          checks: bool) -> list[Callable[[], object]]:
-    """The commits of the other gold tables, from the kernel's output: partition_changes,
-    the timeline, reconciliation (`checks`: the source holds a check snapshot), intervals
-    and incidents (`partition_current` comes after them all); the slowest first."""
-    cid = res.cluster_id
-    tl = conform(k.part("timeline"), "partition_timeline")
-    iv = conform(k.part("interval"), "partition_intervals")
-    # asked before this run writes: a run stopped after that commit wrote them already
-    rerun = seed.lake.committed("partition_intervals", res.app_id, res.version)
-
-    def changes() -> None:
-        res.changes = k.changes.count()
-        write("partition_changes", k.changes, count=res.changes)
-
-    def timeline() -> None:
-        # Only current states are ever closed: the cluster's current partition is replaced,
-        # the states it closes are added to the history in the same commit
-        old = seed.slice("partition_timeline")
-        new = _replacement(old, tl, table_schema("partition_timeline").key)
-        write("partition_timeline", new, "replace", count=res.timeline, after=new,
-              slice_={"cluster_id": cid, "is_current": True})
-
-    def reconciliation() -> None:
-        if not checks:
-            return
-        points = check_points(src)
-        lo, hi = _aggregate(points.agg(F.min("snapshot_end_offset"),
-                                       F.max("snapshot_end_offset")))
-        if lo is None:
-            return
-        # only states valid at some check point; literal bounds let Delta skip the files of
-        # older history by their statistics, so the cost does not grow with the history
-        old = seed.read("partition_timeline").filter(
-            (F.col("valid_from_offset") <= hi - 1)
-            & (F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo - 1)))
-        if res.timeline:  # rows rewritten by this increment replace the old ones
-            key = [*KEY, "valid_from_offset", "seq"]
-            old = old.join(tl.select(*key), key, "left_anti").unionByName(tl)
-        m = work.frame("snapshot_reconciliation", conform(
-            reconcile(snapshot_states(src), points, old), "snapshot_reconciliation"))
-        res.mismatches = m.count()
-        write("snapshot_reconciliation", m, "upsert", count=res.mismatches)
-
-    def intervals() -> None:
-        # Only open intervals are ever closed: the cluster's open partition is replaced
-        new = _replacement(k.open_iv, iv, INTERVAL_KEY)
-        write("partition_intervals", new, "replace", count=k.intervals, after=new,
-              slice_={"cluster_id": cid, "is_open": True})
-
-    def incidents_() -> None:
-        _incidents(seed, iv, k.open_iv, conform(k.part("event"), "partition_events"),
-                   brokers, k.windows, res, rerun, write, work)
-
-    return [incidents_, timeline, changes, reconciliation, intervals]
-
-
-def _incidents(seed, iv, open_iv, ev, brokers, windows, res, rerun, write, work):
-    """incidents of this increment: the cluster's open incidents replaced by the new rows.
-
-    Inputs grow with the increment, not the lake: the intervals this increment wrote and
-    those still open at its start, the incident still open at its start (only open rows are
-    replaced), the events from that incident's start on (Delta skips older files by
-    their offset statistics) and the cluster's broker records (silver, one row per broker
-    state change).
-    """
-    cid, since = res.cluster_id, res.start_offset
-    if since is None:  # no log record: nothing can open or close
-        return
-    if rerun:  # a run stopped after that commit: the table holds this increment's intervals
-        troubles = seed.read("partition_intervals").filter(
-            F.col("is_open") | (F.col("end_offset") >= since))
-    else:  # what the table will hold: open at the start or ended in this increment
-        troubles = _replacement(open_iv, iv, INTERVAL_KEY)
-    held = seed.rows("incidents")  # the cluster's open incident (at most one)
-    open_inc = seed.slice("incidents")
-    first = pc.min(held["start_offset"]).as_py()
-    unknown_before = pc.max(held["unknown_offsets"]).as_py()
-    events = ev
-    if first is not None and first < since:  # the open incident's events so far
-        events = seed.read("partition_events").filter(
-            (F.col("offset") >= first) & (F.col("offset") < since)).unionByName(ev)
-    outages = broker_outages(brokers, events, windows).filter(
-        (F.col("start_offset") >= since) | F.col("end_offset").isNull()
-        | (F.col("end_offset") >= since))
-    inc = incidents(troubles, outages, events,
-                    open_incident=open_inc if first is not None else None, since_offset=since)
-    inc = work.frame("incidents", conform(
-        _with_unknown(inc, open_inc if unknown_before else None, res.unknown), "incidents"))
-    new = _replacement(open_inc, inc, table_schema("incidents").key)
-    write("incidents", new, "replace", count=inc.count(), after=new,
-          slice_={"cluster_id": cid, "is_open": True})
 
 
 def _with_unknown(inc: DataFrame, before: DataFrame | None,
@@ -722,18 +826,32 @@ def _with_unknown(inc: DataFrame, before: DataFrame | None,
     return inc.withColumn("unknown_offsets", count)
 
 
-def _current(seed: Seed, k: _Kernel, res: IncrementResult, write) -> None:
-    """`partition_current`, the marker that gold is done: the cluster's rows replaced when
-    the increment changed a state, else a commit of no rows (the marker alone)."""
-    cid = res.cluster_id
-    new = conform(k.part("timeline").filter("is_current"), "partition_current")
-    old = seed.slice("partition_current")
-    if not res.timeline:  # no state changed (a partition deleted has a timeline row too)
-        write("partition_current", new, metadata=_gold_counts(res), after=old)
-        return
-    rows = _replacement(old, new, KEY, k.part("gone").select(*KEY))
-    write("partition_current", rows, "replace", slice_={"cluster_id": cid},
-          metadata=_gold_counts(res), after=rows)
+def _effective(done: DataFrame) -> DataFrame:
+    """The committed records that change state: the log's, and a reset snapshot's."""
+    return done.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
+
+
+def _topics_after(old: DataFrame, new: DataFrame) -> DataFrame:
+    """The cluster's topics after the increment: `old` (before it) updated by `new` (its
+    topic records). The name and creation stay the first seen; the deletion is the
+    newest, deleted_offset too: a topic deleted by an earlier increment and re-created
+    under the same name must not inherit the old topic's configs (`fold.context`)."""
+    merged = (old.alias("o").join(new.alias("n"), ["cluster_id", "topic_id"], "full_outer")
+              .select("cluster_id", "topic_id",
+                      *[F.coalesce(f"o.{c}", f"n.{c}").alias(c) for c in
+                        ["topic_name", "created_offset", "created_ts"]],
+                      *[F.coalesce(f"n.{c}", f"o.{c}").alias(c) for c in
+                        ["deleted_offset", "deleted_ts"]]))
+    return conform(merged, "topics")
+
+
+def _of_partitions(rows: pa.Table, changes: pa.Table) -> pa.Table:
+    """The rows of `rows` (one cluster's) whose partition `changes` touches."""
+    touched = set(zip(changes["topic_id"].to_pylist(), changes["partition_id"].to_pylist(),
+                      strict=True))
+    keep = [k in touched for k in zip(rows["topic_id"].to_pylist(),
+                                      rows["partition_id"].to_pylist(), strict=True)]
+    return rows.filter(pa.array(keep, pa.bool_()))
 
 
 def _replacement(old: DataFrame, new: DataFrame, key: Sequence[str],

@@ -123,6 +123,8 @@ def from_arrow(spark: SparkSession, name: str, data: pa.Table) -> DataFrame:
     tasks, and a new lake's first increment read a dozen of them."""
     schema = table_schema(name)
     arrow = schema.arrow  # built anew at each use of the property
+    if not data.num_rows:  # one empty chunk per column: pyspark refuses columns of none
+        return spark.createDataFrame(arrow.empty_table(), schema.spark)
     cols = [data.column(f.name).cast(f.type) if f.name in data.column_names
             else pa.nulls(data.num_rows, f.type) for f in arrow]
     return spark.createDataFrame(pa.Table.from_arrays(cols, schema=arrow), schema.spark)
