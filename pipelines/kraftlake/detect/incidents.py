@@ -38,6 +38,7 @@ trouble carried over joins it; its id is its start, so the new row replaces the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from itertools import groupby
 from typing import Any
@@ -55,6 +56,7 @@ from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 from ..kraft.timing import window_at, window_history
 from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
 from ..lake.schema import table_schema
+from ..lake.work import collect_together
 
 # the worst first: of troubles starting at one offset, the first named is the cause
 TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, UNDER_REPLICATED)
@@ -168,7 +170,8 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
 
 
 def broker_outages(brokers: DataFrame, events: DataFrame,
-                   windows: dict[str, list[tuple[int, int, int]]]) -> DataFrame:
+                   windows: dict[str, list[tuple[int, int, int]]], *,
+                   on_driver: bool = False) -> DataFrame:
     """Broker outages (`_OUTAGE_ARROW`, the window from `kraft.timing`), by
     `outages_of_cluster`, which Spark runs once per cluster id.
 
@@ -176,12 +179,33 @@ def broker_outages(brokers: DataFrame, events: DataFrame,
     (the table is small: one row per broker state change); `events`: partition_events rows
     (those in the same controller write as a broker record move its outage's start);
     `windows`: cluster id -> its `kraft.timing.window_history`, as the kernel's context
-    collected it (`fold.context`; a cluster without one: Kafka's defaults).
+    collected it (`fold.context`; a cluster without one: Kafka's defaults); `on_driver`:
+    see `_per_cluster`.
     """
     ev = events.select("cluster_id", "offset", "timestamp", "prev_isr", "new_isr",
                        "prev_leader", "new_leader")
-    return brokers.groupBy("cluster_id").cogroup(ev.groupBy("cluster_id")).applyInArrow(
-        partial(outages_of_cluster, windows), from_arrow_schema(_OUTAGE_ARROW))
+    return _per_cluster(partial(outages_of_cluster, windows), brokers, ev, _OUTAGE_ARROW,
+                        on_driver)
+
+
+def _per_cluster(fn: Callable[[pa.Table, pa.Table], pa.Table], left: DataFrame,
+                 right: DataFrame, schema: pa.Schema, on_driver: bool) -> DataFrame:
+    """`fn(left rows, right rows)` of each cluster id, rows of `schema`: Spark's cogroup,
+    one Python call per cluster in a task. `on_driver` (a small increment's few rows): the
+    same calls on the driver, over both sides collected in one Spark job, where a cogroup
+    costs two shuffles and a wave of Python tasks for a few hundred rows."""
+    if not on_driver:
+        return left.groupBy("cluster_id").cogroup(right.groupBy("cluster_id")).applyInArrow(
+            fn, from_arrow_schema(schema))
+    got = collect_together({"left": left, "right": right})
+    lt, rt = got["left"], got["right"]
+    ids = sorted({*lt["cluster_id"].to_pylist(), *rt["cluster_id"].to_pylist()})
+    parts = [fn(lt.filter(pc.equal(lt["cluster_id"], c)),
+                rt.filter(pc.equal(rt["cluster_id"], c))) for c in ids]
+    rows = pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table()
+    if not rows.num_rows:  # one empty chunk per column: pyspark refuses columns of none
+        rows = schema.empty_table()
+    return left.sparkSession.createDataFrame(rows, from_arrow_schema(schema))
 
 
 def _troubles(intervals: DataFrame, outages: DataFrame, open_incident: DataFrame | None,
@@ -213,8 +237,8 @@ def _troubles(intervals: DataFrame, outages: DataFrame, open_incident: DataFrame
 
 
 def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
-              open_incident: DataFrame | None = None,
-              since_offset: int | None = None) -> DataFrame:
+              open_incident: DataFrame | None = None, since_offset: int | None = None,
+              on_driver: bool = False) -> DataFrame:
     """incidents rows (COLUMNS), see the module docstring.
 
     `intervals`: partition_intervals rows; `outages`: `broker_outages` (starts moved back to
@@ -223,12 +247,11 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
     `open_incident`: the lake's incident with a null end, with `since_offset`.
 
     Each cluster's troubles and events meet in one Python call (`incidents_of_cluster`),
-    which Spark runs once per cluster id.
+    which Spark runs once per cluster id (`on_driver`: see `_per_cluster`).
     """
     t = _troubles(intervals, outages, open_incident, since_offset)
     ev = events.select(*EVENT_COLUMNS)
-    out = t.groupBy("cluster_id").cogroup(ev.groupBy("cluster_id")).applyInArrow(
-        incidents_of_cluster, from_arrow_schema(_OUT_ARROW))
+    out = _per_cluster(incidents_of_cluster, t, ev, _OUT_ARROW, on_driver)
     return out.withColumns({"duration_ms": duration_ms(F.col("start_ts"), F.col("end_ts")),
                             "is_open": F.col("end_offset").isNull()}).select(*COLUMNS)
 

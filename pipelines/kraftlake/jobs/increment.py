@@ -592,17 +592,19 @@ class _Increment:
             events = seed.read("partition_events").filter(
                 (F.col("offset") >= first) & (F.col("offset") < since)).unionByName(ev)
         brokers = seed.slice("brokers").unionByName(s.brokers)
-        outages = broker_outages(brokers, events, k.windows).filter(
+        local = self.work.local  # the rows are few: outages and incidents on the driver
+        outages = broker_outages(brokers, events, k.windows, on_driver=local).filter(
             (F.col("start_offset") >= since) | F.col("end_offset").isNull()
             | (F.col("end_offset") >= since))
         inc = incidents(troubles, outages, events,
                         open_incident=open_inc if first is not None else None,
-                        since_offset=since)
+                        since_offset=since, on_driver=local)
         inc = self.work.frame("incidents", conform(
             _with_unknown(inc, open_inc if unknown_before else None, res.unknown),
             "incidents"))
         new = _replacement(open_inc, inc, table_schema("incidents").key)
-        self.write("incidents", new, "replace", count=inc.count(), after=new,
+        n = self.work.arrow["incidents"].num_rows if local else inc.count()
+        self.write("incidents", new, "replace", count=n, after=new,
                    slice_={"cluster_id": res.cluster_id, "is_open": True})
 
     def current(self, k: _Kernel) -> None:
