@@ -92,7 +92,7 @@ def relevant(src: DataFrame) -> DataFrame:
                     "seq", "position", "timestamp", "record_type", "data"))
 
 
-def committed(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
+def committed(rel: DataFrame, markers: bool = True) -> tuple[DataFrame, DataFrame]:
     """(records that took effect, Begin offsets of transactions still open at the end).
 
     Kafka's rule as `kraft.records` states it: a transaction is open after a marker iff the
@@ -100,7 +100,14 @@ def committed(rel: DataFrame) -> tuple[DataFrame, DataFrame]:
     transaction's records commit iff the first End-or-Abort after them is an End, and are
     held back while there is none yet (the next increment re-reads them from the Begin that
     opened it). Snapshot records are always committed state.
+
+    `markers` False: the caller knows `rel` holds no transaction marker (counted in the
+    source) and no record of a transaction opened before it; then every record took effect
+    and the windows that find the markers are not planned (most increments hold none).
     """
+    if not markers:
+        return rel, rel.filter(F.lit(False)).select(
+            "cluster_id", F.col("offset").alias("pending_txn_from"))
     log = rel.filter(F.col("source") == "log")
     # The nearest marker before a record, in both directions. Both are running frames
     # (unbounded preceding .. the row before), which Spark computes in one pass; a frame

@@ -54,7 +54,7 @@ from ..fold.silver import (
     snapshot_removals,
     topics_of,
 )
-from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES
+from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES, TRANSACTION_MARKERS
 from ..lake.cut import CUT_EXCLUDED
 from ..lake.delta import Lake, conform, from_arrow
 from ..lake.schema import table_names, table_schema
@@ -231,6 +231,7 @@ class _Extent:
     checks: int  # records of check snapshots (reconciled, not applied)
     resets: int  # records of reset snapshots (full state: removals of partitions missing)
     reaching: int  # records that reach partitions known before (RemoveTopic, ClearElr)
+    markers: int  # transaction markers: records may be held back or aborted
     begins: int  # BeginTransaction markers: a transaction may be open at the end
     lossy: int  # damaged regions that may have held state
 
@@ -328,13 +329,14 @@ class _Increment:
         is_record = F.col("row_kind") == "record"
         log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
         (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant,
-         n_checks, n_resets, n_reaching, n_begins, n_lossy) = _aggregate(src.agg(
+         n_checks, n_resets, n_reaching, n_markers, n_begins, n_lossy) = _aggregate(src.agg(
             F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
             F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
             F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
             F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
             F.count(F.when(is_record & (F.col("snapshot_role") == "reset"), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*REACHING_KNOWN), 1)),
+            F.count(F.when(is_record & F.col("record_type").isin(*TRANSACTION_MARKERS), 1)),
             F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1)),
             F.count(F.when(_lossy(), 1))))
         if self.snapshot_high is None:
@@ -343,7 +345,8 @@ class _Increment:
         res.end_offset = None if hi is None else hi + 1
         if n_lossy:
             res.unknown = unknown_ranges(src)
-        return _Extent(snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_begins, n_lossy)
+        return _Extent(snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_markers,
+                       n_begins, n_lossy)
 
     def quiet(self, x: _Extent) -> bool:
         return (not x.relevant and x.snapshot_high is None and self.pending_from is None
@@ -377,8 +380,12 @@ class _Increment:
                 & (F.col("source") == "log"))
             rel_in = checked.unionByName(back.withColumn("row_kind", F.lit("record")),
                                          allowMissingColumns=True)
-        done, pending = committed(relevant(rel_in))
-        done = self.work.frame("committed", done)  # every later frame reads it
+        done, pending = committed(relevant(rel_in), markers=bool(x.markers or read_back))
+        frames = {}
+        if self.work.local and not x.markers:  # a filter of a few rows: in the job below
+            frames["committed"] = done
+        else:  # every later frame reads it: computed once, first
+            done = self.work.frame("committed", done)
         effective = _effective(done)
         old_topics = seed.slice("topics")
         topics = _topics_after(old_topics, topics_of(effective))
@@ -389,7 +396,7 @@ class _Increment:
         # them: a RemoveTopic or ClearElr record (or records read back, uncounted) or a
         # reset snapshot
         known = seed.slice("partition_current").select(*KEY)
-        frames = {"topics": topics}
+        frames["topics"] = topics
         if gold:
             changes = partition_changes(done, known if x.reaching or read_back else None,
                                         names, live)
@@ -408,6 +415,9 @@ class _Increment:
         if x.begins or read_back:
             answers["pending"] = pending.limit(1)
         made, got = self.work.frames(frames, answers)
+        if "committed" in made:
+            done = made["committed"]
+            effective = _effective(done)
         n = got["counts"].to_pylist()[0]
         pend_rows = got["pending"].to_pylist() if "pending" in got else []
         res.pending_txn_from = pend_rows[0]["pending_txn_from"] if pend_rows else None
