@@ -27,8 +27,10 @@ are appended back one tail at a time, as a running Kafka controller would write 
    Target: at most 1.5. Each increment's line gives its stages and each table's Delta commit.
 3. Streaming: `kraftlake stream --trigger 1s` runs on the history lake; each of the next
    `--appends` tails is appended to the active segment, and the figures are the time until
-   the tail's events are visible to a reader of `partition_events` (one commit holds them
-   all) and until its micro-batch committed.
+   every event of the tail is visible to a reader of `partition_events` through delta-rs
+   (as many as the lake holds once the tail is in; a micro-batch that began while the
+   append was being written leaves the rest to the next) and until the micro-batch that
+   completes it committed.
 4. A scheduled run (`--new-process N`): each of the last N tails is appended and ingested
    into the history lake by a new `kraftlake ingest` process, as cron would start it; the
    figure is the process's wall time, JVM start included.
@@ -285,25 +287,30 @@ def stream_latency(log_copy: Path, lake_dir: Path, tails: list[bytes],
             time.sleep(0.5)
         time.sleep(5)  # its first triggers find nothing new
         for tail, (first, end) in zip(tails, itertools.pairwise(offsets), strict=True):
-            seen: dict[str, float] = {}
+            seen: list[tuple[float, int]] = []  # (seconds after the append, events visible)
+            committed = None
             t0 = time.perf_counter()
             append(log_copy, tail)
             in_tail = (pc.field("offset") >= first) & (pc.field("offset") < end)
-            while "committed" not in seen:
+            while committed is None:
                 now = time.perf_counter() - t0
-                if "event" not in seen and _visible(
-                        lake_dir, "partition_events", in_tail).num_rows:
-                    seen["event"] = now
+                n = _visible(lake_dir, "partition_events", in_tail).num_rows
+                if not seen or n != seen[-1][1]:
+                    seen.append((now, n))
                 prog = _visible(lake_dir, "ingest_progress")
                 if prog.num_rows and pc.max(prog["end_offset"]).as_py() >= end:
-                    seen["committed"] = now
+                    committed = now
                 if proc.poll() is not None or now > 600:
                     raise SystemExit(f"the stream stopped or stalled:\n{err_path.read_text()}")
                 time.sleep(0.2)
-            event = (f"first event visible after {seen['event']:.1f} s" if "event" in seen
+            # every event of the append: the first poll that saw as many as the lake holds
+            # once the append's micro-batch(es) committed
+            total = _visible(lake_dir, "partition_events", in_tail).num_rows
+            every = next((t for t, n in seen if n == total), committed)
+            event = (f"all {total} events visible after {every:.1f} s" if total
                      else "no event in this tail (the log is quiet here: try --cut-at)")
             print(f"    append of {end - first:,} offsets: {event}, micro-batch committed "
-                  f"after {seen['committed']:.1f} s")
+                  f"after {committed:.1f} s")
     finally:
         proc.kill()
         proc.wait()

@@ -233,7 +233,6 @@ class _Extent:
     reaching: int  # records that reach partitions known before (RemoveTopic, ClearElr)
     markers: int  # transaction markers: records may be held back or aborted
     begins: int  # BeginTransaction markers: a transaction may be open at the end
-    lossy: int  # damaged regions that may have held state
 
 
 @dataclass
@@ -243,7 +242,6 @@ class _Silver:
     records: DataFrame  # every record of the source (bronze)
     invalid: DataFrame  # records breaking a record-level invariant (also quarantined)
     done: DataFrame  # the relevant records that took effect (`fold.silver.committed`)
-    effective: DataFrame  # those that change state (the log, reset snapshots)
     old_topics: DataFrame  # the cluster's topics before the increment
     topics: DataFrame  # the cluster's topics after it
     brokers: DataFrame  # the increment's broker rows
@@ -346,7 +344,7 @@ class _Increment:
         if n_lossy:
             res.unknown = unknown_ranges(src)
         return _Extent(snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_markers,
-                       n_begins, n_lossy)
+                       n_begins)
 
     def quiet(self, x: _Extent) -> bool:
         return (not x.relevant and x.snapshot_high is None and self.pending_from is None
@@ -380,9 +378,10 @@ class _Increment:
                 & (F.col("source") == "log"))
             rel_in = checked.unionByName(back.withColumn("row_kind", F.lit("record")),
                                          allowMissingColumns=True)
-        done, pending = committed(relevant(rel_in), markers=bool(x.markers or read_back))
+        markers = bool(x.markers or read_back)  # records read back begin with a Begin
+        done, pending = committed(relevant(rel_in), markers=markers)
         frames = {}
-        if self.work.local and not x.markers:  # a filter of a few rows: in the job below
+        if self.work.local and not markers:  # a filter of a few rows: in the job below
             frames["committed"] = done
         else:  # every later frame reads it: computed once, first
             done = self.work.frame("committed", done)
@@ -421,7 +420,7 @@ class _Increment:
         n = got["counts"].to_pylist()[0]
         pend_rows = got["pending"].to_pylist() if "pending" in got else []
         res.pending_txn_from = pend_rows[0]["pending_txn_from"] if pend_rows else None
-        return _Silver(records, invalid, done, effective, old_topics, made["topics"],
+        return _Silver(records, invalid, done, old_topics, made["topics"],
                        brokers_of(effective), got["configs"], made.get("partition_changes"),
                        read_back, n["brokers"], n["configs"], n["topics"])
 

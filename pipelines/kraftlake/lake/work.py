@@ -18,9 +18,8 @@ reachable by every executor. `clear()` removes them once the increment has commi
 A small increment decoded on the driver (`sources.driver`) keeps its frames on the driver
 instead (`local`): each is collected once as Arrow and becomes a local relation, a plan of
 one node too, which Spark runs without a file to write, list or read. `frames` computes
-several at once, and on the driver in one Spark job: a job over a few thousand rows costs
-a few tenths of a second of planning and scheduling, however little it computes, and a
-stream's micro-batch waits for each.
+several at once, and on the driver in one Spark job: an increment's Spark jobs are what
+its fixed cost is counted in (and what Spark's listeners and UI show per micro-batch).
 """
 
 from __future__ import annotations
