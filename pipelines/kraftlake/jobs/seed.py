@@ -73,9 +73,8 @@ def progress(lake: Lake, cluster_id: str) -> list[dict]:
         return got[1].to_pylist()
     rows = as_rows(lake.read(None, "ingest_progress", None if tag is None else tag[1]).filter(
         F.col("cluster_id") == cluster_id), "ingest_progress")
-    if got is not None and got[0] == tag and _canonical(rows) != _canonical(got[1]):
-        raise HeldStateError(f"held ingest_progress of cluster {cluster_id} differs from "
-                             f"the lake at {tag}")
+    if got is not None and got[0] == tag:
+        _same("ingest_progress", cluster_id, tag, got[1], rows)
     held.slices["ingest_progress"] = (tag, rows)
     return rows.to_pylist()
 
@@ -102,8 +101,13 @@ def as_rows(data: DataFrame | pa.Table, name: str) -> pa.Table:
                                 schema=arrow)
 
 
-def _canonical(t: pa.Table) -> list[str]:
-    return sorted(map(repr, t.to_pylist()))
+def _same(name: str, cluster_id: str, tag: Tag | None, held: pa.Table,
+          fresh: pa.Table) -> None:
+    """`HeldStateError` unless the held slice has the rows of a fresh read, in any order."""
+    if sorted(map(repr, held.to_pylist())) != sorted(map(repr, fresh.to_pylist())):
+        raise HeldStateError(
+            f"held {name} of cluster {cluster_id} ({held.num_rows} rows) differs from the "
+            f"lake at {tag} ({fresh.num_rows} rows)")
 
 
 class Seed:
@@ -174,8 +178,5 @@ class Seed:
         return df.filter(where) if where else df
 
     def _compare(self, name: str, held: pa.Table) -> None:
-        fresh = as_rows(self._fresh(name), name)
-        if _canonical(fresh) != _canonical(held):
-            raise HeldStateError(
-                f"held {name} of cluster {self.cluster_id} ({held.num_rows} rows) differs "
-                f"from the lake at {self.lake.pinned_tag(name)} ({fresh.num_rows} rows)")
+        _same(name, self.cluster_id, self.lake.pinned_tag(name), held,
+              as_rows(self._fresh(name), name))
