@@ -189,6 +189,14 @@ def _typed(rec: DataFrame) -> DataFrame:
     return rec.select("*", p.alias("p"))
 
 
+def _alive_before(topic_names: DataFrame) -> DataFrame:
+    """(cluster_id, topic_id) of the topics alive before the increment: known, and not
+    deleted when the rows say so."""
+    if "deleted_offset" in topic_names.columns:
+        topic_names = topic_names.filter(F.col("deleted_offset").isNull())
+    return topic_names.select("cluster_id", "topic_id")
+
+
 def _live_topics_only(rows: DataFrame, rec: DataFrame, topic_names: DataFrame) -> DataFrame:
     """Keep rows whose topic exists at their offset (TopicRecord seen, no RemoveTopic since).
 
@@ -199,13 +207,9 @@ def _live_topics_only(rows: DataFrame, rec: DataFrame, topic_names: DataFrame) -
     events = (rec.filter(t.isin(TOPIC_RECORD, REMOVE_TOPIC_RECORD))
               .select("cluster_id", _j("topic_id").alias("topic_id"), "offset", "seq", "position",
                       (t == TOPIC_RECORD).alias("_ev")))
-    if "deleted_offset" in topic_names.columns:
-        known = topic_names.filter(F.col("deleted_offset").isNull())
-    else:
-        known = topic_names
-    known = known.select("cluster_id", "topic_id", F.lit(-1).cast("long").alias("offset"),
-                         F.lit(0).alias("seq"), F.lit(-1).cast("long").alias("position"),
-                         F.lit(True).alias("_ev"))
+    known = _alive_before(topic_names).select(
+        "cluster_id", "topic_id", F.lit(-1).cast("long").alias("offset"), F.lit(0).alias("seq"),
+        F.lit(-1).cast("long").alias("position"), F.lit(True).alias("_ev"))
     marked = (rows.withColumn("_ev", F.lit(None).cast("boolean"))
               .unionByName(events.unionByName(known), allowMissingColumns=True)
               .withColumn("_is_ev", F.col("_ev").isNotNull().cast("int")))
@@ -218,7 +222,8 @@ def _live_topics_only(rows: DataFrame, rec: DataFrame, topic_names: DataFrame) -
 
 
 def partition_changes(rec: DataFrame, known: DataFrame | None, topic_names: DataFrame,
-                      live_before: DataFrame | None = None) -> DataFrame:
+                      live_before: DataFrame | None = None,
+                      topic_records: bool = True) -> DataFrame:
     """Silver partition_changes rows of an increment.
 
     `known`: (cluster_id, topic_id, partition_id) of partitions that may exist before the
@@ -226,8 +231,10 @@ def partition_changes(rec: DataFrame, known: DataFrame | None, topic_names: Data
     beside those the increment creates; None when the caller knows `rec` holds neither
     record (most increments), so the joins that find them are not planned; `topic_names`:
     (cluster_id, topic_id, topic_name) known so far; `live_before`: (cluster_id, topic_id)
-    of topics alive before the increment (default: `topic_names`). Check snapshots are not
-    changes.
+    of topics alive before the increment (default: `topic_names`); `topic_records` False:
+    the caller knows `rec` holds no TopicRecord or RemoveTopicRecord, so a topic is alive
+    at every offset iff it was before, and no window is planned to follow its life. Check
+    snapshots are not changes.
     """
     rec = rec.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
     t = F.col("record_type")
@@ -258,7 +265,11 @@ def partition_changes(rec: DataFrame, known: DataFrame | None, topic_names: Data
     )
     out = direct if known is None else direct.unionByName(
         _removes_and_clears(rec, direct, known, topic_names), allowMissingColumns=True)
-    out = _live_topics_only(out, rec, topic_names if live_before is None else live_before)
+    alive = topic_names if live_before is None else live_before
+    if topic_records:
+        out = _live_topics_only(out, rec, alive)
+    else:
+        out = out.join(_alive_before(alive), ["cluster_id", "topic_id"], "left_semi")
     return out.select(*KEY, "offset", "seq", "timestamp", "record_type", "source",
                       "is_reset", "is_delete", *STATE)
 

@@ -231,6 +231,7 @@ class _Extent:
     checks: int  # records of check snapshots (reconciled, not applied)
     resets: int  # records of reset snapshots (full state: removals of partitions missing)
     reaching: int  # records that reach partitions known before (RemoveTopic, ClearElr)
+    topic_records: int  # TopicRecords and RemoveTopicRecords: a topic's life may change
     markers: int  # transaction markers: records may be held back or aborted
     begins: int  # BeginTransaction markers: a transaction may be open at the end
 
@@ -244,6 +245,7 @@ class _Silver:
     done: DataFrame  # the relevant records that took effect (`fold.silver.committed`)
     old_topics: DataFrame  # the cluster's topics before the increment
     topics: DataFrame  # the cluster's topics after it
+    topics_changed: bool  # the increment holds topic records (else `topics` is the old)
     brokers: DataFrame  # the increment's broker rows
     configs: pa.Table  # the increment's config rows
     changes: DataFrame | None  # partition_changes rows (None: gold was written already)
@@ -327,13 +329,15 @@ class _Increment:
         is_record = F.col("row_kind") == "record"
         log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
         (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant,
-         n_checks, n_resets, n_reaching, n_markers, n_begins, n_lossy) = _aggregate(src.agg(
+         n_checks, n_resets, n_reaching, n_topics, n_markers, n_begins,
+         n_lossy) = _aggregate(src.agg(
             F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
             F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
             F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
             F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
             F.count(F.when(is_record & (F.col("snapshot_role") == "reset"), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*REACHING_KNOWN), 1)),
+            F.count(F.when(is_record & F.col("record_type").isin(*TOPIC_TYPES), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TRANSACTION_MARKERS), 1)),
             F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1)),
             F.count(F.when(_lossy(), 1))))
@@ -343,8 +347,8 @@ class _Increment:
         res.end_offset = None if hi is None else hi + 1
         if n_lossy:
             res.unknown = unknown_ranges(src)
-        return _Extent(snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_markers,
-                       n_begins)
+        return _Extent(snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_topics,
+                       n_markers, n_begins)
 
     def quiet(self, x: _Extent) -> bool:
         return (not x.relevant and x.snapshot_high is None and self.pending_from is None
@@ -387,7 +391,10 @@ class _Increment:
             done = self.work.frame("committed", done)
         effective = _effective(done)
         old_topics = seed.slice("topics")
-        topics = _topics_after(old_topics, topics_of(effective))
+        # records read back may hold topic records; without any the topics stay as they were
+        topic_records = bool(x.topic_records or read_back)
+        topics = _topics_after(old_topics, topics_of(effective)) if topic_records else \
+            old_topics
         names = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset")
         live = old_topics.filter(F.col("deleted_offset").isNull()).select(
             "cluster_id", "topic_id")
@@ -395,10 +402,11 @@ class _Increment:
         # them: a RemoveTopic or ClearElr record (or records read back, uncounted) or a
         # reset snapshot
         known = seed.slice("partition_current").select(*KEY)
-        frames["topics"] = topics
+        if topic_records:
+            frames["topics"] = topics
         if gold:
             changes = partition_changes(done, known if x.reaching or read_back else None,
-                                        names, live)
+                                        names, live, topic_records=topic_records)
             if x.resets:
                 changes = changes.unionByName(snapshot_removals(done, known),
                                               allowMissingColumns=True)
@@ -420,9 +428,10 @@ class _Increment:
         n = got["counts"].to_pylist()[0]
         pend_rows = got["pending"].to_pylist() if "pending" in got else []
         res.pending_txn_from = pend_rows[0]["pending_txn_from"] if pend_rows else None
-        return _Silver(records, invalid, done, old_topics, made["topics"],
-                       brokers_of(effective), got["configs"], made.get("partition_changes"),
-                       read_back, n["brokers"], n["configs"], n["topics"])
+        return _Silver(records, invalid, done, old_topics, made.get("topics", topics),
+                       topic_records, brokers_of(effective), got["configs"],
+                       made.get("partition_changes"), read_back, n["brokers"], n["configs"],
+                       n["topics"])
 
     def kernel(self, x: _Extent, s: _Silver) -> _Kernel:
         """The kernel over the partition changes, continuing from the current states and
@@ -442,9 +451,8 @@ class _Increment:
         cur_df = seed.slice("partition_current")
         open_iv = seed.slice("partition_intervals")
         names = s.topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset")
-        topics = self.work.arrow.get("topics")
-        contexts = cluster_contexts(self.configs(s), names.toArrow() if topics is None
-                                    else topics, self.min_isr_default)
+        contexts = cluster_contexts(self.configs(s), self.topics_rows(s, names),
+                                    self.min_isr_default)
         anchors = None
         if x.checks and res.start_offset is not None and (res.unknown or not cur_df.filter(
                 F.col("uncertain_since").isNotNull()).isEmpty()):
@@ -484,6 +492,14 @@ class _Increment:
         self.write("partition_events", conform(k.part("event"), "partition_events"),
                    count=res.events)
         return k
+
+    def topics_rows(self, s: _Silver, names: DataFrame) -> pa.Table:
+        """The cluster's topics after the increment as Arrow: collected with silver on the
+        driver, held when the increment changed none, else one Spark job."""
+        if s.topics_changed:
+            got = self.work.arrow.get("topics")
+            return names.toArrow() if got is None else got
+        return self.seed.rows("topics")
 
     def wave(self, x: _Extent, s: _Silver, k: _Kernel) -> None:
         """Every other table computed from the pinned seed and this increment's frames:
