@@ -60,7 +60,10 @@ class Work:
         if not self.local:
             return ({name: self._written(name, df) for name, df in frames.items()},
                     {name: df.toArrow() for name, df in answers.items()})
-        got = collect_together({**frames, **answers})
+        every = {**frames, **answers}
+        # one frame needs no union: its own toArrow, as `collect_together` gives it
+        got = ({name: _chunked(df.toArrow()) for name, df in every.items()}
+               if len(every) == 1 else collect_together(every))
         self.arrow.update({name: got[name] for name in frames})
         return ({name: self.spark.createDataFrame(got[name], df.schema)
                  for name, df in frames.items()},
@@ -74,6 +77,12 @@ class Work:
     def clear(self) -> None:
         """Remove this app id's work directories (this increment's and any killed run's)."""
         HadoopFS(self.spark, self.app_dir).delete(self.app_dir)
+
+
+def _chunked(rows: pa.Table) -> pa.Table:
+    """`rows`, with one empty chunk per column when it has no rows: pyspark makes no frame
+    of a column of no chunks."""
+    return rows if rows.num_rows else rows.schema.empty_table()
 
 
 def collect_together(frames: dict[str, DataFrame]) -> dict[str, pa.Table]:
