@@ -55,6 +55,7 @@ from ..kraft.brokers import broker_state, in_service
 from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 from ..kraft.timing import window_at, window_history
 from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
+from ..lake.delta import chunked
 from ..lake.schema import table_schema
 from ..lake.work import collect_together
 
@@ -202,9 +203,7 @@ def _per_cluster(fn: Callable[[pa.Table, pa.Table], pa.Table], left: DataFrame,
     ids = sorted({*lt["cluster_id"].to_pylist(), *rt["cluster_id"].to_pylist()})
     parts = [fn(lt.filter(pc.equal(lt["cluster_id"], c)),
                 rt.filter(pc.equal(rt["cluster_id"], c))) for c in ids]
-    rows = pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table()
-    if not rows.num_rows:  # one empty chunk per column: pyspark refuses columns of none
-        rows = schema.empty_table()
+    rows = chunked(pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table())
     return left.sparkSession.createDataFrame(rows, from_arrow_schema(schema))
 
 

@@ -113,6 +113,12 @@ def conform(df: DataFrame, name: str) -> DataFrame:
                            for f in table_schema(name).spark.fields])
 
 
+def chunked(rows: pa.Table) -> pa.Table:
+    """`rows`, with one empty chunk per column when it has no rows: pyspark makes no frame
+    of a column of no chunks (what filtering, concatenating or collecting nothing gives)."""
+    return rows if rows.num_rows else rows.schema.empty_table()
+
+
 def from_arrow(spark: SparkSession, name: str, data: pa.Table) -> DataFrame:
     """Driver-made rows (`data`: some or all of table `name`'s columns; a missing one is
     null) as a DataFrame of the table's schema.
@@ -123,11 +129,10 @@ def from_arrow(spark: SparkSession, name: str, data: pa.Table) -> DataFrame:
     tasks, and a new lake's first increment read a dozen of them."""
     schema = table_schema(name)
     arrow = schema.arrow  # built anew at each use of the property
-    if not data.num_rows:  # one empty chunk per column: pyspark refuses columns of none
-        return spark.createDataFrame(arrow.empty_table(), schema.spark)
     cols = [data.column(f.name).cast(f.type) if f.name in data.column_names
             else pa.nulls(data.num_rows, f.type) for f in arrow]
-    return spark.createDataFrame(pa.Table.from_arrays(cols, schema=arrow), schema.spark)
+    return spark.createDataFrame(chunked(pa.Table.from_arrays(cols, schema=arrow)),
+                                 schema.spark)
 
 
 def _column_sql(field, value: str) -> str:

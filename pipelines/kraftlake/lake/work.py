@@ -32,6 +32,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..uris import join
+from .delta import chunked
 from .hadoopfs import HadoopFS
 from .schema import KRAFTLAKE_DIR
 
@@ -62,7 +63,7 @@ class Work:
                     {name: df.toArrow() for name, df in answers.items()})
         every = {**frames, **answers}
         # one frame needs no union: its own toArrow, as `collect_together` gives it
-        got = ({name: _chunked(df.toArrow()) for name, df in every.items()}
+        got = ({name: chunked(df.toArrow()) for name, df in every.items()}
                if len(every) == 1 else collect_together(every))
         self.arrow.update({name: got[name] for name in frames})
         return ({name: self.spark.createDataFrame(got[name], df.schema)
@@ -77,12 +78,6 @@ class Work:
     def clear(self) -> None:
         """Remove this app id's work directories (this increment's and any killed run's)."""
         HadoopFS(self.spark, self.app_dir).delete(self.app_dir)
-
-
-def _chunked(rows: pa.Table) -> pa.Table:
-    """`rows`, with one empty chunk per column when it has no rows: pyspark makes no frame
-    of a column of no chunks."""
-    return rows if rows.num_rows else rows.schema.empty_table()
 
 
 def collect_together(frames: dict[str, DataFrame]) -> dict[str, pa.Table]:
