@@ -105,12 +105,12 @@ def cut_copy(cluster: Path, dest: Path, tails: int, at: int | None = None
     # each tail ~TAIL_RECORDS from where the one before started, and at least one batch: a
     # large batch (a topic creation of thousands of partition records) is one tail
     cuts: list[Batch | None] = []
+    least: int | None = start
     for _ in range(tails + 1):
-        prev = cuts[-1] if cuts else None
-        least = start if not cuts else (
-            max(prev.base_offset + TAIL_RECORDS, prev.next_offset) if prev else None)
-        cuts.append(None if least is None else
-                    next((b for b in batches if b.base_offset >= least), None))
+        cut = None if least is None else next(
+            (b for b in batches if b.base_offset >= least), None)
+        cuts.append(cut)
+        least = None if cut is None else max(cut.base_offset + TAIL_RECORDS, cut.next_offset)
     if cuts[0] is None or cuts[0] is batches[0] or (at is not None and None in cuts):
         raise SystemExit(f"the segment of {cluster} at the cut holds too few records for "
                          f"{tails} tails of {TAIL_RECORDS}")
