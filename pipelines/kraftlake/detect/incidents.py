@@ -203,7 +203,7 @@ def _per_cluster(fn: Callable[[pa.Table, pa.Table], pa.Table], left: DataFrame,
     ids = sorted({*lt["cluster_id"].to_pylist(), *rt["cluster_id"].to_pylist()})
     parts = [fn(lt.filter(pc.equal(lt["cluster_id"], c)),
                 rt.filter(pc.equal(rt["cluster_id"], c))) for c in ids]
-    rows = chunked(pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table())
+    rows = chunked(pa.concat_tables(parts).combine_chunks()) if parts else schema.empty_table()
     return left.sparkSession.createDataFrame(rows, from_arrow_schema(schema))
 
 

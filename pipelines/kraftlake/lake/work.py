@@ -61,10 +61,7 @@ class Work:
         if not self.local:
             return ({name: self._written(name, df) for name, df in frames.items()},
                     {name: df.toArrow() for name, df in answers.items()})
-        every = {**frames, **answers}
-        # one frame needs no union: its own toArrow, as `collect_together` gives it
-        got = ({name: chunked(df.toArrow()) for name, df in every.items()}
-               if len(every) == 1 else collect_together(every))
+        got = collect_together({**frames, **answers})
         self.arrow.update({name: got[name] for name in frames})
         return ({name: self.spark.createDataFrame(got[name], df.schema)
                  for name, df in frames.items()},
@@ -83,7 +80,10 @@ class Work:
 def collect_together(frames: dict[str, DataFrame]) -> dict[str, pa.Table]:
     """Every frame's rows as Arrow (each as its own `toArrow()` would give them), from one
     Spark job: the frames become one union, each frame's rows a struct in a column of its
-    own (the other columns null), split again on the driver."""
+    own (the other columns null), split again on the driver. One frame needs no union: its
+    own `toArrow()`."""
+    if len(frames) == 1:
+        return {name: chunked(df.toArrow()) for name, df in frames.items()}
     # every field nullable: the other frames' rows hold a null struct, whose fields Arrow
     # then holds as nulls too (split off below, each frame gets its own schema back)
     parts = [df.select(F.lit(i).alias("_frame"), F.struct(*[df[c] for c in df.columns]).cast(
