@@ -42,7 +42,7 @@ from .uris import s3_options
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaGateway
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -238,6 +238,28 @@ def _start_gateway(spark_conf: SparkConf) -> JavaGateway:
             _log = log
 
 
+def quiet_hangup(sc: SparkContext) -> None:
+    """The JVM hanging up on pyspark's accumulator server is an end, not an error.
+
+    The server's handler means to stop when the JVM closes its connection (its poll counts
+    a hang-up as readable), but it then reads a length that never comes, raises EOFError,
+    and socketserver prints that as a traceback on stderr. That happens whenever the JVM
+    ends first: at every exit (pyspark's atexit kills the JVM while the handler's thread
+    still runs), and so after `kraftlake stream` stopped by Ctrl-C or SIGTERM printed its
+    one line. Any other error of the server is still printed."""
+    server = getattr(sc, "_accumulatorServer", None)
+    if server is None or getattr(server, "quiet_hangup", False):
+        return
+    report = server.handle_error
+
+    def handle_error(request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], EOFError):
+            report(request, client_address)
+
+    server.handle_error = handle_error
+    server.quiet_hangup = True
+
+
 def ingest_spark(cfg: Config, master: str | None, sources: list[str],
                  size: int) -> SparkSession:
     """The session of a command that ingests `size` bytes read from `sources` and then
@@ -292,6 +314,7 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    quiet_hangup(spark.sparkContext)
     from .sources.datasource import KraftMetadataDataSource
 
     spark.dataSource.register(KraftMetadataDataSource)

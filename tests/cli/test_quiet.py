@@ -6,8 +6,10 @@ failure inside Spark names the log file instead. Real commands, each in its own 
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.conftest import cli_env
@@ -79,3 +81,31 @@ def test_verbose_puts_the_jvm_output_on_the_console(sim_lake, tmp_path: Path) ->
         assert out.returncode == 1, out
         assert "Master must" in out.stderr and "log4j" in out.stderr, out.stderr
         assert _logs(tmp_path) == []
+
+
+def _connect(server, token: str | None) -> None:
+    """A connection to pyspark's accumulator server like the JVM's: the token, then gone."""
+    family = socket.AF_UNIX if isinstance(server.server_address, str) else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.connect(server.server_address)
+        if token is not None:
+            s.sendall(token.encode())
+
+
+def test_the_jvm_hanging_up_on_the_driver_prints_nothing(spark, capfd) -> None:
+    """When the JVM ends first (every exit, and a stream stopped by a signal), its end of
+    pyspark's accumulator connection closes; that printed an EOFError traceback after the
+    stream's one-line stop (a flaky failure of the stop test in CI). A second connection
+    with a wrong token shows the server still reports a real error, and that the first
+    connection was served (the server serves one connection at a time, in order)."""
+    server = spark.sparkContext._accumulatorServer
+    token = server.auth_token
+    _connect(server, token)  # hangs up after its token: what a JVM that ended does
+    _connect(server, None if token is None else "x" * len(token))
+    err = ""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (token is not None and "not correct" not in err):
+        time.sleep(0.1)
+        err += capfd.readouterr().err
+    assert "EOFError" not in err, err
+    assert token is None or "not correct" in err, err
