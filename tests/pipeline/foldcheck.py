@@ -10,7 +10,14 @@ from pyspark.sql import functions as F
 
 from kraftlake.fold import kernel
 from kraftlake.fold.context import cluster_contexts
-from kraftlake.fold.silver import committed, configs_of, partition_changes, relevant, topics_of
+from kraftlake.fold.silver import (
+    committed,
+    configs_of,
+    partition_changes,
+    relevant,
+    topics_of,
+    transaction_markers,
+)
 from kraftlake.kraft.partition import STATE_COLUMNS
 from kraftlake.lake.schema import table_schema
 
@@ -37,7 +44,7 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
     otherwise decode all sources again.
     """
     rel = relevant(src).localCheckpoint()
-    done, _pending = committed(rel)
+    done, _pending = committed(rel, transaction_markers(rel).toArrow())
     eff = done.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
     topics = topics_of(eff)
     names = topics.select("cluster_id", "topic_id", "topic_name")

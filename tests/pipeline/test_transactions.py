@@ -6,8 +6,9 @@ AbortTransaction never take effect, records after a Begin whose End has not been
 are held back until it is, and a marker `replay` throws on (a Begin inside an open
 transaction, an End or Abort with none open) is handed to the fault handler by `loadBatch`
 and ignored, so the outer transaction stays open and keeps its records. The sequential
-reading below applies `kraft.records.marker_refusal`. Each example is one Spark job over
-several clusters.
+reading below applies `kraft.records.marker_refusal` record by record; `committed` applies
+the rule to the markers alone (`kraft.records.transactions`) and drops the ranges it names.
+Each example is two Spark jobs over several clusters (the markers, the records).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
-from kraftlake.fold.silver import committed
+from kraftlake.fold.silver import committed, transaction_markers
 from kraftlake.kraft.records import TRANSACTION_MARKERS, marker_refusal
 
 # Spark held against the sequential rules: over two partitions, as on a real input
@@ -56,12 +57,12 @@ def reference(types: list[str]) -> tuple[list[int], int | None]:
 def _committed(spark, logs: list[list[str]]) -> tuple[dict[str, list[int]], dict[str, int]]:
     rows = [(f"c{i}", "log", None, None, off, 0, off, None, kind, "{}")
             for i, types in enumerate(logs) for off, kind in enumerate(types)]
-    done, pending = committed(spark.createDataFrame(rows, SCHEMA))
+    rel = spark.createDataFrame(rows, SCHEMA)
+    done, pending = committed(rel, transaction_markers(rel).toArrow())
     got_kept: dict[str, list[int]] = {}
     for r in done.collect():
         got_kept.setdefault(r.cluster_id, []).append(r.offset)
-    return ({k: sorted(v) for k, v in got_kept.items()},
-            {r.cluster_id: r.pending_txn_from for r in pending.collect()})
+    return {k: sorted(v) for k, v in got_kept.items()}, pending
 
 
 def test_nested_begin_is_ignored_like_kafkas_loader(spark):
@@ -88,3 +89,19 @@ def test_committed_equals_the_sequential_rule(spark, logs):
         kept, open_begin = reference(types)
         assert got_kept.get(f"c{i}", []) == kept, types
         assert got_pending.get(f"c{i}") == open_begin, types
+
+
+def test_snapshot_records_inside_an_aborted_or_open_range_are_kept(spark):
+    """A snapshot's records carry the snapshot's last log offset, which can fall inside a
+    transaction of the log that was aborted or is still open: they are Kafka's committed
+    state all the same (a snapshot holds only what took effect)."""
+    c = "PartitionChangeRecord"
+    log = [("c0", "log", None, None, off, 0, off, None, kind, "{}")
+           for off, kind in enumerate([BEGIN, c, c, ABORT, BEGIN, c, c])]
+    snap = [("c0", "snapshot", "reset", 3, 2, 1, 7, None, "PartitionRecord", "{}"),
+            ("c0", "snapshot", "reset", 6, 5, 1, 8, None, "PartitionRecord", "{}")]
+    rel = spark.createDataFrame(log + snap, SCHEMA)
+    done, pending = committed(rel, transaction_markers(rel).toArrow())
+    assert sorted((r.source, r.offset) for r in done.collect()) == [
+        ("snapshot", 2), ("snapshot", 5)]
+    assert pending == {"c0": 4}

@@ -81,7 +81,6 @@ EVENT_COLUMNS = ["cluster_id", "offset", "event_type", "topic_id", "partition_id
 _OUT_ARROW = pa.schema([f.with_nullable(True) for f in table_schema("incidents").arrow
                         if f.name not in ("duration_ms", "is_open", "unknown_offsets")])
 _INT_ARRAY = "array<int>"
-_BATCH_ROWS = 65_536  # events turned into Python objects at a time
 
 
 def duration_ms(start: Column, end: Column) -> Column:
@@ -94,26 +93,68 @@ def _micros(table: pa.Table, name: str) -> pa.ChunkedArray:
     return table.column(name).cast(pa.int64())
 
 
-def _drops(events: pa.Table) -> dict[int, list[tuple[int, int | None]]]:
-    """broker -> (offset, time in µs) of the events taking it out of an ISR or away from
-    leadership, in offset order.
+class _Drops:
+    """One broker's drops: the events taking it out of an ISR or away from leadership, as
+    arrays in offset order (`first_near` looks them up)."""
 
-    Read a batch at a time: a first ingest hands over every event of the cluster (about two
-    million for a day of the simulator's `large` cluster), few of which drop a broker, and
-    their columns as Python objects all at once would take a worker hundreds of MiB."""
-    out: dict[int, set[tuple[int, int | None]]] = {}
-    events = events.set_column(events.schema.get_field_index("timestamp"), "timestamp",
-                               _micros(events, "timestamp"))
-    names = ("prev_isr", "new_isr", "prev_leader", "new_leader", "offset", "timestamp")
-    for batch in events.select(names).to_batches(max_chunksize=_BATCH_ROWS):
-        for prev_isr, new_isr, prev_leader, new_leader, offset, ts in zip(
-                *(c.to_pylist() for c in batch.columns), strict=True):
-            gone = set(prev_isr or ()) - set(new_isr or ())
-            if prev_leader is not None and prev_leader >= 0 and prev_leader != new_leader:
-                gone.add(prev_leader)
-            for b in gone:
-                out.setdefault(b, set()).add((offset, ts))
-    return {b: sorted(v) for b, v in out.items()}
+    def __init__(self, offsets: np.ndarray, micros: np.ndarray, timed: np.ndarray) -> None:
+        self.offsets, self.micros, self.timed = offsets, micros, timed
+
+    def first_near(self, start: int, start_us: int) -> tuple[int, int] | None:
+        """(offset, µs) of the first drop before offset `start` at most `SAME_WRITE_MS`
+        before `start_us` (the same controller write), or None."""
+        near = (self.offsets < start) & self.timed \
+            & (self.micros >= start_us - SAME_WRITE_MS * 1000)
+        if not near.any():
+            return None
+        i = int(np.argmax(near))
+        return int(self.offsets[i]), int(self.micros[i])
+
+
+def _drops(events: pa.Table) -> dict[int, _Drops]:
+    """broker -> its `_Drops`: a broker is dropped by an event whose `prev_isr` holds it
+    and `new_isr` does not, or whose previous leader it was (a real broker id) and the new
+    leader is another or none.
+
+    By Arrow's kernels over the lists' elements, not a Python loop per event: a first ingest
+    hands over every event of the cluster (about two million for a day of the simulator's
+    `large` cluster), and the loop took 10-20 s of one Python task."""
+    events = events.combine_chunks()
+
+    def members(column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, broker, both as one key) of every element of the column's lists."""
+        lists = events.column(column).chunk(0) if events.num_rows else pa.array(
+            [], pa.list_(pa.int32()))
+        rows = pc.list_parent_indices(lists).to_numpy().astype(np.int64)
+        brokers = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+        return rows, brokers, (rows << 32) | (brokers & 0xFFFFFFFF)
+
+    rows_p, brokers_p, keys_p = members("prev_isr")
+    kept = np.sort(members("new_isr")[2])  # in row order already: a cheap sort
+    at = np.minimum(np.searchsorted(kept, keys_p), max(len(kept) - 1, 0))
+    gone = kept[at] != keys_p if len(kept) else np.ones(len(keys_p), bool)
+    left_isr = pa.table({"row": rows_p[gone], "broker": brokers_p[gone].astype(np.int32)})
+    prev, new = events.column("prev_leader"), events.column("new_leader")
+    moved = pc.and_(pc.greater_equal(prev, 0),
+                    pc.invert(pc.fill_null(pc.equal(prev, new), False)))
+    rows = pc.indices_nonzero(pc.fill_null(moved, False)).cast(pa.int64())
+    left_lead = pa.table({"row": rows, "broker": pc.take(prev, rows).cast(pa.int32())})
+    pairs = pa.concat_tables([left_isr, left_lead])
+    micros = _micros(events, "timestamp")
+    pairs = pa.table({"broker": pairs.column("broker"),
+                      "offset": pc.take(events.column("offset"), pairs.column("row")),
+                      "us": pc.take(micros, pairs.column("row"))})
+    # one drop per (offset, time): two events of one offset drop the broker once
+    pairs = pairs.group_by(["broker", "offset", "us"]).aggregate([]).sort_by(
+        [("broker", "ascending"), ("offset", "ascending"), ("us", "ascending")])
+    brokers = pairs.column("broker").to_numpy()
+    offsets = pairs.column("offset").to_numpy()
+    us_col = pairs.column("us")
+    timed = pc.is_valid(us_col).to_numpy(zero_copy_only=False)
+    micros_np = pc.fill_null(us_col, 0).to_numpy()
+    cuts = np.flatnonzero(np.diff(brokers)) + 1
+    return {int(brokers[lo]): _Drops(offsets[lo:hi], micros_np[lo:hi], timed[lo:hi])
+            for lo, hi in zip([0, *cuts], [*cuts, len(brokers)], strict=True) if hi > lo}
 
 
 def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: pa.Table,
@@ -153,12 +194,13 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
                          else "broker_fenced")
                 runs.append([cause, r["offset"], r["timestamp"], None, None])
             served = served or now
+        mine_dropped = drops.get(broker)
         for cause, start, start_us, end, end_us in runs:
             # the same controller write: a change dropping the broker just before the record
-            near = [d for d in drops.get(broker, ()) if d[0] < start and start_us is not None
-                    and d[1] is not None and d[1] >= start_us - SAME_WRITE_MS * 1000]
-            if near:
-                start, start_us = near[0]
+            near = None if mine_dropped is None or start_us is None else \
+                mine_dropped.first_near(start, start_us)
+            if near is not None:
+                start, start_us = near
             out["cluster_id"].append(cid)
             out["broker_id"].append(broker)
             out["cause"].append(cause)

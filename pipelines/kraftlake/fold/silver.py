@@ -13,6 +13,9 @@ nothing.
 
 from __future__ import annotations
 
+from itertools import groupby
+
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -27,11 +30,9 @@ from ..kraft.partition import (
     STATE_COLUMNS,
 )
 from ..kraft.records import (
-    BEGIN_TRANSACTION,
     BROKER_TYPES,
     CLEAR_ELR_RECORD,
     CONFIG_RECORD,
-    END_TRANSACTION,
     FEATURE_LEVEL_RECORD,
     FENCE,
     FENCE_BROKER_RECORD,
@@ -45,10 +46,12 @@ from ..kraft.records import (
     TRANSACTION_MARKERS,
     UNFENCE,
     UNFENCE_BROKER_RECORD,
+    transactions,
 )
 
 KEY = ["cluster_id", "topic_id", "partition_id"]
 MARKERS = list(TRANSACTION_MARKERS)
+LAST_OFFSET = 2**63 - 1  # the end of a range open to the end of the log
 # the records each silver frame of this increment is made of (`topics_of`, `configs_of`,
 # `brokers_of`): none of them, no rows
 TOPIC_TYPES = [TOPIC_RECORD, REMOVE_TOPIC_RECORD]
@@ -92,45 +95,44 @@ def relevant(src: DataFrame) -> DataFrame:
                     "seq", "position", "timestamp", "record_type", "data"))
 
 
-def committed(rel: DataFrame, markers: bool = True) -> tuple[DataFrame, DataFrame]:
-    """(records that took effect, Begin offsets of transactions still open at the end).
+def transaction_markers(rel: DataFrame) -> DataFrame:
+    """The log's transaction markers among `rel` (`relevant` rows), for `committed`: the
+    caller collects them (a log holds few)."""
+    return rel.filter((F.col("source") == "log") & F.col("record_type").isin(MARKERS)).select(
+        "cluster_id", "offset", "record_type")
 
-    Kafka's rule as `kraft.records` states it: a transaction is open after a marker iff the
-    marker is a Begin (a nested Begin and an unmatched End / Abort are ignored); an open
-    transaction's records commit iff the first End-or-Abort after them is an End, and are
-    held back while there is none yet (the next increment re-reads them from the Begin that
-    opened it). Snapshot records are always committed state.
 
-    `markers` False: the caller knows `rel` holds no transaction marker (counted in the
-    source) and no record of a transaction opened before it; then every record took effect
-    and the windows that find the markers are not planned (most increments hold none).
+def committed(rel: DataFrame, markers: pa.Table | None) -> tuple[DataFrame, dict[str, int]]:
+    """(records that took effect, cluster id -> Begin offset of the transaction still open
+    at the end, for the clusters that have one).
+
+    `markers`: `transaction_markers(rel)`'s rows; Kafka's rule decides on them alone
+    (`kraft.records.transactions`), and the records of an aborted transaction, or of one
+    still open (the next increment reads them again from its Begin), are dropped by one
+    broadcast join against those few ranges. Snapshot records are always committed state.
+    None: the caller knows `rel` holds no marker and no record of a transaction opened
+    before it, so every record took effect.
     """
-    if not markers:
-        return rel, rel.filter(F.lit(False)).select(
-            "cluster_id", F.col("offset").alias("pending_txn_from"))
-    log = rel.filter(F.col("source") == "log")
-    # The nearest marker before a record, in both directions. Both are running frames
-    # (unbounded preceding .. the row before), which Spark computes in one pass; a frame
-    # reaching to unbounded *following* is recomputed for every row, O(n^2) per cluster.
-    before = (Window.unboundedPreceding, -1)
-    fwd = Window.partitionBy("cluster_id").orderBy("offset").rowsBetween(*before)
-    back = Window.partitionBy("cluster_id").orderBy(F.col("offset").desc()).rowsBetween(*before)
-    t = F.col("record_type")
-    marker = F.when(t.isin(MARKERS), t)
-    closer = F.when(t.isin(MARKERS) & (t != BEGIN_TRANSACTION), t)
-    log = (log
-           .withColumn("_prev_marker", F.last(marker, True).over(fwd))
-           .withColumn("_next_close", F.last(closer, True).over(back)))
-    in_txn = F.coalesce(F.col("_prev_marker") == BEGIN_TRANSACTION, F.lit(False))
-    keep = ~t.isin(MARKERS) & (~in_txn | (F.col("_next_close") == END_TRANSACTION))
-    # the Begin that opened the transaction still open: accepted (none open before it),
-    # and no End or Abort after it
-    open_ = (t == BEGIN_TRANSACTION) & F.col("_next_close").isNull() & ~in_txn
-    pending = log.filter(open_).groupBy("cluster_id").agg(
-        F.min("offset").alias("pending_txn_from"))
-    cols = rel.columns
-    done = log.filter(keep).select(cols).unionByName(
-        rel.filter((F.col("source") == "snapshot") & ~F.col("record_type").isin(MARKERS)))
+    if markers is None:
+        return rel, {}
+    dropped: list[tuple[str, int, int]] = []
+    pending: dict[str, int] = {}
+    rows = sorted(zip(*(markers.column(c).to_pylist()
+                        for c in ("cluster_id", "offset", "record_type")), strict=True))
+    for cid, group in groupby(rows, key=lambda r: r[0]):
+        aborted, begin = transactions((offset, t) for _c, offset, t in group)
+        dropped += [(cid, lo, hi) for lo, hi in aborted]
+        if begin is not None:
+            pending[cid] = begin
+            dropped.append((cid, begin, LAST_OFFSET))
+    done = rel.filter(~F.col("record_type").isin(MARKERS))
+    if dropped:
+        ranges = F.broadcast(rel.sparkSession.createDataFrame(
+            dropped, "_cluster_id string, _lo long, _hi long"))
+        done = done.join(ranges, (F.col("source") == "log")
+                         & (F.col("cluster_id") == F.col("_cluster_id"))
+                         & (F.col("offset") > F.col("_lo")) & (F.col("offset") < F.col("_hi")),
+                         "left_anti")
     return done, pending
 
 

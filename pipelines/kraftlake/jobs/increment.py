@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
@@ -53,21 +52,15 @@ from ..fold.silver import (
     relevant,
     snapshot_removals,
     topics_of,
+    transaction_markers,
 )
-from ..kraft.records import BEGIN_TRANSACTION, BROKER_TYPES, TRANSACTION_MARKERS
+from ..kraft.records import BROKER_TYPES, TRANSACTION_MARKERS
 from ..lake.cut import CUT_EXCLUDED
 from ..lake.delta import Lake, conform, from_arrow
 from ..lake.schema import table_names, table_schema
 from ..lake.work import Work
 from ..quality.record_checks import check_records
 from .seed import Rows, Seed, as_rows, forget, progress
-
-# The decoded source is reused by every stage; it is kept on local disk, not in the JVM heap:
-# a first ingest of a week-long log holds ~10 million rows, and caching them in memory ran a
-# 4 GiB driver out of heap (the columnar cache builds its buffers on the heap while it
-# unrolls). Reading them back from local disk costs little next to decoding again (Python).
-# The frames derived from it are kept as files instead (`Work.frame`).
-SPILL = StorageLevel.DISK_ONLY
 
 # The tables in the order of the commit waves (module docstring): the second wave's
 # commits, `records` to `incidents`, are under way together.
@@ -166,17 +159,26 @@ def cluster_progress(lake: Lake, cluster_id: str) -> dict | None:
 class _Stages:
     """Progress messages that also time the increment: a stage ("fold: ...") lasts from its
     message to the next one. Spark is lazy, so a stage's time includes the computing its
-    first action triggers, which is what a reader of the figures wants to know."""
+    first action triggers, which is what a reader of the figures wants to know. Each stage
+    also names the Spark jobs it runs (`describe`): Spark's UI and event log show them."""
 
-    def __init__(self, say, seconds: dict[str, float]) -> None:
-        self.say, self.seconds = say, seconds
+    def __init__(self, say, seconds: dict[str, float], spark: SparkSession, job: str) -> None:
+        self.say, self.seconds, self.spark, self.job = say, seconds, spark, job
         self.name: str | None = None
         self.t0 = 0.0
 
     def __call__(self, msg: str) -> None:
         self.close()
         self.name, self.t0 = msg.split(":", 1)[0], time.perf_counter()
+        self.describe(self.name)
         self.say(msg)
+
+    def describe(self, what: str | None) -> None:
+        """Name the Spark jobs the calling thread starts from now on (a thread's own;
+        None: no name)."""
+        self.spark.sparkContext.setLocalProperty(
+            "spark.job.description",
+            None if what is None else f"kraftlake {self.job}: {what}")  # type: ignore[arg-type]
 
     def close(self) -> None:
         if self.name is not None:
@@ -200,13 +202,16 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
     increment's work frames stay on the driver too (`Work`).
     """
     res = IncrementResult(cluster_id, app_id, version)
-    say = _Stages(log or (lambda _msg: None), res.stage_seconds)
+    say = _Stages(log or (lambda _msg: None), res.stage_seconds, spark,
+                  f"{cluster_id} increment {version}")
     if lake.committed("ingest_progress", app_id, version):
         res.skipped = list(ORDER)
         return res
-    if not local:
-        src = src.persist(SPILL)
     work = Work(spark, lake.root, app_id, version, local=local)
+    if not local:
+        # Every stage reads the decoded source: decoded once (Python) into a work frame,
+        # each stage then scans only the columns it needs (`Work.frame`)
+        src = work.frame("source", src)
     try:
         _Increment(spark, lake, src, res, prev, say, work, min_isr_default=min_isr_default,
                    snapshot_high=snapshot_high, driver_fold_max=driver_fold_max).run()
@@ -217,8 +222,7 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
         raise
     finally:
         say.close()
-        if not local:
-            src.unpersist()
+        say.describe(None)
 
 
 @dataclass
@@ -233,7 +237,6 @@ class _Extent:
     reaching: int  # records that reach partitions known before (RemoveTopic, ClearElr)
     topic_records: int  # TopicRecords and RemoveTopicRecords: a topic's life may change
     markers: int  # transaction markers: records may be held back or aborted
-    begins: int  # BeginTransaction markers: a transaction may be open at the end
 
 
 @dataclass
@@ -303,7 +306,7 @@ class _Increment:
             # again and never asks whether gold was done.
             self.say("commit: records, quarantine (no record of partition, broker, topic "
                      "or config)")
-            _commit_concurrently(self.lake, self.bronze(records, invalid))
+            self.commit_concurrently(self.bronze(records, invalid))
         else:
             gold_done = self.lake.committed("partition_current", self.res.app_id,
                                             self.res.version)
@@ -329,7 +332,7 @@ class _Increment:
         is_record = F.col("row_kind") == "record"
         log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
         (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant,
-         n_checks, n_resets, n_reaching, n_topics, n_markers, n_begins,
+         n_checks, n_resets, n_reaching, n_topics, n_markers,
          n_lossy) = _aggregate(src.agg(
             F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
             F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
@@ -339,7 +342,6 @@ class _Increment:
             F.count(F.when(is_record & F.col("record_type").isin(*REACHING_KNOWN), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TOPIC_TYPES), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TRANSACTION_MARKERS), 1)),
-            F.count(F.when(is_record & (F.col("record_type") == BEGIN_TRANSACTION), 1)),
             F.count(F.when(_lossy(), 1))))
         if self.snapshot_high is None:
             self.snapshot_high = snap_hi
@@ -348,13 +350,13 @@ class _Increment:
         if n_lossy:
             res.unknown = unknown_ranges(src)
         return _Extent(snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_topics,
-                       n_markers, n_begins)
+                       n_markers)
 
     def quiet(self, x: _Extent) -> bool:
         return (not x.relevant and x.snapshot_high is None and self.pending_from is None
                 and not self.res.unknown)
 
-    def bronze(self, records: DataFrame, invalid: DataFrame) -> list[Callable[[], object]]:
+    def bronze(self, records: DataFrame, invalid: DataFrame) -> dict[str, Callable[[], object]]:
         """The commits of `records` and `quarantine` (every source row that is no
         decodable record, and the invalid records)."""
         res = self.res
@@ -362,7 +364,8 @@ class _Increment:
         def quarantine() -> None:
             res.quarantined = self.write("quarantine", _problems(self.src).unionByName(invalid))
 
-        return [lambda: self.write("records", records, count=res.records), quarantine]
+        return {"records": lambda: self.write("records", records, count=res.records),
+                "quarantine": quarantine}
 
     def silver(self, x: _Extent, records: DataFrame, checked: DataFrame,
                invalid: DataFrame, *, gold: bool) -> _Silver:
@@ -382,10 +385,13 @@ class _Increment:
                 & (F.col("source") == "log"))
             rel_in = checked.unionByName(back.withColumn("row_kind", F.lit("record")),
                                          allowMissingColumns=True)
-        markers = bool(x.markers or read_back)  # records read back begin with a Begin
-        done, pending = committed(relevant(rel_in), markers=markers)
+        rel = relevant(rel_in)
+        # records read back begin with a Begin; without markers, every record took effect
+        found = transaction_markers(rel).toArrow() if x.markers or read_back else None
+        done, pending = committed(rel, found)
+        res.pending_txn_from = pending.get(res.cluster_id)
         frames = {}
-        if self.work.local and not markers:  # a filter of a few rows: in the job below
+        if self.work.local:  # a filter of a few rows: in the job below
             frames["committed"] = done
         else:  # every later frame reads it: computed once, first
             done = self.work.frame("committed", done)
@@ -418,16 +424,11 @@ class _Increment:
             for name, types in (("brokers", BROKER_TYPES), ("configs", CONFIG_TYPES),
                                 ("topics", TOPIC_TYPES))])
         answers = {"counts": counts, "configs": configs_of(effective)}
-        # a transaction can be open at the end only if one began in the records read
-        if x.begins or read_back:
-            answers["pending"] = pending.limit(1)
         made, got = self.work.frames(frames, answers)
         if "committed" in made:
             done = made["committed"]
             effective = _effective(done)
         n = got["counts"].to_pylist()[0]
-        pend_rows = got["pending"].to_pylist() if "pending" in got else []
-        res.pending_txn_from = pend_rows[0]["pending_txn_from"] if pend_rows else None
         return _Silver(records, invalid, done, old_topics, made.get("topics", topics),
                        topic_records, brokers_of(effective), got["configs"],
                        made.get("partition_changes"), read_back, n["brokers"], n["configs"],
@@ -540,9 +541,11 @@ class _Increment:
         def incidents_() -> None:
             self.incidents(iv, k, s, rerun)
 
-        _commit_concurrently(self.lake, [incidents_, timeline, changes, reconciliation,
-                                         intervals, *self.bronze(s.records, s.invalid),
-                                         *self.small_tables(s)])
+        self.commit_concurrently({
+            "incidents": incidents_, "partition_timeline": timeline,
+            "partition_changes": changes, "snapshot_reconciliation": reconciliation,
+            "partition_intervals": intervals, **self.bronze(s.records, s.invalid),
+            **self.small_tables(s)})
 
     def wave_after_gold(self, s: _Silver) -> None:
         """The wave of a re-run whose gold committed (`partition_current` holds its
@@ -553,16 +556,17 @@ class _Increment:
                         "partition_current"]
         _restore_gold_counts(res, self.lake.commit_metadata("partition_current", res.app_id,
                                                             res.version))
-        _commit_concurrently(self.lake, [*self.bronze(s.records, s.invalid),
-                                         *self.small_tables(s)])
+        self.commit_concurrently({**self.bronze(s.records, s.invalid),
+                                  **self.small_tables(s)})
 
-    def small_tables(self, s: _Silver) -> list[Callable[[], object]]:
+    def small_tables(self, s: _Silver) -> dict[str, Callable[[], object]]:
         """The commits of `brokers` and `configs` (the increment's rows appended)."""
         seed = self.seed
-        return [lambda: self.write("brokers", s.brokers, count=s.brokers_n,
-                                   after=lambda: seed.slice("brokers").unionByName(s.brokers)),
-                lambda: self.write("configs", s.configs, count=s.configs_n,
-                                   after=lambda: self.configs(s))]
+        return {"brokers": lambda: self.write(
+                    "brokers", s.brokers, count=s.brokers_n,
+                    after=lambda: seed.slice("brokers").unionByName(s.brokers)),
+                "configs": lambda: self.write("configs", s.configs, count=s.configs_n,
+                                              after=lambda: self.configs(s))}
 
     def configs(self, s: _Silver) -> pa.Table:
         """The cluster's configs rows after the increment: those held, then its own."""
@@ -676,6 +680,17 @@ class _Increment:
             [seed.rows("ingest_progress"), as_rows(row, "ingest_progress")]))
 
     # ------------------------------------------------------------------ commits
+
+    def commit_concurrently(self, tasks: dict[str, Callable[[], object]]) -> None:
+        """`_commit_concurrently` of a wave's tasks, each naming its Spark jobs after the
+        table it computes and commits."""
+        def named(name: str, task: Callable[[], object]) -> Callable[[], object]:
+            def run() -> object:
+                self.say.describe(f"commit {name}")
+                return task()
+            return run
+
+        _commit_concurrently(self.lake, [named(n, t) for n, t in tasks.items()])
 
     def write(self, name: str, data: pa.Table | DataFrame, how: str = "append",
               count: int | None = None, after: Rows | None = None, **kw) -> int:

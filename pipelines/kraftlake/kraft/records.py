@@ -8,12 +8,13 @@ handler and goes on with the next record, so the marker is ignored and the trans
 state is unchanged (the *outer* transaction stays open and keeps its records). A
 transaction still open at the end of the data has not taken effect yet.
 
-A corollary the Spark fold uses (`fold.silver.committed`): since ignored markers change
-nothing, a transaction is open right after a marker iff that marker is a Begin, and an
-open transaction's records commit iff the first End-or-Abort after them is an End.
+The Spark fold applies the rule to the markers alone (`transactions`, on the driver: a log
+holds few), then drops the records of the ranges it names (`fold.silver.committed`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 PARTITION_RECORD = "PartitionRecord"
 PARTITION_CHANGE_RECORD = "PartitionChangeRecord"
@@ -66,3 +67,24 @@ def marker_refusal(marker: str, is_open: bool) -> str | None:
     if marker == BEGIN_TRANSACTION:
         return "BeginTransactionRecord inside an open transaction (ignored)" if is_open else None
     return None if is_open else f"{marker} without BeginTransactionRecord (ignored)"
+
+
+def transactions(markers: Iterable[tuple[int, str]]) -> tuple[list[tuple[int, int]], int | None]:
+    """What a log's transaction markers, in offset order, decide: the offset ranges (Begin,
+    Abort), both ends excluded, whose records never took effect, and the offset of the Begin
+    of a transaction still open after the last marker (its records are held back until an
+    End or Abort comes), or None. Every other record took effect. Refused markers
+    (`marker_refusal`) change nothing."""
+    aborted: list[tuple[int, int]] = []
+    begin: int | None = None
+    for offset, marker in markers:
+        if marker_refusal(marker, begin is not None) is not None:
+            continue
+        if marker == BEGIN_TRANSACTION:
+            begin = offset
+            continue
+        if marker == ABORT_TRANSACTION:
+            assert begin is not None  # an accepted close has a transaction to close
+            aborted.append((begin, offset))
+        begin = None
+    return aborted, begin
