@@ -8,7 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pyarrow as pa
+import pytest
 
+from kraftlake.detect import incidents
 from kraftlake.detect.incidents import _drops
 
 SCHEMA = pa.schema([("offset", pa.int64()), ("timestamp", pa.timestamp("us", "UTC")),
@@ -28,7 +30,10 @@ def test_no_events_drop_nobody() -> None:
     assert _got(SCHEMA.empty_table()) == {}
 
 
-def test_lists_empty_null_and_leaders_none() -> None:
+@pytest.mark.parametrize("batch_rows", [1_000_000, 2])
+def test_lists_empty_null_and_leaders_none(batch_rows: int, monkeypatch) -> None:
+    """The same drops whether the events are looked at together or two at a time."""
+    monkeypatch.setattr(incidents, "_BATCH_ROWS", batch_rows)
     t = datetime(2026, 1, 1, tzinfo=UTC)
     events = _events(
         (10, t, [1, 2, 3], [], 1, -1),        # everyone leaves; 1 was the leader
@@ -36,8 +41,9 @@ def test_lists_empty_null_and_leaders_none() -> None:
         (12, t, None, [6], 6, None),          # a null new leader: 6 no longer leads
         (13, t, [7, 8], [8, 7], 7, 7),        # same members, same leader: no drop
         (14, None, [9], [], None, None),      # no time: still a drop (looked up without it)
+        (15, t, [1], [], 1, None),            # 1 again, by both rules at once: one drop
     )
-    assert _got(events) == {1: [10], 2: [10], 3: [10], 4: [11], 6: [12], 9: [14]}
+    assert _got(events) == {1: [10, 15], 2: [10], 3: [10], 4: [11], 6: [12], 9: [14]}
     nine = _drops(events)[9]
     assert not nine.timed[0]
     assert nine.first_near(20, 0) is None  # a drop with no time is never "near"

@@ -111,41 +111,27 @@ class _Drops:
         return int(self.offsets[i]), int(self.micros[i])
 
 
+_BATCH_ROWS = 1_000_000  # events looked at together by `_drops`: bounds a worker's memory
+_PAIRS = pa.schema([("broker", pa.int32()), ("offset", pa.int64()), ("us", pa.int64())])
+
+
 def _drops(events: pa.Table) -> dict[int, _Drops]:
     """broker -> its `_Drops`: a broker is dropped by an event whose `prev_isr` holds it
     and `new_isr` does not, or whose previous leader it was (a real broker id) and the new
     leader is another or none.
 
-    By Arrow's kernels over the lists' elements, not a Python loop per event: a first ingest
-    hands over every event of the cluster (about two million for a day of the simulator's
-    `large` cluster), and the loop took 10-20 s of one Python task."""
-    events = events.combine_chunks()
-
-    def members(column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(row, broker, both as one key) of every element of the column's lists."""
-        lists = events.column(column).chunk(0) if events.num_rows else pa.array(
-            [], pa.list_(pa.int32()))
-        rows = pc.list_parent_indices(lists).to_numpy().astype(np.int64)
-        brokers = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64)
-        return rows, brokers, (rows << 32) | (brokers & 0xFFFFFFFF)
-
-    rows_p, brokers_p, keys_p = members("prev_isr")
-    kept = np.sort(members("new_isr")[2])  # in row order already: a cheap sort
-    at = np.minimum(np.searchsorted(kept, keys_p), max(len(kept) - 1, 0))
-    gone = kept[at] != keys_p if len(kept) else np.ones(len(keys_p), bool)
-    left_isr = pa.table({"row": rows_p[gone], "broker": brokers_p[gone].astype(np.int32)})
-    prev, new = events.column("prev_leader"), events.column("new_leader")
-    moved = pc.and_(pc.greater_equal(prev, 0),
-                    pc.invert(pc.fill_null(pc.equal(prev, new), False)))
-    rows = pc.indices_nonzero(pc.fill_null(moved, False)).cast(pa.int64())
-    left_lead = pa.table({"row": rows, "broker": pc.take(prev, rows).cast(pa.int32())})
-    pairs = pa.concat_tables([left_isr, left_lead])
-    micros = _micros(events, "timestamp")
-    pairs = pa.table({"broker": pairs.column("broker"),
-                      "offset": pc.take(events.column("offset"), pairs.column("row")),
-                      "us": pc.take(micros, pairs.column("row"))})
+    By Arrow's and numpy's kernels over the lists' elements, not a Python loop per event:
+    a first ingest hands over every event of the cluster (two million for a day of the
+    simulator's `large` cluster, thirteen million for its week), which the loop took 10-20 s
+    a day of. A batch of events at a time, so that the arrays of a week's events are not
+    all held at once."""
+    events = events.set_column(events.schema.get_field_index("timestamp"), "timestamp",
+                               _micros(events, "timestamp"))
+    names = ["prev_isr", "new_isr", "prev_leader", "new_leader", "offset", "timestamp"]
+    found = [_batch_drops(b) for b in events.select(names).to_batches(_BATCH_ROWS)]
     # one drop per (offset, time): two events of one offset drop the broker once
-    pairs = pairs.group_by(["broker", "offset", "us"]).aggregate([]).sort_by(
+    pairs = pa.concat_tables([_PAIRS.empty_table(), *found]).group_by(
+        ["broker", "offset", "us"]).aggregate([]).sort_by(
         [("broker", "ascending"), ("offset", "ascending"), ("us", "ascending")])
     brokers = pairs.column("broker").to_numpy()
     offsets = pairs.column("offset").to_numpy()
@@ -155,6 +141,31 @@ def _drops(events: pa.Table) -> dict[int, _Drops]:
     cuts = np.flatnonzero(np.diff(brokers)) + 1
     return {int(brokers[lo]): _Drops(offsets[lo:hi], micros_np[lo:hi], timed[lo:hi])
             for lo, hi in zip([0, *cuts], [*cuts, len(brokers)], strict=True) if hi > lo}
+
+
+def _batch_drops(batch: pa.RecordBatch) -> pa.Table:
+    """(broker, offset, µs) of each broker each event of `batch` drops (`_drops`)."""
+
+    def members(column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, broker, both as one key) of every element of the column's lists."""
+        lists = batch.column(column)
+        rows = pc.list_parent_indices(lists).to_numpy().astype(np.int64)
+        brokers = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+        return rows, brokers, (rows << 32) | (brokers & 0xFFFFFFFF)
+
+    rows_p, brokers_p, keys_p = members("prev_isr")
+    kept = np.sort(members("new_isr")[2])  # in row order already: a cheap sort
+    at = np.minimum(np.searchsorted(kept, keys_p), max(len(kept) - 1, 0))
+    gone = kept[at] != keys_p if len(kept) else np.ones(len(keys_p), bool)
+    prev, new = batch.column("prev_leader"), batch.column("new_leader")
+    moved = pc.and_(pc.greater_equal(prev, 0),
+                    pc.invert(pc.fill_null(pc.equal(prev, new), False)))
+    led = pc.indices_nonzero(pc.fill_null(moved, False)).to_numpy().astype(np.int64)
+    rows = pa.array(np.concatenate([rows_p[gone], led]))
+    brokers = pa.concat_arrays([pa.array(brokers_p[gone].astype(np.int32)),
+                                pc.take(prev, pa.array(led)).cast(pa.int32())])
+    return pa.table([brokers, pc.take(batch.column("offset"), rows),
+                     pc.take(batch.column("timestamp"), rows)], schema=_PAIRS)
 
 
 def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: pa.Table,
