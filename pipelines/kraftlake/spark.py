@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socketserver
 import sys
 import threading
 import time
@@ -42,7 +43,7 @@ from .uris import s3_options
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaGateway
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -238,8 +239,9 @@ def _start_gateway(spark_conf: SparkConf) -> JavaGateway:
             _log = log
 
 
-def quiet_hangup(sc: SparkContext) -> None:
-    """The JVM hanging up on pyspark's accumulator server is an end, not an error.
+def quiet_hangup(server: socketserver.BaseServer | None) -> None:
+    """The JVM hanging up on pyspark's accumulator server (`SparkContext._accumulatorServer`)
+    is an end, not an error.
 
     The server's handler means to stop when the JVM closes its connection (its poll counts
     a hang-up as readable), but it then reads a length that never comes, raises EOFError,
@@ -247,17 +249,16 @@ def quiet_hangup(sc: SparkContext) -> None:
     ends first: at every exit (pyspark's atexit kills the JVM while the handler's thread
     still runs), and so after `kraftlake stream` stopped by Ctrl-C or SIGTERM printed its
     one line. Any other error of the server is still printed."""
-    server = getattr(sc, "_accumulatorServer", None)
     if server is None or getattr(server, "quiet_hangup", False):
         return
     report = server.handle_error
 
     def handle_error(request: object, client_address: object) -> None:
         if not isinstance(sys.exc_info()[1], EOFError):
-            report(request, client_address)
+            report(request, client_address)  # type: ignore[arg-type]
 
-    server.handle_error = handle_error
-    server.quiet_hangup = True
+    server.handle_error = handle_error  # type: ignore[method-assign]
+    server.quiet_hangup = True  # type: ignore[attr-defined]
 
 
 def ingest_spark(cfg: Config, master: str | None, sources: list[str],
@@ -314,7 +315,7 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    quiet_hangup(spark.sparkContext)
+    quiet_hangup(getattr(spark.sparkContext, "_accumulatorServer", None))
     from .sources.datasource import KraftMetadataDataSource
 
     spark.dataSource.register(KraftMetadataDataSource)

@@ -208,10 +208,6 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
         res.skipped = list(ORDER)
         return res
     work = Work(spark, lake.root, app_id, version, local=local)
-    if not local:
-        # Every stage reads the decoded source: decoded once (Python) into a work frame,
-        # each stage then scans only the columns it needs (`Work.frame`)
-        src = work.frame("source", src)
     try:
         _Increment(spark, lake, src, res, prev, say, work, min_isr_default=min_isr_default,
                    snapshot_high=snapshot_high, driver_fold_max=driver_fold_max).run()
@@ -328,6 +324,10 @@ class _Increment:
         """One pass over the source: its offsets, the header of its last batch, and how
         many records of each kind later stages look at."""
         self.say("decode: read and decode the source")
+        if not self.work.local:
+            # Every stage reads the decoded source: decoded once (Python) into a work
+            # frame, each stage then scans only the columns it needs (`Work.frame`)
+            self.src = self.work.frame("source", self.src)
         res, src = self.res, self.src
         is_record = F.col("row_kind") == "record"
         log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
@@ -581,11 +581,12 @@ class _Increment:
                                        F.max("snapshot_end_offset")))
         if lo is None:
             return
-        # only states valid at some check point; literal bounds let Delta skip the files of
-        # older history by their statistics, so the cost does not grow with the history,
-        # and keep only a few of a first ingest's states (those the kernel just wrote)
+        # only states valid at some check point (or ending at one: the state a snapshot
+        # re-anchored, `reconcile`); literal bounds let Delta skip the files of older
+        # history by their statistics, so the cost does not grow with the history, and
+        # keep only a few of a first ingest's states (those the kernel just wrote)
         valid = (F.col("valid_from_offset") <= hi - 1) & (
-            F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") > lo - 1))
+            F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") >= lo - 1))
         if self.seed.pin("partition_timeline") is None:  # the lake's first states
             old = tl.filter(valid)
         else:
