@@ -22,11 +22,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_time import session_usage
+from cpu_time import measure
 
 REPLAY = ("import sys, time; from pathlib import Path; "
           "from kraftlake.reference.replay import replay_dir; t = time.perf_counter(); "
@@ -35,20 +34,10 @@ REPLAY = ("import sys, time; from pathlib import Path; "
 
 def measured(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     """(wall s, CPU s of the process tree, peak PSS GiB) of `cmd`, its output discarded."""
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
-    seen: dict[int, float] = {}
-    peak = 0
-    while proc.poll() is None:
-        cpu, _rss, pss = session_usage(proc.pid)
-        for pid, secs in cpu.items():
-            seen[pid] = max(seen.get(pid, 0.0), secs)
-        peak = max(peak, pss)
-        time.sleep(0.2)
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}")
-    return time.monotonic() - t0, sum(seen.values()), peak / 2**30
+    code, wall, cpu, _procs, _rss, pss = measure(cmd, env=env)
+    if code:
+        raise SystemExit(f"{' '.join(cmd)}: exit {code}")
+    return wall, cpu, pss / 2**30
 
 
 def main() -> None:

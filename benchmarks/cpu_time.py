@@ -75,23 +75,31 @@ def session_usage(sid: int) -> tuple[dict[int, float], int, int]:
     return cpu, rss, pss
 
 
+def measure(cmd: list[str], out=subprocess.DEVNULL,
+            env: dict[str, str] | None = None) -> tuple[int, float, float, int, int, int]:
+    """(exit status, wall s, CPU s of its process tree, processes seen, peak RSS, peak PSS
+    in bytes) of `cmd`, run in a session of its own, its output to `out`."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=out, stderr=subprocess.STDOUT,
+                            env=env)
+    seen: dict[int, float] = {}
+    peak = peak_pss = 0
+    while proc.poll() is None:
+        cpu, rss, pss = session_usage(proc.pid)
+        for pid, secs in cpu.items():
+            seen[pid] = max(seen.get(pid, 0.0), secs)
+        peak, peak_pss = max(peak, rss), max(peak_pss, pss)
+        time.sleep(0.2)
+    return (proc.returncode, time.monotonic() - t0, sum(seen.values()), len(seen), peak,
+            peak_pss)
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         raise SystemExit("usage: cpu_time.py COMMAND [ARG ...]")
     with open(os.environ.get("OUT", os.devnull), "wb") as out:
-        t0 = time.monotonic()
-        proc = subprocess.Popen(sys.argv[1:], start_new_session=True, stdout=out,
-                                stderr=subprocess.STDOUT)
-        seen: dict[int, float] = {}
-        peak = peak_pss = 0
-        while proc.poll() is None:
-            cpu, rss, pss = session_usage(proc.pid)
-            for pid, secs in cpu.items():
-                seen[pid] = max(seen.get(pid, 0.0), secs)
-            peak, peak_pss = max(peak, rss), max(peak_pss, pss)
-            time.sleep(0.2)
-    print(f"exit {proc.returncode}: {time.monotonic() - t0:.1f} s wall, "
-          f"{sum(seen.values()):.1f} s CPU in {len(seen)} processes, "
+        code, wall, cpu, procs, peak, peak_pss = measure(sys.argv[1:], out)
+    print(f"exit {code}: {wall:.1f} s wall, {cpu:.1f} s CPU in {procs} processes, "
           f"peak RSS {peak / 2**30:.2f} GiB, peak PSS {peak_pss / 2**30:.2f} GiB")
 
 
