@@ -587,14 +587,14 @@ class _Increment:
         # keep only a few of a first ingest's states (those the kernel just wrote)
         valid = (F.col("valid_from_offset") <= hi - 1) & (
             F.col("valid_to_offset").isNull() | (F.col("valid_to_offset") >= lo - 1))
+        new = tl.filter(valid)
         if self.seed.pin("partition_timeline") is None:  # the lake's first states
-            old = tl.filter(valid)
+            old = new
         else:
             old = self.seed.read("partition_timeline").filter(valid)
             if res.timeline:  # rows rewritten by this increment replace the old ones
                 key = [*KEY, "valid_from_offset", "seq"]
-                old = old.join(tl.select(*key), key, "left_anti").unionByName(
-                    tl.filter(valid))
+                old = old.join(tl.select(*key), key, "left_anti").unionByName(new)
         m = self.work.frame("snapshot_reconciliation", conform(
             reconcile(snapshot_states(src), points, old), "snapshot_reconciliation"))
         res.mismatches = m.count()
