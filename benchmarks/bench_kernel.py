@@ -12,14 +12,19 @@ per partition key).
     .venv/bin/python benchmarks/bench_kernel.py --against main --variants mapInArrow,driver
         # also the kernel of git revision `main` (its `fold/kernel.py`, with this
         # checkout's rules), in the same rounds on the same changes: before and after
+    .venv/bin/python benchmarks/bench_kernel.py --log /tmp/large24 --variants mapInArrow
+        # a log simulated beforehand (bench_first_ingest.py's 24-hour `large` log), beside
+        # the replay's fold of the same log: issue 47's "kernel alone" figure
 
 A log is simulated and ingested once; its `partition_changes` (with no seed states and no
 open intervals: a first ingest) are then folded by both variants in turn, `--rounds` times,
 each run written to Spark's `noop` sink so that only the fold is timed. The two outputs must
-hold the same rows (compared by a hash of every row), or the script exits 1. Wall and the
-driver process's CPU are printed per run, and the CPU of the processes it started (its JVM,
-Spark's Python workers; read from /proc, Linux only). Prints figures; asserts nothing about
-time.
+hold the same rows (compared by a hash of every row), or the script exits 1. With `--log`,
+the reference replay's fold of that log is timed first: its records decoded beforehand, then
+applied one by one (`reference/replay.py`, one core), the yardstick the kernel is held to.
+Wall and the driver process's CPU are printed per run, and the CPU of the processes it
+started (its JVM, Spark's Python workers; read from /proc, Linux only). Prints figures;
+asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from kraftlake.fold.context import cluster_contexts
 from kraftlake.fold.silver import KEY
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
+from kraftlake.reference.replay import Replay, iter_log_records, plan_log_dir, read_records
 from kraftlake.simulate.run import simulate_cluster
 from kraftlake.spark import get_spark
 
@@ -136,6 +142,9 @@ def main() -> int:
     ap.add_argument("--hours", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--log", type=Path, default=None,
+                    help="a cluster directory holding __cluster_metadata-0, simulated "
+                         "beforehand: ingested instead of a new simulation")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=None,
                     help="fold only the first N changes, for each N (default: all of them)")
@@ -149,15 +158,21 @@ def main() -> int:
     if args.against:
         kernels[f"@{args.against}"] = kernel_at(args.against)
     with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:
-        log = Path(tmp) / "log"
         t0 = time.perf_counter()
-        simulate_cluster(log, args.scenario, args.seed, args.hours)
+        if args.log is None:
+            log = Path(tmp) / "log"
+            simulate_cluster(log, args.scenario, args.seed, args.hours)
+            what = f"simulated and ingested {args.scenario} {args.hours} h seed {args.seed}"
+        else:
+            log, what = args.log, f"ingested {args.log}"
+            seconds, steps = replay_fold(log / "__cluster_metadata-0")
+            print(f"replay's fold (records decoded beforehand, one core): {seconds:.2f} s, "
+                  f"{steps:,} partition steps", flush=True)
         cfg = load_config(lake=str(Path(tmp) / "lake"))
         spark = get_spark(cfg, master=args.master, input_bytes=sum(
             f.stat().st_size for f in log.rglob("*") if f.is_file()))
         ingest(spark, cfg, [log])
-        print(f"simulated and ingested {args.scenario} {args.hours} h seed {args.seed} in "
-              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        print(f"{what} in {time.perf_counter() - t0:.1f} s", flush=True)
         lake = Lake(cfg.lake, spark)
         every = lake.read(spark, "partition_changes")
         seeds = lake.read(spark, "partition_current").filter(F.lit(False))
@@ -174,6 +189,22 @@ def main() -> int:
                 return 1
         spark.stop()
     return 0
+
+
+def replay_fold(log: Path) -> tuple[float, int]:
+    """Seconds the reference replay takes to apply the records of metadata-log directory
+    `log`, decoded before the clock starts (its fold without its decoding), and the
+    partition steps it made."""
+    plan = plan_log_dir(log)
+    start = plan.start_snapshot
+    loaded = list(read_records(start)) if start is not None else []
+    records = list(iter_log_records(plan, start.offset - 1 if start is not None else -1))
+    replay = Replay()
+    t0 = time.perf_counter()
+    steps = len(replay.load_snapshot(loaded, start.offset)) if start is not None else 0
+    for rec in records:
+        steps += len(replay.apply(rec))
+    return time.perf_counter() - t0, steps
 
 
 def _compare(spark: SparkSession, kernels: dict[str, ModuleType], changes: DataFrame,

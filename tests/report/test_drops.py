@@ -1,6 +1,6 @@
-"""Which events drop a broker (`detect.incidents._drops`), on the edge cases of its lists:
-empty and null ISRs, a leader of -1 (none), a null new leader, no events at all. The
-expected drops are read off the rule as the module states it: a broker leaves when the
+"""Which events drop a broker (`detect.incidents.drop_rows`, then `_drops`), on the edge
+cases of its lists: empty and null ISRs, a leader of -1 (none), a null new leader, no events
+at all. The expected drops are read off the rule as the module states it: a broker leaves when the
 previous ISR holds it and the new one does not, or when it was the leader and is no more."""
 
 from __future__ import annotations
@@ -11,19 +11,21 @@ import pyarrow as pa
 import pytest
 
 from kraftlake.detect import incidents
-from kraftlake.detect.incidents import _drops
+from kraftlake.detect.incidents import _drops, drop_rows
 
-SCHEMA = pa.schema([("offset", pa.int64()), ("timestamp", pa.timestamp("us", "UTC")),
+SCHEMA = pa.schema([("cluster_id", pa.string()), ("offset", pa.int64()),
+                    ("timestamp", pa.timestamp("us", "UTC")),
                     ("prev_isr", pa.list_(pa.int32())), ("new_isr", pa.list_(pa.int32())),
                     ("prev_leader", pa.int32()), ("new_leader", pa.int32())])
 
 
 def _events(*rows: tuple) -> pa.Table:
-    return pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in rows], SCHEMA)
+    return pa.Table.from_pylist([dict(zip(SCHEMA.names, ("c", *r), strict=True))
+                                 for r in rows], SCHEMA)
 
 
 def _got(events: pa.Table) -> dict[int, list[int]]:
-    return {b: d.offsets.tolist() for b, d in sorted(_drops(events).items())}
+    return {b: d.offsets.tolist() for b, d in sorted(_drops(drop_rows(events)).items())}
 
 
 def test_no_events_drop_nobody() -> None:
@@ -44,8 +46,8 @@ def test_lists_empty_null_and_leaders_none(batch_rows: int, monkeypatch) -> None
         (15, t, [1], [], 1, None),            # 1 again, by both rules at once: one drop
     )
     assert _got(events) == {1: [10, 15], 2: [10], 3: [10], 4: [11], 6: [12], 9: [14]}
-    nine = _drops(events)[9]
+    nine = _drops(drop_rows(events))[9]
     assert not nine.timed[0]
     assert nine.first_near(20, 0) is None  # a drop with no time is never "near"
-    assert _drops(events)[1].first_near(11, int(t.timestamp() * 1e6)) == (
+    assert _drops(drop_rows(events))[1].first_near(11, int(t.timestamp() * 1e6)) == (
         10, int(t.timestamp() * 1e6))

@@ -24,10 +24,12 @@
    first, but by at most `kraft.timing`'s window, taken from the log's configs in force at
    the outage), else its first trouble: a trouble that began earlier than that before every
    outage of its incident is its own cause. Each cluster's troubles are swept in start
-   order by plain Python (`incidents_of_cluster`), which Spark runs once per cluster id.
-4. The incident's events are the partition events whose offset lies in [start, end]: the
-   same call receives the cluster's events and finds each incident's by bisection over
-   their offsets (incidents do not overlap), not by a join.
+   order by plain Python (`sweep_of_cluster`), which Spark runs once per cluster id.
+4. The incident's events are the partition events whose offset lies in [start, end]. The
+   incidents are few (about a hundred a day of the simulator's busiest cluster) and go to
+   every task as a broadcast value; each task finds the incident of each of its events by
+   bisection over their starts (incidents do not overlap), not by a join, and each
+   incident's events are then counted together (`_counted`).
 
 Incremental: an increment passes the troubles it created or closed, the troubles still open
 in the lake, the incident still open (at most one per cluster: troubles open at the same
@@ -38,14 +40,14 @@ trouble carried over joins it; its id is its start, so the new row replaces the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import groupby
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import Broadcast
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -80,6 +82,18 @@ EVENT_COLUMNS = ["cluster_id", "offset", "event_type", "topic_id", "partition_id
 # increment, which knows what its source could not read)
 _OUT_ARROW = pa.schema([f.with_nullable(True) for f in table_schema("incidents").arrow
                         if f.name not in ("duration_ms", "is_open", "unknown_offsets")])
+# what `_counted` adds to an incident: its events' counts, by the incident's key
+_COUNTS = ("partitions_affected", "event_types", "event_partitions", "events",
+           "unclean_elections", "data_loss_partitions")
+_COUNT_ARROW = pa.schema([_OUT_ARROW.field("cluster_id"), _OUT_ARROW.field("start_offset"),
+                          *(_OUT_ARROW.field(name) for name in _COUNTS)])
+# what `sweep_of_cluster` finds: an incident but its events' counts
+_SWEPT_ARROW = pa.schema([f for f in _OUT_ARROW if f.name not in _COUNTS])
+# an event in an incident (`_tagged`): EVENT_COLUMNS and the incident's start
+_TAGGED_ARROW = pa.schema([("cluster_id", pa.string()), ("offset", pa.int64()),
+                           ("event_type", pa.string()), ("topic_id", pa.string()),
+                           ("partition_id", pa.int32()), ("topic_name", pa.string()),
+                           ("start_offset", pa.int64())])
 _INT_ARRAY = "array<int>"
 
 
@@ -111,26 +125,18 @@ class _Drops:
         return int(self.offsets[i]), int(self.micros[i])
 
 
-_BATCH_ROWS = 1_000_000  # events looked at together by `_drops`: bounds a worker's memory
-_PAIRS = pa.schema([("broker", pa.int32()), ("offset", pa.int64()), ("us", pa.int64())])
+_BATCH_ROWS = 1_000_000  # events looked at together on the driver: bounds its memory
+# a broker dropped by an event: the event's cluster, offset and time (µs, null: unknown)
+DROP_ARROW = pa.schema([("cluster_id", pa.string()), ("broker", pa.int32()),
+                        ("offset", pa.int64()), ("us", pa.int64())])
+DROP_EVENT_COLUMNS = ["cluster_id", "offset", "timestamp", "prev_isr", "new_isr",
+                      "prev_leader", "new_leader"]
 
 
-def _drops(events: pa.Table) -> dict[int, _Drops]:
-    """broker -> its `_Drops`: a broker is dropped by an event whose `prev_isr` holds it
-    and `new_isr` does not, or whose previous leader it was (a real broker id) and the new
-    leader is another or none.
-
-    By Arrow's and numpy's kernels over the lists' elements, not a Python loop per event:
-    a first ingest hands over every event of the cluster (two million for a day of the
-    simulator's `large` cluster, thirteen million for its week), which the loop took 10-20 s
-    a day of. A batch of events at a time, so that the arrays of a week's events are not
-    all held at once."""
-    events = events.set_column(events.schema.get_field_index("timestamp"), "timestamp",
-                               _micros(events, "timestamp"))
-    names = ["prev_isr", "new_isr", "prev_leader", "new_leader", "offset", "timestamp"]
-    found = [_batch_drops(b) for b in events.select(names).to_batches(_BATCH_ROWS)]
-    # one drop per (offset, time): two events of one offset drop the broker once
-    pairs = pa.concat_tables([_PAIRS.empty_table(), *found]).group_by(
+def _drops(drops: pa.Table) -> dict[int, _Drops]:
+    """broker -> its `_Drops`, from one cluster's drop rows (`DROP_ARROW`, `drop_rows`):
+    one drop per (offset, time), as two events of one offset drop the broker once."""
+    pairs = drops.select(["broker", "offset", "us"]).group_by(
         ["broker", "offset", "us"]).aggregate([]).sort_by(
         [("broker", "ascending"), ("offset", "ascending"), ("us", "ascending")])
     brokers = pairs.column("broker").to_numpy()
@@ -143,8 +149,28 @@ def _drops(events: pa.Table) -> dict[int, _Drops]:
             for lo, hi in zip([0, *cuts], [*cuts, len(brokers)], strict=True) if hi > lo}
 
 
+def drop_rows(events: pa.Table) -> pa.Table:
+    """The drops (`DROP_ARROW`) of partition events (`DROP_EVENT_COLUMNS`), a batch of
+    `_BATCH_ROWS` at a time (`_batch_drops`)."""
+    return pa.concat_tables([DROP_ARROW.empty_table(), *(
+        _batch_drops(b) for b in events.select(DROP_EVENT_COLUMNS).to_batches(_BATCH_ROWS))])
+
+
+def _drop_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """What each Spark task runs over its share of the events (`broker_outages`)."""
+    for batch in batches:
+        yield from _batch_drops(batch).to_batches()
+
+
 def _batch_drops(batch: pa.RecordBatch) -> pa.Table:
-    """(broker, offset, µs) of each broker each event of `batch` drops (`_drops`)."""
+    """A broker is dropped by an event whose `prev_isr` holds it and `new_isr` does not, or
+    whose previous leader it was (a real broker id) and the new leader is another or none:
+    (cluster, broker, offset, µs) of each such pair of `batch`.
+
+    By Arrow's and numpy's kernels over the lists' elements, not a Python loop per event:
+    a first ingest hands over every event of the cluster (two million for a day of the
+    simulator's `large` cluster, thirteen million for its week), which the loop took 10-20 s
+    a day of."""
 
     def members(column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row, broker, both as one key) of every element of the column's lists."""
@@ -164,16 +190,19 @@ def _batch_drops(batch: pa.RecordBatch) -> pa.Table:
     rows = pa.array(np.concatenate([rows_p[gone], led]))
     brokers = pa.concat_arrays([pa.array(brokers_p[gone].astype(np.int32)),
                                 pc.take(prev, pa.array(led)).cast(pa.int32())])
-    return pa.table([brokers, pc.take(batch.column("offset"), rows),
-                     pc.take(batch.column("timestamp"), rows)], schema=_PAIRS)
+    return pa.table([pc.take(batch.column("cluster_id"), rows), brokers,
+                     pc.take(batch.column("offset"), rows),
+                     pc.take(batch.column("timestamp"), rows).cast(pa.int64())],
+                    schema=DROP_ARROW)
 
 
 def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: pa.Table,
-                       events: pa.Table) -> pa.Table:
+                       drops: pa.Table) -> pa.Table:
     """The broker outages of one cluster (`_OUTAGE_ARROW`), step 1 of the module docstring.
 
     `brokers`: the cluster's rows of the brokers table from each broker's first record on;
-    `events`: its partition events (those dropping a broker move an outage's start back);
+    `drops`: the brokers its partition events dropped (`DROP_ARROW`: they move an outage's
+    start back);
     `windows`: cluster id -> `kraft.timing.window_history` of its ConfigRecords (none: Kafka's
     defaults). Each broker's records are walked in log order through `kraft.brokers`: an
     outage begins at a record leaving the broker out of service after it had been in it,
@@ -182,7 +211,7 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
     ts_col = brokers.schema.get_field_index("timestamp")  # as µs, like the events' times
     rows = sorted(brokers.set_column(ts_col, "timestamp", _micros(brokers, "timestamp"))
                   .to_pylist(), key=lambda r: (r["broker_id"], r["offset"], r["seq"]))
-    drops = _drops(events)
+    dropped = _drops(drops)
     cid = brokers.column("cluster_id")[0].as_py() if brokers.num_rows else None
     history = (windows.get(cid) if cid is not None else None) or window_history([])
     out: dict[str, list] = {c: [] for c in _OUTAGE_ARROW.names}
@@ -205,7 +234,7 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
                          else "broker_fenced")
                 runs.append([cause, r["offset"], r["timestamp"], None, None])
             served = served or now
-        mine_dropped = drops.get(broker)
+        mine_dropped = dropped.get(broker)
         for cause, start, start_us, end, end_us in runs:
             # the same controller write: a change dropping the broker just before the record
             near = None if mine_dropped is None or start_us is None else \
@@ -235,10 +264,17 @@ def broker_outages(brokers: DataFrame, events: DataFrame,
     `windows`: cluster id -> its `kraft.timing.window_history`, as the kernel's context
     collected it (`fold.context`; a cluster without one: Kafka's defaults); `on_driver`:
     see `_per_cluster`.
+
+    The drops are found where the events are, by Spark's tasks (`_drop_batches`), and only
+    they meet the cluster's broker records in its one Python call: a first ingest's
+    millions of events never gather in one worker.
     """
-    ev = events.select("cluster_id", "offset", "timestamp", "prev_isr", "new_isr",
-                       "prev_leader", "new_leader")
-    return _per_cluster(partial(outages_of_cluster, windows), brokers, ev, _OUTAGE_ARROW,
+    ev = events.select(*DROP_EVENT_COLUMNS)
+    if on_driver:
+        return _per_cluster(lambda b, e: outages_of_cluster(windows, b, drop_rows(e)),
+                            brokers, ev, _OUTAGE_ARROW, on_driver)
+    drops = ev.mapInArrow(_drop_batches, from_arrow_schema(DROP_ARROW))
+    return _per_cluster(partial(outages_of_cluster, windows), brokers, drops, _OUTAGE_ARROW,
                         on_driver)
 
 
@@ -298,19 +334,40 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
     partition_events rows from the earliest start on;
     `open_incident`: the lake's incident with a null end, with `since_offset`.
 
-    Each cluster's troubles and events meet in one Python call (`incidents_of_cluster`),
-    which Spark runs once per cluster id (`on_driver`: see `_per_cluster`).
+    Each cluster's troubles are swept in one Python call (`sweep_of_cluster`), which Spark
+    runs once per cluster id; the incidents it finds are few and come to the driver. Their
+    events are then found where the events are, by Spark's tasks (`_tagged_batches`: each
+    event's incident by bisection over the incidents' starts), and counted once per
+    incident (`_counted`), so that no worker holds a cluster's events at once (a week of a
+    busy cluster: thirteen million). `on_driver` (a small increment's few rows): the same
+    functions over both sides collected in one Spark job.
     """
     t = _troubles(intervals, outages, open_incident, since_offset)
     ev = events.select(*EVENT_COLUMNS)
-    out = _per_cluster(incidents_of_cluster, t, ev, _OUT_ARROW, on_driver)
+    spark = t.sparkSession
+    if on_driver:
+        got = collect_together({"troubles": t, "events": ev})
+        troubles = got["troubles"]
+        swept = pa.concat_tables([_SWEPT_ARROW.empty_table(), *(
+            sweep_of_cluster(troubles.filter(pc.equal(troubles["cluster_id"], c)))
+            for c in pc.unique(troubles["cluster_id"]).to_pylist())])
+        counts = _counted_all(_tagged(_ranges(swept), got["events"]))
+    else:
+        swept = chunked(t.groupBy("cluster_id").applyInArrow(
+            sweep_of_cluster, from_arrow_schema(_SWEPT_ARROW)).toArrow())
+        ranges = spark.sparkContext.broadcast(_ranges(swept))
+        counts = chunked(ev.mapInArrow(partial(_tagged_batches, ranges),
+                                       from_arrow_schema(_TAGGED_ARROW))
+                         .groupBy("cluster_id", "start_offset")
+                         .applyInArrow(_counted, from_arrow_schema(_COUNT_ARROW)).toArrow())
+    out = spark.createDataFrame(_with_counts(swept, counts), from_arrow_schema(_OUT_ARROW))
     return out.withColumns({"duration_ms": duration_ms(F.col("start_ts"), F.col("end_ts")),
                             "is_open": F.col("end_offset").isNull()}).select(*COLUMNS)
 
 
-def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
-    """The incidents of one cluster: `_troubles` rows swept in start order, then each
-    incident's events counted (steps 2-4 of the module docstring).
+def sweep_of_cluster(troubles: pa.Table) -> pa.Table:
+    """The incidents of one cluster (`_SWEPT_ARROW`: all but their events' counts):
+    `_troubles` rows swept in start order (steps 2-3 of the module docstring).
 
     A trouble starting after every earlier one has ended opens a new incident; otherwise it
     joins the open one, whose reach is the latest end seen so far. Of troubles starting at
@@ -343,11 +400,8 @@ def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
             groups[-1].append(i)
             reach = max(reach, until)
 
-    events = events.sort_by("offset")
-    ev_offset = events.column("offset").to_numpy()
-
     cid = troubles.column("cluster_id")[0].as_py() if n else None
-    out: dict[str, list] = {c: [] for c in _OUT_ARROW.names}
+    out: dict[str, list] = {c: [] for c in _SWEPT_ARROW.names}
     for g in groups:
         first = g[0]
         last = max(g, key=lambda i: (_OPEN_END if end[i] is None else end[i],
@@ -371,31 +425,100 @@ def incidents_of_cluster(troubles: pa.Table, events: pa.Table) -> pa.Table:
         out["cause_broker"].append(None if by is None else broker[by])
         out["brokers"].append(sorted({b for i in g for b in brokers[i] or ()}))
         out["incident_id"].append(f"incident-{start[first]}")
-
-        lo = int(np.searchsorted(ev_offset, start[first], "left"))
-        hi = int(np.searchsorted(ev_offset, end[last] if closed else _OPEN_END, "right"))
-        for column, value in _event_counts(events.slice(lo, hi - lo)).items():
-            out[column].append(value)
-
-    return pa.table(out, schema=_OUT_ARROW)
+    return pa.table(out, schema=_SWEPT_ARROW)
 
 
-def _event_counts(events: pa.Table) -> dict[str, Any]:
-    """The incident columns counted from its events: by Arrow's kernels, not a Python
-    object per event (an incident of a first ingest can hold millions of them)."""
+# cluster id -> (its incidents' starts, ascending; their ends, `_OPEN_END` while open)
+_Ranges = dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def _ranges(swept: pa.Table) -> _Ranges:
+    """Each cluster's incidents as sorted arrays, for `_tagged` (incidents never overlap)."""
+    out: _Ranges = {}
+    for cid in pc.unique(swept["cluster_id"]).to_pylist():
+        mine = swept.filter(pc.equal(swept["cluster_id"], cid)).sort_by("start_offset")
+        out[cid] = (mine["start_offset"].to_numpy(),
+                    pc.fill_null(mine["end_offset"], _OPEN_END).to_numpy())
+    return out
+
+
+def _tagged(ranges: _Ranges, events: pa.Table | pa.RecordBatch) -> pa.Table:
+    """The events that lie in an incident, [start, end] (step 4 of the module docstring),
+    with its start (`_TAGGED_ARROW`); the others are left out."""
+    parts = [_TAGGED_ARROW.empty_table()]
+    if isinstance(events, pa.RecordBatch):
+        events = pa.Table.from_batches([events])
+    clusters = events.column("cluster_id")
+    for cid in pc.unique(clusters).to_pylist():
+        if cid not in ranges:
+            continue
+        starts, ends = ranges[cid]
+        mine = events.filter(pc.equal(clusters, cid))
+        offsets = mine.column("offset").to_numpy()
+        at = np.searchsorted(starts, offsets, "right") - 1
+        inside = (at >= 0) & (offsets <= ends[np.maximum(at, 0)])
+        parts.append(mine.filter(pa.array(inside))
+                     .append_column("start_offset", pa.array(starts[at[inside]]))
+                     .select(_TAGGED_ARROW.names).cast(_TAGGED_ARROW))
+    return pa.concat_tables(parts)
+
+
+def _tagged_batches(ranges: Broadcast[_Ranges], batches: Iterator[pa.RecordBatch]
+                    ) -> Iterator[pa.RecordBatch]:
+    """What each Spark task runs over its share of the events (`incidents`)."""
+    for batch in batches:
+        yield from _tagged(ranges.value, batch).to_batches()
+
+
+def _counted_all(tagged: pa.Table) -> pa.Table:
+    """`_counted` of each incident's events, on the driver."""
+    tagged = tagged.sort_by([("cluster_id", "ascending"), ("start_offset", "ascending")])
+    keys = pa.table([tagged["cluster_id"], tagged["start_offset"]], names=["c", "s"])
+    bounds = keys.group_by(["c", "s"], use_threads=False).aggregate([("s", "count")])
+    parts, lo = [_COUNT_ARROW.empty_table()], 0
+    for n in bounds["s_count"].to_pylist():
+        parts.append(_counted(tagged.slice(lo, n)))
+        lo += n
+    return pa.concat_tables(parts)
+
+
+def _counted(events: pa.Table) -> pa.Table:
+    """One incident's row of counts (`_COUNT_ARROW`) from its events (`_TAGGED_ARROW`): by
+    Arrow's kernels, not a Python object per event (an incident of a first ingest can hold
+    millions of them)."""
     part = pc.binary_join_element_wise(
         events.column("topic_id"), pc.cast(events.column("partition_id"), pa.string()), ":")
     per_type = pa.table({"t": events.column("event_type"), "p": part}).group_by("t").aggregate(
         [("p", "count_distinct")]).sort_by("t")
     unclean = events.filter(pc.equal(events.column("event_type"), "unclean_election"))
-    return {
-        "partitions_affected": pc.count_distinct(part).as_py(),
-        "event_types": per_type.column("t").to_pylist(),
-        "event_partitions": per_type.column("p_count_distinct").to_pylist(),
-        "events": events.num_rows,
-        "unclean_elections": unclean.num_rows,
-        "data_loss_partitions": sorted({
+    return pa.table({
+        "cluster_id": [events.column("cluster_id")[0].as_py()],
+        "start_offset": [events.column("start_offset")[0].as_py()],
+        "partitions_affected": [pc.count_distinct(part).as_py()],
+        "event_types": [per_type.column("t").to_pylist()],
+        "event_partitions": [per_type.column("p_count_distinct").to_pylist()],
+        "events": [events.num_rows],
+        "unclean_elections": [unclean.num_rows],
+        "data_loss_partitions": [sorted({
             f"{name or tid}:{pid}" for name, tid, pid in zip(
                 *(unclean.column(c).to_pylist() for c in ("topic_name", "topic_id",
-                                                          "partition_id")), strict=True)}),
-    }
+                                                          "partition_id")), strict=True)})],
+    }, schema=_COUNT_ARROW)
+
+
+def _with_counts(swept: pa.Table, counts: pa.Table) -> pa.Table:
+    """The incidents (`_OUT_ARROW`): each swept row with its events' counts (none: zeros
+    and empty lists)."""
+    got = {(c, s): i for i, (c, s) in enumerate(zip(counts["cluster_id"].to_pylist(),
+                                                    counts["start_offset"].to_pylist(),
+                                                    strict=True))}
+    at = pa.array([got.get(k) for k in zip(swept["cluster_id"].to_pylist(),
+                                           swept["start_offset"].to_pylist(), strict=True)],
+                  pa.int64())
+    none = {"partitions_affected": 0, "event_types": [], "event_partitions": [], "events": 0,
+            "unclean_elections": 0, "data_loss_partitions": []}
+    columns = {name: swept[name] for name in _SWEPT_ARROW.names}
+    for name, empty in none.items():
+        taken = counts[name].take(at)
+        columns[name] = pc.if_else(pc.is_null(at), pa.scalar(empty, taken.type), taken)
+    return pa.table([columns[f.name] for f in _OUT_ARROW], schema=_OUT_ARROW)
