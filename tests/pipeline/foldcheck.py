@@ -58,7 +58,7 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
         out = spark.createDataFrame(kernel.run_on_driver(*inputs), kernel.output_schema())
     else:
         out = kernel.run(*inputs).localCheckpoint()
-    tl = out.filter(F.col("out") == "timeline").select(
+    tl = kernel.part(out, "timeline").select(
         "cluster_id", "topic_id", "partition_id", "valid_from_offset", "valid_to_offset", "seq",
         "record_type", *STATE_KEYS).collect()
     rows, starts = [], {(r.cluster_id, r.topic_id, r.partition_id, r.valid_from_offset)
@@ -71,9 +71,9 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
         if to is not None and (r.cluster_id, r.topic_id, r.partition_id, to) not in starts:
             rows.append({"cluster_id": r.cluster_id, "topic_id": r.topic_id,
                          "partition_id": r.partition_id, "offset": to, "is_delete": True})
-    keys = [tuple(r) for r in out.filter(F.col("out") == "event").select(
+    keys = [tuple(r) for r in kernel.part(out, "event").select(
         "cluster_id", "topic_id", "partition_id", "offset", "event_type").collect()]
-    intervals = {tuple(r[:5]): r[5] for r in out.filter(F.col("out") == "interval").select(
+    intervals = {tuple(r[:5]): r[5] for r in kernel.part(out, "interval").select(
         "cluster_id", "topic_id", "partition_id", "kind", "start_offset", "end_offset")
         .collect()}
     return rows, keys, intervals

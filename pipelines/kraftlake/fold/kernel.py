@@ -75,20 +75,36 @@ SEED, OPEN_INTERVAL, CHANGE = 0, 1, 2  # `_role` of an input row; seeds sort fir
 ORDER = [*KEY, "_role", "offset", "seq"]  # the order `fold_batches` reads its input in
 OUTPUTS = ("timeline", "event", "interval", "gone", "orphan")
 STATE = list(STATE_COLUMNS)
-_TABLES = ("partition_timeline", "partition_events", "partition_intervals")
+_PART = ("cluster_id", "topic_id", "partition_id", "topic_name")  # `Part`, in this order
+# the output kinds with columns of their own: each kind's table
+_TABLES = {"timeline": "partition_timeline", "event": "partition_events",
+           "interval": "partition_intervals"}
 
 
 def output_schema() -> T.StructType:
-    """`out` (one of OUTPUTS) and the union of the three tables' columns: each output row
-    fills the columns of its table (`lake.delta.conform` selects them)."""
+    """`out` (one of OUTPUTS), the partition (`_PART`), and per kind with columns of its own
+    a struct of its table's other columns, null in the other kinds' rows (`part` reads one
+    kind's rows back as its table's columns).
+
+    A struct per kind, not the union of the three tables' columns side by side: the frame
+    the kernel's rows are written to is parquet, and parquet writes every column of every
+    row. A union row of one kind held some thirty null columns of the others, a dozen of
+    them lists, and writing those nulls was a fifth of the kernel's JVM time (JFR, 24-hour
+    `large` log); a null struct is one null."""
     fields = [T.StructField("out", T.StringType())]
-    seen = {"out"}
-    for name in _TABLES:
-        for f in table_schema(name).spark.fields:
-            if f.name not in seen:
-                seen.add(f.name)
-                fields.append(T.StructField(f.name, f.dataType))
+    part_fields = {f.name: f for f in table_schema("partition_events").spark.fields}
+    fields += [T.StructField(name, part_fields[name].dataType) for name in _PART]
+    for kind, table in _TABLES.items():
+        fields.append(T.StructField(kind, T.StructType([
+            T.StructField(f.name, f.dataType) for f in table_schema(table).spark.fields
+            if f.name not in _PART])))
     return T.StructType(fields)
+
+
+def part(out: DataFrame, kind: str) -> DataFrame:
+    """The kernel's rows of one kind (OUTPUTS), as the partition and its table's columns."""
+    rows = out.filter(F.col("out") == kind)
+    return rows.select(*_PART, f"{kind}.*") if kind in _TABLES else rows.select(*_PART)
 
 
 # ---------------------------------------------------------------- Arrow in
@@ -179,7 +195,6 @@ def _key_bounds(rows: _Input) -> list[int]:
 
 # the state columns of a partition that has none (before its creation, after its deletion)
 _NO_STATE: Any = SimpleNamespace(**dict.fromkeys(STATE))
-_PART = ("cluster_id", "topic_id", "partition_id", "topic_name")  # `Part`, in this order
 Part = tuple[str, str, int, str | None]
 
 
@@ -204,25 +219,34 @@ class _Rows:
         return len(self.parts)
 
     def batch(self, schema: pa.Schema) -> pa.RecordBatch:
-        """The gathered rows as a batch of `schema`; the lists start again empty."""
+        """The gathered rows as a batch of `schema` (`output_schema`): `out`, the partition,
+        the struct of this kind (the others null); the lists start again empty."""
         n = len(self)
         arrays = []
         for f in schema:
             if f.name == "out":
-                values: list[Any] = [self.out] * n
-            elif f.name in self.derived:
-                src, get = self.derived[f.name]
-                values = list(map(get, self.lists[src]))
-            elif f.name in self.lists:
-                values = self.lists[f.name]
+                arrays.append(pa.array([self.out] * n, f.type))
+            elif f.name == self.out:
+                fields = [f.type.field(i) for i in range(f.type.num_fields)]
+                arrays.append(pa.StructArray.from_arrays(
+                    [self._array(c, n) for c in fields], fields=fields))
             else:
-                arrays.append(pa.nulls(n, f.type))
-                continue
-            arrays.append(pa.array(values, pa.int64()).cast(f.type)
-                          if pa.types.is_timestamp(f.type) else pa.array(values, f.type))
+                arrays.append(self._array(f, n))
         for values in self.lists.values():
             values.clear()
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def _array(self, f: pa.Field, n: int) -> pa.Array:
+        """Column `f` of the n gathered rows (null when this kind has none)."""
+        if f.name in self.derived:
+            src, get = self.derived[f.name]
+            values = list(map(get, self.lists[src]))
+        elif f.name in self.lists:
+            values = self.lists[f.name]
+        else:
+            return pa.nulls(n, f.type)
+        return pa.array(values, pa.int64()).cast(f.type) if pa.types.is_timestamp(f.type) \
+            else pa.array(values, f.type)
 
 
 def _state_columns(src: str, prefix: str, names: Iterable[str]) -> dict[
@@ -259,7 +283,7 @@ class _Output:
         self.interval = _Rows("interval", ["kind", "start_offset", "start_seq", "start_ts",
                                            "end_offset", "end_ts", "is_open", "duration_ms"])
         self.gone = _Rows("gone", [])
-        self.orphan = _Rows("orphan", ["offset", "seq", "record_type"])
+        self.orphan = _Rows("orphan", [])
         self.kinds = (self.timeline, self.event, self.interval, self.gone, self.orphan)
 
     def __len__(self) -> int:  # asked after every partition: kept cheap
@@ -318,12 +342,6 @@ class _Output:
         c["is_open"].append(end is None)
         c["duration_ms"].append(_ms(start[2], end and end[1]))
 
-    def add_orphan(self, part: Part, r: _Input, i: int) -> None:
-        c = self.orphan.lists
-        c["part"].append(part)
-        c["offset"].append(r.offset[i])
-        c["seq"].append(r.seq[i])
-        c["record_type"].append(r.record_type[i])
 
 
 # ---------------------------------------------------------------- one partition
@@ -417,7 +435,7 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             state, since, last_delete, uncertain = None, None, True, None
             continue
         if kind in (CHANGED, ELR_CLEARED) and state is None:
-            out.add_orphan(part, r, i)
+            out.orphan.parts.append(part)
             continue
         if kind == ELR_CLEARED:
             assert state is not None  # an orphan went above

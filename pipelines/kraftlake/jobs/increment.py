@@ -266,7 +266,7 @@ class _Kernel:
     windows: dict[str, list[tuple[int, int, int]]]  # attribution windows (fold.context)
 
     def part(self, kind: str) -> DataFrame:
-        return self.out.filter(F.col("out") == kind)
+        return kernel.part(self.out, kind)
 
 
 class _Increment:
@@ -477,13 +477,14 @@ class _Increment:
         if on_driver:
             table = kernel.run_on_driver(spark, changes, seeds, opened, contexts, anchors)
             out = spark.createDataFrame(table, kernel.output_schema())
-            counts = dict(Counter(zip(table.column("out").to_pylist(),
-                                      table.column("event_type").to_pylist(), strict=True)))
+            types = pc.struct_field(table.column("event"), "event_type").to_pylist()
+            counts = dict(Counter((o, t if o == "event" else None) for o, t in zip(
+                table.column("out").to_pylist(), types, strict=True)))
         else:
             out = self.work.frame("kernel", kernel.run(spark, changes, seeds, opened,
                                                        contexts, anchors))
-            counts = {(r["out"], r["event_type"]): r["count"]
-                      for r in out.groupBy("out", "event_type").count().collect()}
+            counts = {(r["out"], r["event_type"]): r["count"] for r in out.groupBy(
+                "out", F.col("event.event_type").alias("event_type")).count().collect()}
         res.timeline = counts.get(("timeline", None), 0)
         res.orphans = counts.get(("orphan", None), 0)
         res.event_counts = {e: n for (o, e), n in counts.items() if o == "event"}
