@@ -53,6 +53,7 @@ from kraftlake.fold.context import cluster_contexts
 from kraftlake.fold.silver import KEY
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
+from kraftlake.lake.schema import table_schema
 from kraftlake.reference.replay import Replay, iter_log_records, plan_log_dir, read_records
 from kraftlake.simulate.run import simulate_cluster
 from kraftlake.spark import get_spark
@@ -130,10 +131,23 @@ def by_apply(spark: SparkSession, changes: DataFrame, seeds: DataFrame, opened: 
         fold_group, schema)
 
 
-def digest(df: DataFrame) -> tuple[int, int]:
-    """(rows, sum of a hash of every row): equal for two frames holding the same rows."""
-    row = df.select(F.count(F.lit(1)), F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)"))).first()
-    return row[0], row[1]
+def digest(out: DataFrame) -> tuple[tuple[int, int], ...]:
+    """(rows, sum of a hash of every row) of each kind of a kernel's output, read as its
+    table's columns: equal for two kernels that emit the same rows, whichever layout their
+    output has (a struct per kind, or before 73f5626 the tables' columns side by side)."""
+    out_digests = []
+    for kind in kernel.OUTPUTS:
+        table = {"timeline": "partition_timeline", "event": "partition_events",
+                 "interval": "partition_intervals"}.get(kind)
+        names = table_schema(table).spark.fieldNames() if table else [
+            "cluster_id", "topic_id", "partition_id", "topic_name"]
+        rows = out.filter(F.col("out") == kind)
+        if kind in out.columns:  # a struct of the kind's columns
+            rows = rows.select("*", f"{kind}.*")
+        row = rows.select(F.count(F.lit(1)), F.sum(F.xxhash64(*names).cast("decimal(38,0)"))
+                          ).first()
+        out_digests.append((row[0], row[1]))
+    return tuple(out_digests)
 
 
 def main() -> int:
@@ -228,8 +242,8 @@ def _compare(spark: SparkSession, kernels: dict[str, ModuleType], changes: DataF
     if "applyInArrow" in which:
         variants["applyInArrow"] = partial(by_apply, spark, changes, seeds, opened, contexts)
     digests = {name: digest(make()) for name, make in variants.items()}
-    for name, (rows, _h) in digests.items():
-        print(f"{name}: {rows:,} output rows")
+    for name, kinds in digests.items():
+        print(f"{name}: {sum(rows for rows, _h in kinds):,} output rows")
     if len(set(digests.values())) != 1:
         print("the variants' outputs differ", file=sys.stderr)
         return False
