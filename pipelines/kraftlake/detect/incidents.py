@@ -90,10 +90,9 @@ _COUNT_ARROW = pa.schema([_OUT_ARROW.field("cluster_id"), _OUT_ARROW.field("star
 # what `sweep_of_cluster` finds: an incident but its events' counts
 _SWEPT_ARROW = pa.schema([f for f in _OUT_ARROW if f.name not in _COUNTS])
 # an event in an incident (`_tagged`): EVENT_COLUMNS and the incident's start
-_TAGGED_ARROW = pa.schema([("cluster_id", pa.string()), ("offset", pa.int64()),
-                           ("event_type", pa.string()), ("topic_id", pa.string()),
-                           ("partition_id", pa.int32()), ("topic_name", pa.string()),
-                           ("start_offset", pa.int64())])
+_TAGGED_ARROW = pa.schema([
+    *(table_schema("partition_events").arrow.field(c).with_nullable(True) for c in EVENT_COLUMNS),
+    pa.field("start_offset", pa.int64())])
 _INT_ARRAY = "array<int>"
 
 
