@@ -77,9 +77,9 @@ _OUTAGE_ARROW = pa.schema([("cluster_id", pa.string()), ("broker_id", pa.int32()
                            ("end_ts", pa.timestamp("us", tz="UTC")), ("window_ms", pa.int64())])
 EVENT_COLUMNS = ["cluster_id", "offset", "event_type", "topic_id", "partition_id",
                  "topic_name"]
-# what `incidents_of_cluster` returns: the table's columns but those derived after it
-# (`duration_ms` from the two timestamps, `is_open` from the end, `unknown_offsets` by the
-# increment, which knows what its source could not read)
+# an incident as its sweep and its counts make it (`_with_counts`): the table's columns but
+# those derived after it (`duration_ms` from the two timestamps, `is_open` from the end,
+# `unknown_offsets` by the increment, which knows what its source could not read)
 _OUT_ARROW = pa.schema([f.with_nullable(True) for f in table_schema("incidents").arrow
                         if f.name not in ("duration_ms", "is_open", "unknown_offsets")])
 # what `_counted` adds to an incident: its events' counts, by the incident's key
