@@ -343,7 +343,6 @@ class _Output:
         c["duration_ms"].append(_ms(start[2], end and end[1]))
 
 
-
 # ---------------------------------------------------------------- one partition
 
 
