@@ -354,11 +354,14 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
     else:
         swept = chunked(t.groupBy("cluster_id").applyInArrow(
             sweep_of_cluster, from_arrow_schema(_SWEPT_ARROW)).toArrow())
-        ranges = spark.sparkContext.broadcast(_ranges(swept))
-        counts = chunked(ev.mapInArrow(partial(_tagged_batches, ranges),
-                                       from_arrow_schema(_TAGGED_ARROW))
-                         .groupBy("cluster_id", "start_offset")
-                         .applyInArrow(_counted, from_arrow_schema(_COUNT_ARROW)).toArrow())
+        counts = _COUNT_ARROW.empty_table()
+        if swept.num_rows:  # no incident: no event to look at
+            ranges = spark.sparkContext.broadcast(_ranges(swept))
+            counts = chunked(ev.mapInArrow(partial(_tagged_batches, ranges),
+                                           from_arrow_schema(_TAGGED_ARROW))
+                             .groupBy("cluster_id", "start_offset")
+                             .applyInArrow(_counted, from_arrow_schema(_COUNT_ARROW))
+                             .toArrow())
     out = spark.createDataFrame(_with_counts(swept, counts), from_arrow_schema(_OUT_ARROW))
     return out.withColumns({"duration_ms": duration_ms(F.col("start_ts"), F.col("end_ts")),
                             "is_open": F.col("end_offset").isNull()}).select(*COLUMNS)
