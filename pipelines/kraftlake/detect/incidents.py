@@ -362,7 +362,8 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
                              .groupBy("cluster_id", "start_offset")
                              .applyInArrow(_counted, from_arrow_schema(_COUNT_ARROW))
                              .toArrow())
-    out = spark.createDataFrame(_with_counts(swept, counts), from_arrow_schema(_OUT_ARROW))
+    out = spark.createDataFrame(chunked(_with_counts(swept, counts)),
+                                from_arrow_schema(_OUT_ARROW))
     return out.withColumns({"duration_ms": duration_ms(F.col("start_ts"), F.col("end_ts")),
                             "is_open": F.col("end_offset").isNull()}).select(*COLUMNS)
 
