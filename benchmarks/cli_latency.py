@@ -12,7 +12,7 @@ pipelines | tar -x -C DIR`), run through PYTHONPATH in the same virtual environm
 cold command then runs with it and with this checkout, one after the other, so both carry
 the same load. Before the cold commands it makes sure the JVM's class-data archive exists
 (`kraftlake.jvm.cds`), timing the run that writes it. Each command runs in a session of its
-own and is sampled every 0.2 s (`cpu_time.session_usage`): wall seconds, CPU seconds and
+own and is sampled every 0.2 s (`cpu_time.measure`): wall seconds, CPU seconds and
 peak RSS of the process tree. On a shared machine the figures carry its load (printed at
 the start and the end).
 """
@@ -30,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import cpu_time
 from cpu_time import session_usage
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,23 +47,13 @@ def run(*args: str, code: Path | None = None) -> tuple[float, float, float, str]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code),
                                                           env.get("PYTHONPATH")]))
     with tempfile.TemporaryFile() as out:
-        t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "kraftlake", *args], env=env,
-                                start_new_session=True, stdout=out,
-                                stderr=subprocess.DEVNULL)
-        peak, cpu = 0, {}
-        while proc.poll() is None:
-            seen, rss, _pss = session_usage(proc.pid)
-            peak = max(peak, rss)
-            for pid, secs in seen.items():
-                cpu[pid] = max(cpu.get(pid, 0.0), secs)
-            time.sleep(0.2)
-        wall = time.monotonic() - t0
+        status, wall, cpu, _procs, peak, _pss = cpu_time.measure(
+            [sys.executable, "-m", "kraftlake", *args], out, env, err=subprocess.DEVNULL)
         out.seek(0)
         text = out.read().decode()
-    if proc.returncode != 0:
-        raise SystemExit(f"kraftlake {' '.join(args)}: exit status {proc.returncode}")
-    return wall, sum(cpu.values()), peak / 2**30, text
+    if status != 0:
+        raise SystemExit(f"kraftlake {' '.join(args)}: exit status {status}")
+    return wall, cpu, peak / 2**30, text
 
 
 def row(what: str, secs: float | None = None, rss: float | None = None, note: str = "",

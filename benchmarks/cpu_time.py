@@ -75,13 +75,13 @@ def session_usage(sid: int) -> tuple[dict[int, float], int, int]:
     return cpu, rss, pss
 
 
-def measure(cmd: list[str], out=subprocess.DEVNULL,
-            env: dict[str, str] | None = None) -> tuple[int, float, float, int, int, int]:
+def measure(cmd: list[str], out=subprocess.DEVNULL, env: dict[str, str] | None = None,
+            err=subprocess.STDOUT) -> tuple[int, float, float, int, int, int]:
     """(exit status, wall s, CPU s of its process tree, processes seen, peak RSS, peak PSS
-    in bytes) of `cmd`, run in a session of its own, its output to `out`."""
+    in bytes) of `cmd`, run in a session of its own, its output to `out` (its errors too,
+    unless `err` says where else)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=out, stderr=subprocess.STDOUT,
-                            env=env)
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=out, stderr=err, env=env)
     seen: dict[int, float] = {}
     peak = peak_pss = 0
     while proc.poll() is None:
