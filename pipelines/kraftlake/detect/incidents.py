@@ -346,10 +346,8 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
     spark = t.sparkSession
     if on_driver:
         got = collect_together({"troubles": t, "events": ev})
-        troubles = got["troubles"]
         swept = pa.concat_tables([_SWEPT_ARROW.empty_table(), *(
-            sweep_of_cluster(troubles.filter(pc.equal(troubles["cluster_id"], c)))
-            for c in pc.unique(troubles["cluster_id"]).to_pylist())])
+            sweep_of_cluster(mine) for _cid, mine in _clusters(got["troubles"]))])
         counts = _counted_all(_tagged(_ranges(swept), got["events"]))
     else:
         swept = chunked(t.groupBy("cluster_id").applyInArrow(
@@ -426,6 +424,13 @@ def sweep_of_cluster(troubles: pa.Table) -> pa.Table:
     return pa.table(out, schema=_SWEPT_ARROW)
 
 
+def _clusters(rows: pa.Table) -> Iterator[tuple[str, pa.Table]]:
+    """(cluster id, its rows) of each cluster `rows` hold."""
+    ids = rows.column("cluster_id")
+    for cid in pc.unique(ids).to_pylist():
+        yield cid, rows.filter(pc.equal(ids, cid))
+
+
 # cluster id -> (its incidents' starts, ascending; their ends, `_OPEN_END` while open)
 _Ranges = dict[str, tuple[np.ndarray, np.ndarray]]
 
@@ -433,25 +438,21 @@ _Ranges = dict[str, tuple[np.ndarray, np.ndarray]]
 def _ranges(swept: pa.Table) -> _Ranges:
     """Each cluster's incidents as sorted arrays, for `_tagged` (incidents never overlap)."""
     out: _Ranges = {}
-    for cid in pc.unique(swept["cluster_id"]).to_pylist():
-        mine = swept.filter(pc.equal(swept["cluster_id"], cid)).sort_by("start_offset")
+    for cid, mine in _clusters(swept):
+        mine = mine.sort_by("start_offset")
         out[cid] = (mine["start_offset"].to_numpy(),
                     pc.fill_null(mine["end_offset"], _OPEN_END).to_numpy())
     return out
 
 
-def _tagged(ranges: _Ranges, events: pa.Table | pa.RecordBatch) -> pa.Table:
+def _tagged(ranges: _Ranges, events: pa.Table) -> pa.Table:
     """The events that lie in an incident, [start, end] (step 4 of the module docstring),
     with its start (`_TAGGED_ARROW`); the others are left out."""
     parts = [_TAGGED_ARROW.empty_table()]
-    if isinstance(events, pa.RecordBatch):
-        events = pa.Table.from_batches([events])
-    clusters = events.column("cluster_id")
-    for cid in pc.unique(clusters).to_pylist():
+    for cid, mine in _clusters(events):
         if cid not in ranges:
             continue
         starts, ends = ranges[cid]
-        mine = events.filter(pc.equal(clusters, cid))
         offsets = mine.column("offset").to_numpy()
         at = np.searchsorted(starts, offsets, "right") - 1
         inside = (at >= 0) & (offsets <= ends[np.maximum(at, 0)])
@@ -465,7 +466,7 @@ def _tagged_batches(ranges: Broadcast[_Ranges], batches: Iterator[pa.RecordBatch
                     ) -> Iterator[pa.RecordBatch]:
     """What each Spark task runs over its share of the events (`incidents`)."""
     for batch in batches:
-        yield from _tagged(ranges.value, batch).to_batches()
+        yield from _tagged(ranges.value, pa.Table.from_batches([batch])).to_batches()
 
 
 def _counted_all(tagged: pa.Table) -> pa.Table:
