@@ -137,10 +137,8 @@ def digest(out: DataFrame) -> tuple[tuple[int, int], ...]:
     output has (a struct per kind, or before 73f5626 the tables' columns side by side)."""
     out_digests = []
     for kind in kernel.OUTPUTS:
-        table = {"timeline": "partition_timeline", "event": "partition_events",
-                 "interval": "partition_intervals"}.get(kind)
-        names = table_schema(table).spark.fieldNames() if table else [
-            "cluster_id", "topic_id", "partition_id", "topic_name"]
+        table = kernel.TABLES.get(kind)
+        names = table_schema(table).spark.fieldNames() if table else list(kernel.PARTITION)
         rows = out.filter(F.col("out") == kind)
         if kind in out.columns:  # a struct of the kind's columns
             rows = rows.select("*", f"{kind}.*")

@@ -75,14 +75,14 @@ SEED, OPEN_INTERVAL, CHANGE = 0, 1, 2  # `_role` of an input row; seeds sort fir
 ORDER = [*KEY, "_role", "offset", "seq"]  # the order `fold_batches` reads its input in
 OUTPUTS = ("timeline", "event", "interval", "gone", "orphan")
 STATE = list(STATE_COLUMNS)
-_PART = ("cluster_id", "topic_id", "partition_id", "topic_name")  # `Part`, in this order
+PARTITION = ("cluster_id", "topic_id", "partition_id", "topic_name")  # `Part`, in this order
 # the output kinds with columns of their own: each kind's table
-_TABLES = {"timeline": "partition_timeline", "event": "partition_events",
+TABLES = {"timeline": "partition_timeline", "event": "partition_events",
            "interval": "partition_intervals"}
 
 
 def output_schema() -> T.StructType:
-    """`out` (one of OUTPUTS), the partition (`_PART`), and per kind with columns of its own
+    """`out` (one of OUTPUTS), the partition (`PARTITION`), and per kind with columns of its own
     a struct of its table's other columns, null in the other kinds' rows (`part` reads one
     kind's rows back as its table's columns).
 
@@ -93,18 +93,18 @@ def output_schema() -> T.StructType:
     `large` log); a null struct is one null."""
     fields = [T.StructField("out", T.StringType())]
     part_fields = {f.name: f for f in table_schema("partition_events").spark.fields}
-    fields += [T.StructField(name, part_fields[name].dataType) for name in _PART]
-    for kind, table in _TABLES.items():
+    fields += [T.StructField(name, part_fields[name].dataType) for name in PARTITION]
+    for kind, table in TABLES.items():
         fields.append(T.StructField(kind, T.StructType([
             T.StructField(f.name, f.dataType) for f in table_schema(table).spark.fields
-            if f.name not in _PART])))
+            if f.name not in PARTITION])))
     return T.StructType(fields)
 
 
 def part(out: DataFrame, kind: str) -> DataFrame:
     """The kernel's rows of one kind (OUTPUTS), as the partition and its table's columns."""
     rows = out.filter(F.col("out") == kind)
-    return rows.select(*_PART, f"{kind}.*") if kind in _TABLES else rows.select(*_PART)
+    return rows.select(*PARTITION, f"{kind}.*") if kind in TABLES else rows.select(*PARTITION)
 
 
 # ---------------------------------------------------------------- Arrow in
@@ -209,7 +209,7 @@ class _Rows:
                  derived: dict[str, tuple[str, Callable[[Any], Any]]] | None = None) -> None:
         self.out = out
         self.derived: dict[str, tuple[str, Callable[[Any], Any]]] = {
-            name: ("part", itemgetter(i)) for i, name in enumerate(_PART)}
+            name: ("part", itemgetter(i)) for i, name in enumerate(PARTITION)}
         self.derived.update(derived or {})
         self.lists: dict[str, list[Any]] = {
             name: [] for name in ("part", *values, *(src for src, _ in self.derived.values()))}
