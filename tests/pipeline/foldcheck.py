@@ -30,13 +30,13 @@ def spark_fold_rows(spark: SparkSession, src: DataFrame) -> list[dict[str, Any]]
 
 
 def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: int = 1,
-                          on_driver: bool = False
+                          on_driver: bool = False, rows: int = 0
                           ) -> tuple[list[dict[str, Any]], list[tuple], dict[tuple, Any]]:
     """(fold rows as `spark_fold_rows`, event keys (cluster_id, topic_id, partition_id,
     offset, event_type), intervals (cluster_id, topic_id, partition_id, kind, start_offset)
     -> end_offset) of source rows, through the same silver functions and kernel the
-    increment job runs: Spark's tasks (`kernel.run`), or with `on_driver` the driver
-    (`kernel.run_on_driver`, a small increment's path).
+    increment job runs: Spark's tasks (`kernel.run`, as many as it gives `rows` changes), or
+    with `on_driver` the driver (`kernel.run_on_driver`, a small increment's path).
 
     The kernel writes no delete rows: a state that ends with no state after it at that
     offset ended by a deletion, which is how the rows of a deletion are rebuilt here. The
@@ -57,7 +57,7 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
     if on_driver:
         out = spark.createDataFrame(kernel.run_on_driver(*inputs), kernel.output_schema())
     else:
-        out = kernel.run(*inputs).localCheckpoint()
+        out = kernel.run(*inputs, rows=rows).localCheckpoint()
     tl = kernel.part(out, "timeline").select(
         "cluster_id", "topic_id", "partition_id", "valid_from_offset", "valid_to_offset", "seq",
         "record_type", *STATE_KEYS).collect()

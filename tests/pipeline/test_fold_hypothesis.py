@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftlake.codec.records import Record
+from kraftlake.fold import kernel
 from kraftlake.kraft.configs import MIN_ISR, RESOURCE_BROKER, RESOURCE_TOPIC, UNCLEAN
 from kraftlake.kraft.records import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION
 from kraftlake.kraft.versions import MV_FEATURE
@@ -186,6 +187,18 @@ def _expected(cid: str, log: dict[str, Any], rows: list[dict[str, Any]]
 
 # the kernel's two paths: Spark's tasks (a large increment) and the driver (a small one)
 PATHS = pytest.mark.parametrize("on_driver", [False, True], ids=["tasks", "driver"])
+# changes said to be in an increment, to the tasks' path: two waves of tasks on local[2], so
+# the partitions of one cluster are folded by different tasks (`kernel.tasks`)
+TWO_WAVES = 3 * kernel.ROWS_PER_TASK
+
+
+def test_the_kernel_runs_whole_waves_of_tasks_sized_to_its_input(spark):
+    cores = spark.sparkContext.defaultParallelism
+    least = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    assert kernel.tasks(spark, 0) == least
+    assert kernel.tasks(spark, 5 * cores * kernel.ROWS_PER_TASK) == 5 * cores
+    assert kernel.tasks(spark, 5 * cores * kernel.ROWS_PER_TASK + 1) == 6 * cores
+    assert kernel.tasks(spark, TWO_WAVES) == 2 * cores == 4  # the tests' local[2]
 
 
 @PATHS
@@ -257,7 +270,8 @@ def _assert_kernel_equals_reference(spark, logs: list[dict[str, Any]], on_driver
     got_intervals: dict[tuple, int | None] = {}
     for default, cids in sorted(by_default.items()):
         part = src.filter(src.cluster_id.isin(cids))
-        fold_rows, keys, ivs = spark_fold_and_events(spark, part, default, on_driver)
+        fold_rows, keys, ivs = spark_fold_and_events(spark, part, default, on_driver,
+                                                     rows=TWO_WAVES)
         for r in fold_rows:
             got_states.setdefault(r.pop("cluster_id"), []).append(r)
         got_events |= set(keys)

@@ -73,6 +73,7 @@ from .silver import KEY
 
 SEED, OPEN_INTERVAL, CHANGE = 0, 1, 2  # `_role` of an input row; seeds sort first
 ORDER = [*KEY, "_role", "offset", "seq"]  # the order `fold_batches` reads its input in
+ROWS_PER_TASK = 250_000  # input rows of one task at most, where the cores allow (`tasks`)
 OUTPUTS = ("timeline", "event", "interval", "gone", "orphan")
 STATE = list(STATE_COLUMNS)
 PARTITION = ("cluster_id", "topic_id", "partition_id", "topic_name")  # `Part`, in this order
@@ -616,15 +617,26 @@ def run_on_driver(spark: SparkSession, changes: DataFrame, seeds: DataFrame,
     return pa.Table.from_batches(batches, schema) if batches else schema.empty_table()
 
 
+def tasks(spark: SparkSession, rows: int) -> int:
+    """How many tasks fold about `rows` input rows: whole waves over the cores Spark has,
+    enough of them that no task gets more than ROWS_PER_TASK, and never fewer than
+    `spark.sql.shuffle.partitions`. That setting alone, a fixed count, left the cores of a
+    large cluster idle and gave each task of a week's log over a million changes."""
+    cores = max(1, spark.sparkContext.defaultParallelism)
+    waves = -(-rows // (cores * ROWS_PER_TASK))
+    least = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)  # unset: Spark's
+    return max(least, cores * waves)
+
+
 def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
-        contexts: dict[str, ClusterContext], anchors: DataFrame | None = None) -> DataFrame:
+        contexts: dict[str, ClusterContext], anchors: DataFrame | None = None,
+        rows: int = 0) -> DataFrame:
     """The kernel's output rows (`output_schema`) for `changes` (partition_changes rows),
     `seeds` (partition_current rows of the partitions they touch) and `open_intervals`
     (partition_intervals rows with no end, of the same partitions); `contexts`: per cluster id
-    (`fold.context.cluster_contexts`)."""
+    (`fold.context.cluster_contexts`); `rows`: about how many changes there are (`tasks`)."""
     every = input_rows(changes, seeds, open_intervals, anchors)
-    n = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)  # unset: Spark's default
-    ordered = every.repartition(n, *KEY).sortWithinPartitions(*ORDER)
+    ordered = every.repartition(tasks(spark, rows), *KEY).sortWithinPartitions(*ORDER)
     bc = spark.sparkContext.broadcast(contexts)
     return ordered.mapInArrow(partial(_fold_batches, bc, _arrow_output_schema(spark)),
                               output_schema())

@@ -71,7 +71,7 @@ ORDER = ["partition_events", *WAVE, "partition_current", "topics", "ingest_progr
 ALWAYS_COMMITTED = ("partition_current", "ingest_progress")
 GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
 
-# Threads committing the tables of one wave (`_commit_concurrently`). A commit is mostly the
+# Threads committing the tables of one wave (`commit_concurrently`). A commit is mostly the
 # driver's work (planning, writing the Delta log entry, bringing the snapshot up to date),
 # during which the executors idle; with several tables in flight one table's commit overlaps
 # another's tasks. 1: one table after another.
@@ -482,7 +482,8 @@ class _Increment:
                 table.column("out").to_pylist(), types, strict=True)))
         else:
             out = self.work.frame("kernel", kernel.run(spark, changes, seeds, opened,
-                                                       contexts, anchors))
+                                                       contexts, anchors,
+                                                       rows=x.relevant + s.read_back))
             counts = {(r["out"], r["event_type"]): r["count"] for r in out.groupBy(
                 "out", F.col("event.event_type").alias("event_type")).count().collect()}
         res.timeline = counts.get(("timeline", None), 0)
@@ -505,7 +506,7 @@ class _Increment:
 
     def wave(self, x: _Extent, s: _Silver, k: _Kernel) -> None:
         """Every other table computed from the pinned seed and this increment's frames:
-        none reads another's commit, so they commit together (`_commit_concurrently`),
+        none reads another's commit, so they commit together (`commit_concurrently`),
         the slowest first."""
         self.say("commit: records, quarantine, brokers, configs, partition changes, "
                  "timeline, reconciliation, intervals, incidents")
@@ -689,15 +690,33 @@ class _Increment:
     # ------------------------------------------------------------------ commits
 
     def commit_concurrently(self, tasks: dict[str, Callable[[], object]]) -> None:
-        """`_commit_concurrently` of a wave's tasks, each naming its Spark jobs after the
-        table it computes and commits."""
+        """Run the commits of one wave (table -> task) on `COMMIT_THREADS` threads, each with
+        a session of its own for merges (`Lake.own_session`) and naming its Spark jobs after
+        its table. The first failure stops the wave: commits not started are dropped, those
+        under way finish, and the failure is raised, so a failed wave leaves some of its
+        tables committed and others not, which a re-run completes (each table's transaction
+        id says whether it holds this increment)."""
         def named(name: str, task: Callable[[], object]) -> Callable[[], object]:
             def run() -> object:
                 self.say.describe(f"commit {name}")
                 return task()
             return run
 
-        _commit_concurrently(self.lake, [named(n, t) for n, t in tasks.items()])
+        runs = [named(n, t) for n, t in tasks.items()]
+        if COMMIT_THREADS <= 1:
+            for run in runs:
+                run()
+            return
+        self.lake.spark  # noqa: B018  (resolved here: a new thread has no active session)
+        with ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix="kraftlake-commit",
+                                initializer=self.lake.own_session) as pool:
+            futures = [pool.submit(run) for run in runs]
+            wait(futures, return_when=FIRST_EXCEPTION)
+            for f in futures:
+                f.cancel()  # those not started yet, after a failure
+            for f in futures:
+                if not f.cancelled():
+                    f.result()  # the first failure, once the commits under way are done
 
     def write(self, name: str, data: pa.Table | DataFrame, how: str = "append",
               count: int | None = None, after: Rows | None = None, **kw) -> int:
@@ -796,28 +815,6 @@ def _aggregate(frame: DataFrame) -> Row:
     row = frame.first()
     assert row is not None
     return row
-
-
-def _commit_concurrently(lake: Lake, tasks: list[Callable[[], object]]) -> None:
-    """Run the commits of one wave on `COMMIT_THREADS` threads, each with a session of its
-    own for merges (`Lake.own_session`). The first failure stops the wave: commits not
-    started are dropped, those under way finish, and the failure is raised, so a failed wave
-    leaves some of its tables committed and others not, which a re-run completes (each
-    table's transaction id says whether it holds this increment)."""
-    if COMMIT_THREADS <= 1:
-        for task in tasks:
-            task()
-        return
-    lake.spark  # noqa: B018  (resolved here: a new thread has no active session)
-    with ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix="kraftlake-commit",
-                            initializer=lake.own_session) as pool:
-        futures = [pool.submit(task) for task in tasks]
-        wait(futures, return_when=FIRST_EXCEPTION)
-        for f in futures:
-            f.cancel()  # those not started yet, after a failure
-        for f in futures:
-            if not f.cancelled():
-                f.result()  # the first failure, once the commits under way are done
 
 
 def _is_empty(data: pa.Table | DataFrame, count: int | None) -> bool:
