@@ -98,10 +98,11 @@ def _jars(conf: dict[str, str], uris: list[str]) -> str | None:
 # decoded source and the work frames are on disk), so the heap holds Spark's and Delta's
 # own state and the sort and shuffle buffers of two tasks. A 4 GiB heap for a log of a few
 # kilobytes made a small ingest's JVM grow to 2-3 GiB resident (examples/real-3-broker:
-# process tree peak 4.3 GiB at 4g, 2.9 GiB at 1g); a 6-hour `large` log (~200 MB)
-# ingests in 4g.
+# process tree peak 4.3 GiB at 4g, 2.9 GiB at 1g). A week's `large` log (2.1 GB, 12 M
+# records) ingests in 3g as fast as in 4g (765 against 779 s), and the process tree then
+# peaks at 5.9 GiB against 7.3 (docs/benchmarks.md).
 DRIVER_MEMORY_STEPS = ((64 << 20, "1g"), (512 << 20, "2g"))  # (input below, heap)
-DRIVER_MEMORY_MAX = "4g"
+DRIVER_MEMORY_MAX = "3g"
 # An ingest reading less than this is a short job (`SHORT_JOB_JVM_OPTIONS`): it ends within
 # a minute or two. A new-process ingest of examples/real-3-broker took 37-40 CPU s and a
 # peak process-tree PSS of 1.38-1.41 GiB with them, 63-71 CPU s and 1.62-1.75 GiB without
