@@ -287,7 +287,6 @@ class _Increment:
         self.seed = Seed(spark, lake, res.cluster_id)
         # a transaction open at the end of the cluster's previous increment
         self.pending_from: int | None = prev.get("pending_txn_from") if prev else None
-        self.problems = 0  # source rows that are no decodable record (`extent`, `_problems`)
 
     def run(self) -> None:
         x = self.extent()
@@ -334,7 +333,7 @@ class _Increment:
         log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
         (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant,
          n_checks, n_resets, n_reaching, n_topics, n_markers,
-         n_lossy, self.problems) = _aggregate(src.agg(
+         n_lossy) = _aggregate(src.agg(
             F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
             F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
             F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
@@ -343,7 +342,7 @@ class _Increment:
             F.count(F.when(is_record & F.col("record_type").isin(*REACHING_KNOWN), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TOPIC_TYPES), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TRANSACTION_MARKERS), 1)),
-            F.count(F.when(_lossy(), 1)), F.count(F.when(_is_problem(), 1))))
+            F.count(F.when(_lossy(), 1))))
         if self.snapshot_high is None:
             self.snapshot_high = snap_hi
         res.start_offset = lo
@@ -363,10 +362,7 @@ class _Increment:
         res = self.res
 
         def quarantine() -> None:
-            # without problem rows, no scan of the whole source for them (a week's log: 34
-            # CPU s for none)
-            rows = _problems(self.src).unionByName(invalid) if self.problems else invalid
-            res.quarantined = self.write("quarantine", rows)
+            res.quarantined = self.write("quarantine", _problems(self.src).unionByName(invalid))
 
         return {"records": lambda: self.write("records", records, count=res.records),
                 "quarantine": quarantine}
@@ -763,7 +759,7 @@ class _Increment:
 def _problems(src: DataFrame) -> DataFrame:
     """The source's rows that are no decodable record (a damaged batch, an undecodable
     record), as `quarantine` rows, each once."""
-    problems = src.filter(_is_problem()).select(
+    problems = src.filter((F.col("row_kind") != "record") | F.col("error").isNotNull()).select(
         "cluster_id", F.coalesce("source_file", F.lit("")).alias("source_file"),
         F.when(F.col("row_kind") == "record", F.lit(-1)).otherwise(
             F.coalesce("byte_position", F.lit(-1))).alias("byte_position"),
@@ -774,11 +770,6 @@ def _problems(src: DataFrame) -> DataFrame:
         "state_unknown")
     return problems.dropDuplicates(["cluster_id", "source_file", "byte_position", "kind",
                                     "offset"])
-
-
-def _is_problem() -> Column:
-    """A source row that is no decodable record: a damaged batch, an undecodable record."""
-    return (F.col("row_kind") != "record") | F.col("error").isNotNull()
 
 
 def _lossy() -> Column:
