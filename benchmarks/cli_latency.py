@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 import cpu_time
-from cpu_time import session_usage
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_ROW = ("SELECT topic_name, partition_id, leader FROM partition_current "
@@ -145,7 +144,7 @@ def measure(lake: str | None, tmp: Path, before: Path | None) -> None:
             raise SystemExit("serve did not start")
         url = found.group(0)
         row("serve: start until it listens", time.monotonic() - t0,
-            session_usage(server.pid)[1] / 2**30)
+            cpu_time.session_usage(server.pid)[1] / 2**30)
         for i in (1, 2, 3):
             wall, cpu, rss, _ = run("sql", "--remote", url, ONE_ROW)
             row(f"sql --remote, one row (#{i})", wall, rss,
@@ -157,7 +156,8 @@ def measure(lake: str | None, tmp: Path, before: Path | None) -> None:
         row("timeline --remote", wall, rss, cpu=cpu)
         wall, cpu, rss, _ = run("report", "--remote", url, "--out", str(tmp / "remote.html"))
         row("report --remote", wall, rss, cpu=cpu)
-        row("serve: resident after the queries", None, session_usage(server.pid)[1] / 2**30)
+        row("serve: resident after the queries", None,
+            cpu_time.session_usage(server.pid)[1] / 2**30)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(120)
