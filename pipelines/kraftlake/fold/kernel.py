@@ -81,7 +81,7 @@ STATE = list(STATE_COLUMNS)
 PARTITION = ("cluster_id", "topic_id", "partition_id", "topic_name")  # `Part`, in this order
 # the output kinds with columns of their own: each kind's table
 TABLES = {"timeline": "partition_timeline", "event": "partition_events",
-           "interval": "partition_intervals"}
+          "interval": "partition_intervals"}
 
 
 def output_schema() -> T.StructType:

@@ -448,7 +448,8 @@ class _Increment:
         res, seed, spark = self.res, self.seed, self.spark
         cid, changes = res.cluster_id, s.changes
         assert changes is not None  # made by `silver` whenever gold is to be written
-        on_driver = 0 < x.relevant + s.read_back <= self.driver_fold_max
+        rows = x.relevant + s.read_back  # records silver is made of: about the kernel's input
+        on_driver = 0 < rows <= self.driver_fold_max
         cur_df = seed.slice("partition_current")
         open_iv = seed.slice("partition_intervals")
         names = s.topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset")
@@ -482,8 +483,7 @@ class _Increment:
                 table.column("out").to_pylist(), types, strict=True)))
         else:
             out = self.work.frame("kernel", kernel.run(spark, changes, seeds, opened,
-                                                       contexts, anchors,
-                                                       rows=x.relevant + s.read_back))
+                                                       contexts, anchors, rows=rows))
             counts = {(r["out"], r["event_type"]): r["count"] for r in out.groupBy(
                 "out", F.col("event.event_type").alias("event_type")).count().collect()}
         res.timeline = counts.get(("timeline", None), 0)
