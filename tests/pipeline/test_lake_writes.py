@@ -88,7 +88,7 @@ def test_a_replacement_swaps_one_clusters_slice_and_adds_the_closed_rows_in_one_
         "cluster_id=a/is_current=true", "cluster_id=a/is_current=false"}
     assert lake.commit_of("partition_timeline", "app", 1)[0] == 1
     metrics = lake.commit_of("partition_timeline", "app", 1)[1]
-    assert metrics["numCopiedRows"] == 0 and metrics["numOutputRows"] == 2
+    assert metrics["numOutputRows"] == 2
     assert not lake.replace("partition_timeline", new, {"cluster_id": "a", "is_current": True},
                             "app", 1, read_version=0)
     assert lake.version("partition_timeline") == 1
@@ -227,7 +227,7 @@ def test_an_append_racing_a_commit_of_the_same_increment_is_written_once(
     retry then finds the increment committed. The rows are in the table once."""
     from delta.exceptions import ConcurrentTransactionException
 
-    from kraftlake.lake.append import append_files
+    from kraftlake.lake.append import commit_files
     from kraftlake.lake.delta import conform
 
     lake = Lake(tmp_path, spark)
@@ -238,7 +238,7 @@ def test_an_append_racing_a_commit_of_the_same_increment_is_written_once(
     assert lake.append("partition_current", row, "app", 2)  # the winner
     frame = conform(spark.createDataFrame(row), "partition_current")
     with pytest.raises(ConcurrentTransactionException):
-        append_files(frame, lake.path("partition_current"), stale, "app", 2, "{}")
+        commit_files(spark, lake.path("partition_current"), frame, stale, "app", 2, "{}")
     assert not lake.append("partition_current", row, "app", 2)
     assert lake.read_arrow("partition_current").num_rows == 2
 
@@ -251,3 +251,83 @@ def test_a_table_with_other_columns_is_refused(spark, tmp_path) -> None:
         str(tmp_path / "brokers"))
     with pytest.raises(LakeLayoutError, match=r"has the columns .* run `kraftlake upgrade"):
         Lake(tmp_path).append("brokers", spark.createDataFrame([], schema), "app", 1)
+
+
+def _log_actions(lake: Lake, name: str, version: int, kind: str) -> list[dict]:
+    """The `kind` actions (add, remove) of one commit of table `name`, from its log file."""
+    log = lake.path(name).removeprefix("file:") + f"/_delta_log/{version:020d}.json"
+    with open(log) as fh:
+        return [a[kind] for a in map(json.loads, fh) if kind in a]
+
+
+def test_replacements_remove_the_files_the_last_one_added_and_a_marker_keeps_them(
+        spark, tmp_path) -> None:
+    """A process replacing a slice again removes exactly the files its previous replacement
+    added there (held, not looked up), whatever another cluster committed in between; a
+    marker commit (no rows) removes nothing and leaves the next replacement the same files."""
+    lake = Lake(tmp_path, spark)
+    where = {"cluster_id": "a", "is_current": True}
+    lake.append("partition_timeline", _timeline(spark, [_timeline_row("a", 1, True),
+                                                        _timeline_row("b", 1, True)]))
+    assert lake.replace("partition_timeline", _timeline(spark, [_timeline_row("a", 2, True)]),
+                        where, "app", 1, read_version=0)
+    added = {a["path"] for a in _log_actions(lake, "partition_timeline", 1, "add")}
+    lake.append("partition_timeline", _timeline(spark, [_timeline_row("b", 3, False)]), "b", 1)
+    assert lake.replace("partition_timeline", None, where, "app", 2, read_version=2)
+    assert _log_actions(lake, "partition_timeline", 3, "remove") == []
+    assert lake.replace("partition_timeline", _timeline(spark, [_timeline_row("a", 4, True)]),
+                        where, "app", 3, read_version=3)
+    assert {r["path"] for r in _log_actions(lake, "partition_timeline", 4, "remove")} == added
+    got = sorted((r["cluster_id"], r["valid_from_offset"]) for r in
+                 table_dicts(lake.path("partition_timeline")))
+    assert got == [("a", 4), ("b", 1), ("b", 3)]
+
+
+def test_a_compaction_of_the_slice_after_the_held_files_fails_the_commit_and_it_is_made_again(
+        spark, tmp_path) -> None:
+    """An OPTIMIZE of the slice (`maintain`, a stream's compaction) rewrites the files this
+    process holds as the slice's: the next replacement must not remove the old files and
+    leave the compacted copy of their rows. Delta's conflict check refuses the commit
+    started on the held files' snapshot, and the attempt made again on the latest snapshot
+    removes the compacted file: the slice holds the new rows alone."""
+    from delta.tables import DeltaTable
+
+    lake = Lake(tmp_path, spark)
+    where = {"cluster_id": "a", "is_current": True}
+    lake.append("partition_timeline", _timeline(spark, [_timeline_row("a", 1, True)]))
+    for v, offset in ((1, 2), (2, 3)):  # two files in a's current partition, held
+        assert lake.replace("partition_timeline", _timeline(spark, [
+            _timeline_row("a", offset, True), _timeline_row("a", offset + 100, True)]),
+            where, "app", v, read_version=v - 1)
+    DeltaTable.forPath(spark, lake.path("partition_timeline")).optimize().where(
+        "cluster_id = 'a' AND is_current = true").executeCompaction()
+    assert lake.version("partition_timeline") == 3
+    assert lake.replace("partition_timeline", _timeline(spark, [_timeline_row("a", 9, True)]),
+                        where, "app", 3, read_version=3)
+    got = sorted(r["valid_from_offset"] for r in table_dicts(lake.path("partition_timeline")))
+    assert got == [9]
+
+
+def test_a_transactions_files_carry_the_statistics_deltas_writer_writes(
+        spark, tmp_path) -> None:
+    """The same rows written by Delta's own writer (an overwrite with `replaceWhere`) and by
+    kraftlake's transaction (`Lake.replace`) carry the same statistics: readers skip files
+    by them, so a file of either must be skipped alike."""
+    rows = [_timeline_row("a", 1, True), {**_timeline_row("a", 0, False), "valid_to_offset": 1}]
+    stats = {}
+    for how in ("writer", "kraftlake"):
+        lake = Lake(tmp_path / how, spark)
+        lake.append("partition_timeline", _timeline(spark, [_timeline_row("a", 0, True)]))
+        where = {"cluster_id": "a", "is_current": True}
+        if how == "kraftlake":
+            assert lake.replace("partition_timeline", _timeline(spark, rows), where, "app", 1,
+                                read_version=0)
+        else:
+            spark.conf.set("spark.databricks.delta.replaceWhere.constraintCheck.enabled",
+                           "false")
+            (_timeline(spark, rows).write.format("delta").mode("overwrite")
+             .option("replaceWhere", "cluster_id = 'a' AND is_current = true")
+             .save(lake.path("partition_timeline")))
+        stats[how] = sorted((json.dumps(a["partitionValues"], sort_keys=True), a["stats"])
+                            for a in _log_actions(lake, "partition_timeline", 1, "add"))
+    assert len(stats["writer"]) == 2 and stats["kraftlake"] == stats["writer"]

@@ -652,7 +652,8 @@ class _Increment:
         new = conform(k.part("timeline").filter("is_current"), "partition_current")
         old = self.seed.slice("partition_current")
         if not res.timeline:  # no state changed (a partition deleted has a timeline row too)
-            self.write("partition_current", new, metadata=_gold_counts(res), after=old)
+            self.write("partition_current", None, "replace", slice_={"cluster_id": res.cluster_id},
+                       metadata=_gold_counts(res), after=old)
             return
         rows = _replacement(old, new, KEY, k.part("gone").select(*KEY))
         self.write("partition_current", rows, "replace", slice_={"cluster_id": res.cluster_id},
@@ -718,7 +719,7 @@ class _Increment:
                 if not f.cancelled():
                     f.result()  # the first failure, once the commits under way are done
 
-    def write(self, name: str, data: pa.Table | DataFrame, how: str = "append",
+    def write(self, name: str, data: pa.Table | DataFrame | None, how: str = "append",
               count: int | None = None, after: Rows | None = None, **kw) -> int:
         """Commit `data` to `name` once per (app id, version); the rows written (0: skipped).
 

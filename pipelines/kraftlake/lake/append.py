@@ -1,51 +1,159 @@
-"""An idempotent append as one Delta transaction opened by kraftlake, not by the writer.
+"""Every commit of an increment into an existing table: one Delta transaction opened by
+kraftlake, not by the DataFrame writer.
 
-Delta's DataFrame writer makes an append idempotent with the options `txnAppId` /
-`txnVersion`: before writing it asks the table's snapshot which version the app id
-committed last, and that question reconstructs the snapshot's whole state (Delta:
-"Compute snapshot for version", three Spark jobs and 1-2 s on a table of an increment's
-lake, every time: each commit makes a new snapshot). kraftlake has already asked, from the
-version's checksum file, which costs milliseconds (`delta._done`), so an increment paid
-that state once per appended table for an answer it held.
+Delta's writer answers two questions before it writes, and both reconstruct the state of
+the table's snapshot (Delta: "Compute snapshot for version", about three Spark jobs and
+1-2 s on a table of an increment's lake, every time, since each commit makes a new
+snapshot): whether the app id committed this version already (`txnAppId` / `txnVersion`),
+and, for an overwrite with `replaceWhere`, which files hold the rows it replaces.
+kraftlake knows both answers already: the transaction ids come from the version's checksum
+file (`delta._done`, milliseconds), and the files of a slice it replaces are those its own
+last commit of that slice added (`SliceFiles`, held by the job).
 
-Here the append goes through the same Delta transaction API the writer uses
+So the commit goes through the transaction API the writer itself uses
 (`OptimisticTransaction.writeFiles` and `commit`, as Delta's own streaming sink does), with
-the same actions: the data files, a `SetTransaction` of the app id and version, and a
-`WRITE` commit carrying the user metadata, so the table's history, its checksum and every
-reader see exactly what the writer would have written. The app id is registered as read
-by the transaction (`readTxn`, what the writer's question does besides answering it), so a
-concurrent commit of the same app id still fails Delta's conflict check
-(`ConcurrentTransactionException`), which `delta._retrying` answers by asking again.
+the writer's actions: the data files (statistics computed by the same code), the removal
+of the slice's files, a `SetTransaction` of the app id and version, and a `WRITE` commit
+with the user metadata and the replaced predicate, so the table's history, checksum and
+every reader see what the writer would have written.
 
-Only for a table that exists: a first write creates the table (partitioning, properties)
-through the writer, which has no state to reconstruct then.
+What the transaction read is registered as the writer would register it, so Delta's
+conflict check still decides whether the commit may land:
+* the app id (`readTxn`): a concurrent commit of the same app id (a re-run) fails with
+  `ConcurrentTransactionException`;
+* for a replacement, the slice's files and its partition predicate: a commit after the
+  transaction's snapshot that removed one of those files (an OPTIMIZE of the slice by
+  `maintain` or a stream's compaction, a second job of the cluster) or added a file to the
+  slice fails with `ConcurrentDeleteReadException` / `ConcurrentAppendException`. The held
+  file list is never trusted on its own: the transaction starts on the snapshot of the very
+  commit that list came from, so every commit since is checked against it. Without a held
+  list (a new process, a conflict a moment ago) the files are found by Delta on the latest
+  snapshot (`filterFiles`), which reconstructs its state once.
+
+Only for a table that exists and whose protocol kraftlake knows (`known_protocol`): a
+first write creates the table (partitioning, properties) through the writer, and a table
+another engine upgraded (deletion vectors, column mapping ...) is written by the writer,
+which honours its features.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import dataclass
+from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from .jvmclass import java_class
 
+# A slice of a table: partition column -> value (one cluster's rows, or its open ones)
+Slice = dict[str, str | bool]
 
-def append_files(frame: DataFrame, path: str, snapshot, app_id: str, version: int,
-                 user_metadata: str) -> None:
-    """Append `frame` (rows conformed to the table) to the Delta table at `path`, whose
-    snapshot `snapshot` was read to decide that (app_id, version) has not committed."""
-    spark = frame.sparkSession
+
+@dataclass(frozen=True)
+class SliceFiles:
+    """The data files of one slice of a table as of one commit (`version`), and that
+    version's snapshot (JVM): a replacement continuing from them starts its transaction
+    there, so that Delta checks every commit since against them."""
+
+    table_id: str
+    version: int
+    snapshot: Any  # org.apache.spark.sql.delta.Snapshot at `version`
+    files: tuple[Any, ...]  # its AddFile actions of the slice
+
+
+def known_protocol(snapshot) -> bool:
+    """The table's protocol is the one kraftlake's tables are created with (reader 1,
+    writer 2: no table feature a transaction of its own would have to honour)."""
+    p = snapshot.protocol()
+    return int(p.minReaderVersion()) == 1 and int(p.minWriterVersion()) <= 2
+
+
+def sql_eq(col: str, value: str) -> str:
+    """`col = 'value'` as a SQL predicate, the value quoted (ids come from the input)."""
+    return "{} = '{}'".format(col, value.replace("'", "''"))
+
+
+def predicate(slice_: Slice) -> str:
+    """The slice as a SQL predicate on its partition columns."""
+    return " AND ".join(sql_eq(c, v) if isinstance(v, str) else f"{c} = {str(v).lower()}"
+                        for c, v in slice_.items())
+
+
+def commit_files(spark: SparkSession, path: str, frame: DataFrame | None, snapshot,
+                 app_id: str, version: int, user_metadata: str, *,
+                 slice_: Slice | None = None, held: SliceFiles | None = None,
+                 empty: DataFrame | None = None) -> SliceFiles | None:
+    """Commit `frame` (rows conformed to the table; None: no rows) to the Delta table at
+    `path` as (app_id, version), whose latest snapshot `snapshot` was read to decide that
+    this has not committed yet.
+
+    Without `slice_` an append. With it a replacement of that slice: its files are removed
+    in the same commit, those of `held` when given (the transaction then starts on
+    `held.snapshot`), else those Delta finds on `snapshot`. Rows of `frame` outside the
+    slice are added by the same commit. Returns the slice's files after the commit (None:
+    an append, or a commit another one overtook before its snapshot was read). `empty`: a
+    frame of the table's columns, for a replacement without rows (its predicate is resolved
+    against them)."""
     some, none = java_class(spark, "scala.Some"), java_class(spark, "scala.Option").empty()
     log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(
         spark._jsparkSession, path)
-    txn = log.startTransaction(none, some(snapshot))
+    txn = log.startTransaction(none, some(held.snapshot if held else snapshot))
     txn.readTxn().addOne(app_id)  # as the writer's own check would (see the module doc)
-    files = txn.writeFiles(frame._jdf)
-    txn_action = java_class(spark, "org.apache.spark.sql.delta.actions.SetTransaction")(
-        app_id, version, some(int(time.time() * 1000)))
+    where = None if slice_ is None else predicate(slice_)
+    read: tuple[Any, ...] = ()
+    seq = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq
+    if where is not None:
+        columns = frame if frame is not None else empty
+        assert columns is not None, "a replacement without rows needs the table's columns"
+        expr = _resolved(spark, columns, where)
+        if held is not None:
+            read = held.files
+            txn.trackFilesRead(seq(list(read)))
+            txn.trackReadPredicates(seq([expr]), True, True)  # columns -> partition values
+        else:
+            found = txn.filterFiles(seq([expr]), False)
+            read = tuple(found.apply(i) for i in range(found.size()))
+    now = int(time.time() * 1000)
+    actions = [] if frame is None else _seq_items(txn.writeFiles(frame._jdf))
+    added = list(actions)
+    if frame is not None:  # a replacement without rows keeps the slice (a marker commit)
+        actions += [f.removeWithTimestamp(now, True) for f in read]
+    actions.append(java_class(spark, "org.apache.spark.sql.delta.actions.SetTransaction")(
+        app_id, version, some(now)))
+    save_mode = java_class(spark, "org.apache.spark.sql.SaveMode")
+    replacing = where is not None and frame is not None
     # DeltaOperations.Write(mode, partitionBy, predicate, userMetadata, and five options
-    # the writer leaves unset for an append)
+    # the writer leaves unset for these writes)
     operation = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Write")(
-        java_class(spark, "org.apache.spark.sql.SaveMode").Append, none, none,
-        some(user_metadata), none, none, none, none, none)
-    txn.commit(files.appended(txn_action), operation)
+        save_mode.Overwrite if replacing else save_mode.Append, none,
+        some(where) if replacing else none, some(user_metadata), none, none, none, none, none)
+    committed = int(txn.commit(seq(actions), operation))
+    if slice_ is None:
+        return None
+    after = log.unsafeVolatileSnapshot()
+    if int(after.version()) != committed:  # another commit came first: no file list held
+        return None
+    files = tuple(f for f in added if _in_slice(f, slice_)) if frame is not None else read
+    return SliceFiles(str(after.metadata().id()), committed, after, files)
+
+
+def _resolved(spark: SparkSession, frame: DataFrame, where: str):
+    """`where` as a resolved Catalyst expression over the table's columns (`frame`'s): Delta
+    rewrites a read predicate's columns into the partition values of the files it checks,
+    which it can only do for resolved columns."""
+    filtered = frame.sparkSession.createDataFrame([], frame.schema).filter(where)
+    return filtered._jdf.queryExecution().analyzed().condition()
+
+
+def _seq_items(seq) -> list[Any]:
+    """The elements of a Scala sequence (a few files: one call each)."""
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def _in_slice(add, slice_: Slice) -> bool:
+    """The AddFile's partition values are the slice's."""
+    values = json.loads(add.json())["add"].get("partitionValues") or {}
+    return all(values.get(c) == (v if isinstance(v, str) else str(v).lower())
+               for c, v in slice_.items())

@@ -39,7 +39,7 @@ from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from ..uris import join, to_uri
-from .append import append_files
+from .append import Slice, SliceFiles, commit_files, known_protocol, predicate
 from .conflicts import SliceMovedError
 from .cut import Cut, cut_query, take_cut
 from .hadoopfs import HadoopFS
@@ -93,13 +93,15 @@ COMMIT_CONFLICTS = tuple(getattr(delta.exceptions, n) for n in (
     "ConcurrentTransactionException"))
 
 
+# (table path, slice predicate) -> the slice's files after this process's last replacement
+# of it (`Lake.replace`): what the next replacement removes, checked by Delta's conflict
+# detection against every commit since (`lake.append`)
+_SLICES: dict[tuple[str, str], SliceFiles] = {}
+_SLICES_LOCK = threading.Lock()
+
+
 class LakeLayoutError(ValueError):
     """A table on disk does not have the layout this version of kraftlake writes."""
-
-
-def sql_eq(col: str, value: str) -> str:
-    """`col = 'value'` as a SQL predicate, the value quoted (ids come from the input)."""
-    return "{} = '{}'".format(col, value.replace("'", "''"))
 
 
 def conform(df: DataFrame, name: str) -> DataFrame:
@@ -332,8 +334,8 @@ class Lake:
         frame = self._frame(name, data)
         if _version(snap) is not None:
             self._check_layout(name, snap)
-            if app_id is not None and version is not None:
-                append_files(frame, self.path(name), snap, app_id, version,
+            if app_id is not None and version is not None and known_protocol(snap):
+                commit_files(self.spark, self.path(name), frame, snap, app_id, version,
                              self._meta(app_id, version, metadata))
                 return True
         w = frame.write.format("delta").mode("append")
@@ -347,27 +349,34 @@ class Lake:
         w.save(self.path(name))
         return True
 
-    def replace(self, name: str, data: DataFrame, slice_: dict[str, str | bool], app_id: str,
+    def replace(self, name: str, data: DataFrame | None, slice_: Slice, app_id: str,
                 version: int, *, read_version: int | None,
                 metadata: dict[str, str] | None = None) -> bool:
         """Commit `data` as the new content of the table's slice `slice_` (partition column
         -> value: one cluster's rows, or its open ones), once per (app_id, version); returns
-        False if already committed.
+        False if already committed. `data` None keeps the slice as it is: a commit of the
+        transaction id alone (a marker), which still reads the slice's files.
 
         One Delta commit removes every file of the slice (whole partitions: no file is read
-        or rewritten) and adds `data`. Rows of `data` outside the slice (the states an
-        increment closes, which belong to the history partition) are added by the same
-        commit, so a table holds all of an increment or none of it. This is what an
-        increment does instead of a MERGE: it knows every row of the slice after it, and a
-        MERGE read its target twice to find the few rows it changed.
+        or rewritten) and adds `data` (`lake.append.commit_files`). Rows of `data` outside
+        the slice (the states an increment closes, which belong to the history partition)
+        are added by the same commit, so a table holds all of an increment or none of it.
+        This is what an increment does instead of a MERGE: it knows every row of the slice
+        after it, and a MERGE read its target twice to find the few rows it changed. The
+        files removed are those this process's last commit of the slice left
+        (`SliceFiles`), checked by Delta's conflict detection against every commit since;
+        without them (a new process, a conflict) Delta finds them on the latest snapshot.
 
         `read_version`: the table's version when the slice's old rows were read (None: there
         was no table). A commit since then that changed the slice's rows (a second job of
         the same cluster) would be undone by the replacement: `SliceMovedError` instead.
         Commits into other slices (another cluster's job) and compactions (`dataChange`
-        false) do not matter. Between this check and the commit, Delta's own conflict
-        detection guards the slice: the overwrite reads it.
+        false, same rows) do not change the rows; a compaction that replaced the slice's
+        files fails the commit's conflict check, and the attempt is made again on the
+        latest snapshot (`_retrying`).
         """
+        key = (self.path(name), predicate(slice_))
+
         def attempt() -> bool:
             snap = self._snapshot(name)
             if _done(snap, app_id, version):
@@ -375,19 +384,44 @@ class Lake:
             now = _version(snap)
             if now != read_version:
                 self._check_slice_unmoved(name, slice_, read_version, now)
-            if now is None or _size(snap)[0] == 0:
-                return self._append(name, snap, data, app_id, version, metadata)
+            if now is None or (_size(snap)[0] == 0 and data is not None):
+                return self._append(name, snap, data if data is not None else
+                                    table_schema(name).arrow.empty_table(),
+                                    app_id, version, metadata)
             self._check_layout(name, snap)
-            frame = self._frame(name, data)
-            frame.sparkSession.conf.set(_REPLACE_CHECK_CONF, "false")
-            where = " AND ".join(sql_eq(c, v) if isinstance(v, str) else
-                                 f"{c} = {str(v).lower()}" for c, v in slice_.items())
-            (frame.write.format("delta").mode("overwrite").option("replaceWhere", where)
-             .option("txnAppId", app_id).option("txnVersion", str(version))
-             .option("userMetadata", self._meta(app_id, version, metadata))
-             .save(self.path(name)))
+            frame = None if data is None else self._frame(name, data)
+            if not known_protocol(snap):
+                self._overwrite(name, frame, slice_, app_id, version, metadata)
+                return True
+            with _SLICES_LOCK:
+                held = _SLICES.pop(key, None)
+            if held is not None and (held.table_id != str(snap.metadata().id())
+                                     or held.version > now):
+                held = None  # another table under the same path, or another timeline
+            after = commit_files(
+                self.spark, self.path(name), frame, snap, app_id, version,
+                self._meta(app_id, version, metadata), slice_=slice_, held=held,
+                empty=self._frame(name, table_schema(name).arrow.empty_table()))
+            if after is not None:
+                with _SLICES_LOCK:
+                    _SLICES[key] = after
             return True
         return _retrying(attempt)
+
+    def _overwrite(self, name: str, frame: DataFrame | None, slice_: Slice, app_id: str,
+                   version: int, metadata: dict[str, str] | None) -> None:
+        """`replace` through Delta's writer (`replaceWhere`), for a table whose protocol
+        kraftlake does not know (`known_protocol`); a marker is an append of no rows."""
+        if frame is None:
+            frame = self._frame(name, table_schema(name).arrow.empty_table())
+            w = frame.write.format("delta").mode("append")
+        else:
+            frame.sparkSession.conf.set(_REPLACE_CHECK_CONF, "false")
+            w = (frame.write.format("delta").mode("overwrite")
+                 .option("replaceWhere", predicate(slice_)))
+        (w.option("txnAppId", app_id).option("txnVersion", str(version))
+         .option("userMetadata", self._meta(app_id, version, metadata))
+         .save(self.path(name)))
 
     def _check_slice_unmoved(self, name: str, slice_: dict[str, str | bool],
                              since: int | None, until: int | None) -> None:
