@@ -331,3 +331,19 @@ def test_a_transactions_files_carry_the_statistics_deltas_writer_writes(
         stats[how] = sorted((json.dumps(a["partitionValues"], sort_keys=True), a["stats"])
                             for a in _log_actions(lake, "partition_timeline", 1, "add"))
     assert len(stats["writer"]) == 2 and stats["kraftlake"] == stats["writer"]
+
+
+def test_the_tables_of_a_lake_write_their_checkpoints_on_different_increments(
+        spark, tmp_path) -> None:
+    """Every table gets its own checkpoint interval when created: tables an increment
+    commits together reach the same versions together, and one interval for all would make
+    every one of them write a checkpoint inside the same increment's commits."""
+    from kraftlake.lake.delta import CHECKPOINT_INTERVALS
+
+    assert set(CHECKPOINT_INTERVALS) == set(table_names())
+    intervals = sorted(CHECKPOINT_INTERVALS.values())
+    assert all(all(a % b for b in intervals if b < a) for a in intervals)  # no multiples
+    lake = Lake(tmp_path, spark)
+    lake.append("brokers", table_schema("brokers").arrow.empty_table(), "app", 1)
+    conf = _log_actions(lake, "brokers", 0, "metaData")[0]["configuration"]
+    assert conf["delta.checkpointInterval"] == str(CHECKPOINT_INTERVALS["brokers"])

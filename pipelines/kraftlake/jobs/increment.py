@@ -5,13 +5,12 @@ Both `kraftlake ingest` (one increment per cluster and run) and every micro-batc
 transaction id (app_id, version); a table that already committed that id is skipped, so a
 job killed at any instant and re-run with the same input writes exactly the missing tables.
 
-Write order matters for that argument, and the commits come in waves that keep it:
-1. `partition_events`, alone, as soon as the kernel has run: it is what someone watching a
-   stream waits for, and nothing it is computed from is a table this increment writes;
-2. every other table computed from the seed as pinned at the start and from this
-   increment's own frames (records, quarantine, brokers, configs, partition_changes, the
-   timeline, reconciliation, intervals, incidents), concurrently: none reads another;
-3. `partition_current` (the seed of the next increment), after everything derived from the
+Write order matters for that argument, and the commits come in two steps that keep it:
+1. every table computed from the seed as pinned at the start and from this increment's own
+   frames, all at once (`commit_concurrently`): `partition_events` first (what someone
+   watching a stream waits for), records, quarantine, brokers, configs, partition_changes,
+   the timeline, reconciliation, intervals, incidents; none reads another;
+2. `partition_current` (the seed of the next increment), after everything derived from the
    old seed; `topics` after it, because the gold layer needs the topics alive *before* the
    increment, which a re-run can only read back while `topics` has not committed yet (once
    `partition_current` has, gold is not recomputed: its counts come back from that commit's
@@ -62,11 +61,11 @@ from ..lake.work import Work
 from ..quality.record_checks import check_records
 from .seed import Rows, Seed, as_rows, forget, progress
 
-# The tables in the order of the commit waves (module docstring): the second wave's
-# commits, `records` to `incidents`, are under way together.
-WAVE = ("records", "quarantine", "brokers", "configs", "partition_changes", "partition_timeline",
-        "snapshot_reconciliation", "partition_intervals", "incidents")
-ORDER = ["partition_events", *WAVE, "partition_current", "topics", "ingest_progress"]
+# The tables in the order of their commits (module docstring): the wave's, `partition_events`
+# to `incidents`, are under way together.
+WAVE = ("partition_events", "records", "quarantine", "brokers", "configs", "partition_changes",
+        "partition_timeline", "snapshot_reconciliation", "partition_intervals", "incidents")
+ORDER = [*WAVE, "partition_current", "topics", "ingest_progress"]
 # even when empty: markers (`partition_current`: gold is done; a quiet increment has no gold)
 ALWAYS_COMMITTED = ("partition_current", "ingest_progress")
 GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
@@ -271,7 +270,7 @@ class _Kernel:
 
 class _Increment:
     """The stages of one increment, in order (`run`): what the source holds, silver, the
-    kernel and `partition_events`, the wave of the other tables, `partition_current`,
+    kernel, the wave of every table made from them, `partition_current`,
     `topics`, `ingest_progress`. Every input is read as of the increment's start (`seed`):
     a table committed meanwhile (by this very increment) does not change what a later
     stage reads."""
@@ -436,8 +435,7 @@ class _Increment:
 
     def kernel(self, x: _Extent, s: _Silver) -> _Kernel:
         """The kernel over the partition changes, continuing from the current states and
-        open intervals the lake held at the start, and `partition_events`: what someone
-        watching a stream waits for, committed before anything else.
+        open intervals the lake held at the start.
 
         The kernel's output is computed once (`work.frame`, or Arrow on the driver,
         `kernel.run_on_driver`); every gold table is a slice of it. When states are
@@ -492,8 +490,6 @@ class _Increment:
         res.events = sum(res.event_counts.values())
         k = _Kernel(changes, out, open_iv, counts.get(("interval", None), 0),
                     {c: ctx.windows for c, ctx in contexts.items()})
-        self.write("partition_events", conform(k.part("event"), "partition_events"),
-                   count=res.events)
         return k
 
     def topics_rows(self, s: _Silver, names: DataFrame) -> pa.Table:
@@ -505,10 +501,11 @@ class _Increment:
         return self.seed.rows("topics")
 
     def wave(self, x: _Extent, s: _Silver, k: _Kernel) -> None:
-        """Every other table computed from the pinned seed and this increment's frames:
-        none reads another's commit, so they commit together (`commit_concurrently`),
-        the slowest first."""
-        self.say("commit: records, quarantine, brokers, configs, partition changes, "
+        """Every table computed from the pinned seed and this increment's frames: none
+        reads another's commit, so they commit together (`commit_concurrently`),
+        `partition_events` first (what someone watching a stream waits for), then the
+        slowest."""
+        self.say("commit: events, records, quarantine, brokers, configs, partition changes, "
                  "timeline, reconciliation, intervals, incidents")
         res, seed = self.res, self.seed
         cid = res.cluster_id
@@ -543,8 +540,12 @@ class _Increment:
         def incidents_() -> None:
             self.incidents(iv, k, s, rerun)
 
+        def events() -> None:
+            self.write("partition_events", conform(k.part("event"), "partition_events"),
+                       count=res.events)
+
         self.commit_concurrently({
-            "incidents": incidents_, "partition_timeline": timeline,
+            "partition_events": events, "incidents": incidents_, "partition_timeline": timeline,
             "partition_changes": changes, "snapshot_reconciliation": reconciliation,
             "partition_intervals": intervals, **self.bronze(s.records, s.invalid),
             **self.small_tables(s)})

@@ -57,17 +57,26 @@ _USER_META_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 # Spark job and a full write of the source per merge, so the merges here skip it.
 _MERGE_SOURCE_CONF = ("spark.databricks.delta.merge.materializeSource", "none")
 # Table properties chosen for kraftlake's workload, set when a table is created:
-# * a checkpoint every 20 commits instead of 10: an increment commits each table at most
-#   once, and a reader replays at most 20 small JSON commits, while the writer spends half
-#   as many commits rewriting the checkpoint;
+# * a checkpoint about every 20 commits instead of 10 (`CHECKPOINT_INTERVALS`);
 # * min/max statistics for the first 8 columns only (Delta's default: 32). The tables lead
 #   with their keys and offsets, which the merges and readers filter on; later columns hold
 #   JSON text, raw record bytes and arrays, whose statistics cost time at every write and
 #   prune nothing.
 TABLE_PROPERTIES = {
-    "delta.checkpointInterval": "20",
     "delta.dataSkippingNumIndexedCols": "8",
 }
+# Commits between two checkpoints of a table. An increment commits each table at most once,
+# so tables created by the same first increment reach the same versions together: with one
+# interval for all, every table would write its checkpoint (a Spark job and a parquet file,
+# inside its commit) on the same increment, every 20th. Distinct primes make two tables
+# checkpoint on one increment only at multiples of both; the tables committed most often
+# get the shortest, so that a reader replays few JSON commits where they pile up fastest.
+CHECKPOINT_INTERVALS = dict(zip(
+    ("ingest_progress", "records", "partition_current", "partition_events",
+     "partition_timeline", "partition_intervals", "partition_changes", "incidents",
+     "quarantine", "brokers", "configs", "topics", "snapshot_reconciliation",
+     "quality_results"),
+    (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71), strict=True))
 
 
 # Replacing a slice writes, in the same commit, rows outside it (the states an increment
@@ -343,6 +352,7 @@ class Lake:
             w = w.partitionBy(*table_schema(name).partition_by)
             for key, value in TABLE_PROPERTIES.items():
                 w = w.option(key, value)
+            w = w.option("delta.checkpointInterval", str(CHECKPOINT_INTERVALS[name]))
         if app_id is not None and version is not None:
             w = (w.option("txnAppId", app_id).option("txnVersion", str(version))
                  .option("userMetadata", self._meta(app_id, version, metadata)))
