@@ -40,8 +40,9 @@ from ..sources.dumptext import read_dump_text
 from ..sources.files import LogDirIndex
 from ..sources.plan import FRESH, latest, offset_dict
 from ..uris import basename, join, read_bytes
-from .increment import IncrementResult, furthest, last_of, process_increment, progress_rows
+from .increment import process_increment, progress_rows
 from .inputs import find_inputs
+from .progress import IncrementResult, furthest, last_of
 
 
 @dataclass(frozen=True)
