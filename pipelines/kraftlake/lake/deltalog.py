@@ -90,11 +90,6 @@ class LakeLog:
                                   f"{protocol.min_reader_version} ({protocol.reader_features})")
         return dt
 
-    def version(self, name: str) -> int | None:
-        """The table's version (None: no table)."""
-        dt = self.table(name)
-        return None if dt is None else dt.version()
-
     def transaction(self, name: str, app_id: str) -> int | None:
         """The last transaction version `app_id` committed to table `name` (None: never)."""
         dt = self.table(name)
