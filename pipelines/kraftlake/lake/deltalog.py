@@ -44,8 +44,9 @@ class UnreadableError(Exception):
 
 
 def _delta_rs_location(uri: str) -> tuple[str, dict[str, str]]:
-    """delta-rs's URI of a table location and its storage options (the endpoint, region and
-    credentials `uris` gives pyarrow, from the same environment)."""
+    """delta-rs's URI of a table location and its storage options: the endpoint and region
+    `uris` gives pyarrow, and the credentials pyarrow and Hadoop's s3a take from the same
+    environment."""
     if is_local(uri):
         return uri, {}
     u = urlparse(uri)
