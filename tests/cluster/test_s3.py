@@ -13,6 +13,9 @@ import pyarrow.fs as pafs
 import pytest
 
 from kraftlake.lake.delta import Lake
+from kraftlake.lake.deltalog import LakeLog
+from kraftlake.lake.schema import table_names
+from kraftlake.lake.schema import table_rows as table_rows_of
 from tests.cluster.conftest import EXAMPLE, cli_commands
 from tests.cluster.servers import FaultyStore, s3_server
 from tests.conftest import cli_env
@@ -101,3 +104,18 @@ def _s3_rows(s3: dict[str, str], uri: str) -> list[str]:
 
 def _options(s3: dict[str, str]) -> dict[str, str]:
     return {**{k: v for k, v in s3.items() if k.startswith("AWS_")}, "AWS_ALLOW_HTTP": "true"}
+
+
+def test_the_delta_log_reader_reads_a_lake_on_s3a(s3, spark, local_lake) -> None:
+    """`lake.deltalog` (delta-rs, no JVM) on an `s3a://` lake, a copy of the local one on
+    the store: the progress rows Spark reads locally, every table's version and layout."""
+    fs = pafs.S3FileSystem(endpoint_override=s3["AWS_ENDPOINT_URL"][len("http://"):],
+                           scheme="http", region="us-east-1")
+    pafs.copy_files(str(local_lake), "kraftlake/copied-lake", destination_filesystem=fs)
+    log, local = LakeLog("s3a://kraftlake/copied-lake"), Lake(local_lake, spark)
+    want = table_rows_of(local.read(None, "ingest_progress").toArrow(), "ingest_progress")
+    assert sorted(map(repr, log.progress_rows())) == sorted(map(repr, want.to_pylist()))
+    for name in table_names():
+        dt = log.table(name)
+        assert (None if dt is None else dt.version()) == local.version(name), name
+        assert log.layout_problem(name) is None, name

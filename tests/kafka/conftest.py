@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kraftlake.config import load_config
-from kraftlake.jobs.increment import IncrementResult
+from kraftlake.jobs.progress import IncrementResult
 from kraftlake.jobs.stream import start_stream
 from kraftlake.sources.files import LogDirIndex
 from tests.polling import wait_until

@@ -18,7 +18,8 @@ import pytest
 from kraftlake.codec.batch import Batch, encode_batch, scan_batches
 from kraftlake.codec.logfiles import records_of_batch
 from kraftlake.jobs.batch import ingest
-from kraftlake.jobs.increment import cluster_progress, furthest
+from kraftlake.jobs.increment import cluster_progress
+from kraftlake.jobs.progress import furthest
 from kraftlake.jobs.stream import processing_time
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names

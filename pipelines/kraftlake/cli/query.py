@@ -40,6 +40,41 @@ def _session(lake: str | None, master: str | None, conf_file: str | None,
     return spark, lk, LakeCatalog(spark, lk)
 
 
+def _one_cluster(topic: str, partition: int, ids: set[str]) -> None:
+    """`BadInput` unless exactly one cluster (`ids`) has timeline rows of the partition:
+    one table of several clusters' offsets would read as one history."""
+    if not ids:
+        raise BadInput(f"no timeline rows for {topic}-{partition}")
+    if len(ids) > 1:
+        raise BadInput(f"{topic}-{partition} is in {len(ids)} clusters of the lake; choose "
+                       f"one with --cluster-id: {', '.join(sorted(ids))}")
+
+
+def _ask_which_cluster(root: str, topic: str, partition: int) -> None:
+    """`timeline` without --cluster-id on a lake of several clusters: `_one_cluster`'s
+    question answered from the Delta logs and the partition's timeline rows, read without a
+    JVM (`lake.deltalog`), so that asking which cluster costs no Spark start.
+
+    It answers as the consistent view would (`lake.cut`): over the clusters with a complete
+    increment, each at the table's version now. A lake of one cluster cannot ask (Spark
+    prints its timeline, or says it has none); a cluster caught mid-increment in
+    `partition_timeline` (read at older versions by the cut), a table laid out otherwise or
+    a log this reader cannot read leave the question to Spark too."""
+    from ..lake.deltalog import LakeLog, UnreadableError
+
+    log = LakeLog(root)
+    try:
+        clusters = log.clusters()
+        if (len(clusters) < 2 or log.layout_problem("partition_timeline") is not None
+                or log.held("partition_timeline", clusters)):
+            return
+        ids = log.rows("partition_timeline", ["cluster_id"], [
+            ("topic_name", "=", topic), ("partition_id", "=", partition)]).column("cluster_id")
+    except UnreadableError:
+        return
+    _one_cluster(topic, partition, set(ids.to_pylist()) & clusters)
+
+
 DEFAULT_LIMIT = 1000
 
 
@@ -114,6 +149,8 @@ Examples:
 def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | None,
              remote: str | None, master: str | None, conf_file: str | None) -> None:
     """One partition's history: every state with its events, oldest first."""
+    if remote is None and cluster_id is None:
+        _ask_which_cluster(lake_config(conf_file, lake).lake, topic, partition)
     spark, lk, _ = _session(lake, master, conf_file, remote)
     if remote is None:  # the states and their events as of the same increments (`lake.cut`)
         lk = lk.consistent(["partition_timeline", "partition_events"])
@@ -136,12 +173,7 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
         if e.recovery_duration_ms is not None:
             label += f" after {e.recovery_duration_ms / 1000:.1f}s"
         by.setdefault((e.cluster_id, e.topic_id, e.offset, e.seq), []).append(label)
-    if not states:
-        raise BadInput(f"no timeline rows for {topic}-{partition}")
-    ids = sorted({s.cluster_id for s in states})
-    if len(ids) > 1:  # one table of several clusters' offsets would read as one history
-        raise BadInput(f"{topic}-{partition} is in {len(ids)} clusters of the lake; choose "
-                       f"one with --cluster-id: {', '.join(ids)}")
+    _one_cluster(topic, partition, {s.cluster_id for s in states})
     rows = []
     for s in states:
         fmt = lambda a: "" if a is None else ",".join(map(str, a))  # noqa: E731

@@ -34,15 +34,16 @@ from ..config import Config, load_config
 from ..lake.append import sql_eq
 from ..lake.apps import app_id_for
 from ..lake.delta import Lake
-from ..lake.schema import KRAFTLAKE_DIR
 from ..sources.decode import source_arrow_schema, source_spark_schema
 from ..sources.driver import local_source
 from ..sources.dumptext import read_dump_text
 from ..sources.files import LogDirIndex
 from ..sources.plan import FRESH, latest, offset_dict
-from ..uris import basename, join, read_bytes
-from .increment import IncrementResult, furthest, last_of, process_increment, progress_rows
+from ..uris import basename, read_bytes
+from .increment import process_increment, progress_rows
 from .inputs import find_inputs
+from .progress import IncrementResult, furthest, last_of
+from .resume import kept_batch, nothing_between, plan_file, resume_start, tail_by_header
 
 
 @dataclass(frozen=True)
@@ -137,11 +138,9 @@ def _check_tail(lake: Lake, cluster_id: str, log_dir: str, end_offset: int,
     """
     if end_offset <= 0:
         return None
-    index = (index or LogDirIndex(log_dir)).refresh()
-    if index.log_start is not None and index.log_start >= end_offset:
-        return None
-    e = index.batch_before_on_disk(end_offset)
-    if e is not None and end_batch is not None and (e.crc, e.epoch) == end_batch:
+    index = index or LogDirIndex(log_dir)
+    proven, e = tail_by_header(index, end_offset, end_batch)
+    if proven:
         return None
     # the lake's rows at the offsets of the input's batch, in one read (the lake's own batch
     # boundaries would take a second one): any of them differing is a divergence
@@ -176,27 +175,21 @@ def refuse_if_diverged(lake: Lake, log_dir: str, prev: dict,
     """Refuse `log_dir` (`DivergedLogError`, the divergence kept in `quarantine`) unless it
     continues what the lake holds after increment `prev` of its cluster."""
     if prev.get("end_offset"):
-        crc, epoch = prev.get("end_batch_crc"), prev.get("end_batch_epoch")
         d = _check_tail(lake, prev["cluster_id"], log_dir, int(prev["end_offset"]), index,
-                        None if crc is None or epoch is None else (int(crc), int(epoch)))
+                        kept_batch(prev))
         if d is not None:
             _refuse(lake, d)
-
-
-def _plan_file(lake: Lake, app_id: str, version: int) -> str:
-    safe = app_id.replace(":", "_").replace("/", "_")
-    return join(lake.root, KRAFTLAKE_DIR, "plans", safe, f"{version:012d}.json")
 
 
 def write_plan(lake: Lake, app_id: str, version: int, start: dict, end: dict) -> None:
     """Record an increment's range before any table is touched: whoever finds it unfinished
     (a re-run of the same job, or the other job kind) does exactly that increment first."""
-    lake.fs.write_text(_plan_file(lake, app_id, version),
+    lake.fs.write_text(plan_file(lake.root, app_id, version),
                        json.dumps({"start": start, "end": end}))
 
 
 def _read_plan(lake: Lake, app_id: str, version: int) -> dict | None:
-    text = lake.fs.read_text(_plan_file(lake, app_id, version))
+    text = lake.fs.read_text(plan_file(lake.root, app_id, version))
     return None if text is None else json.loads(text)
 
 
@@ -253,12 +246,9 @@ def _next_range(lake: Lake, app_id: str, log_dir: str,
         start = offset_dict(FRESH)
     else:
         refuse_if_diverged(lake, log_dir, at, index)
-        start = offset_dict(at["end_offset"], at["snapshot_high"]
-                            if at["snapshot_high"] is not None else -1)
-        start["crc"] = -1  # the tail was checked above (`refuse_if_diverged`)
+        start = resume_start(at)  # the tail was checked above
     end = latest(index, start)
-    if end is start or (end["offset"] == start["offset"] and end["reset"] < 0
-                        and end["snap"] == start["snap"]):
+    if nothing_between(start, end):
         return None
     write_plan(lake, app_id, version, start, end)
     return version, start, end

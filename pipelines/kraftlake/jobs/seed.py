@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..lake.delta import Lake, Tag, from_arrow
-from ..lake.schema import table_schema
+from ..lake.schema import table_rows
 
 # table -> the rows of the cluster an increment continues from (None: all of them)
 SLICES: dict[str, str | None] = {
@@ -94,11 +94,7 @@ def forget(lake: Lake, cluster_id: str) -> None:
 def as_rows(data: DataFrame | pa.Table, name: str) -> pa.Table:
     """`data`'s rows as Arrow in table `name`'s own schema (a column it lacks is null), so
     held and read rows compare."""
-    arrow = table_schema(name).arrow
-    t = data if isinstance(data, pa.Table) else data.toArrow()
-    return pa.Table.from_arrays([t.column(f.name).cast(f.type) if f.name in t.column_names
-                                 else pa.nulls(t.num_rows, f.type) for f in arrow],
-                                schema=arrow)
+    return table_rows(data if isinstance(data, pa.Table) else data.toArrow(), name)
 
 
 def _same(name: str, cluster_id: str, tag: Tag | None, held: pa.Table,

@@ -39,7 +39,8 @@ from ..sources.files import find_log_dirs, no_cluster_id, read_cluster_id, requi
 from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
 from .batch import finish_open_ingest, refuse_if_diverged, write_plan
-from .increment import IncrementResult, cluster_progress, furthest, last_of, process_increment
+from .increment import cluster_progress, process_increment
+from .progress import IncrementResult, furthest, last_of
 from .seed import Seed
 from .trigger import processing_time
 

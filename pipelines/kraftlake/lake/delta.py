@@ -45,7 +45,7 @@ from .cut import Cut, cut_query, take_cut
 from .hadoopfs import HadoopFS
 from .jvmclass import has_jvm, java_class
 from .location import PROGRESS_TABLE, not_a_lake
-from .schema import table_names, table_schema
+from .schema import layout_problem, table_names, table_schema
 
 # what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts
 META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"
@@ -739,17 +739,10 @@ def _partition_columns(snap) -> tuple[str, ...]:
 
 
 def _layout_problem(name: str, snap) -> str | None:
-    """How the snapshot's partitioning or columns (names, order) differ from table `name`'s
-    schema, as the end of "table ..." (None: they do not)."""
-    schema = table_schema(name)
-    parts = _partition_columns(snap)
-    if parts != schema.partition_by:
-        return (f"is partitioned by {list(parts)}, this kraftlake expects "
-                f"{list(schema.partition_by)}")
-    columns = tuple(snap.metadata().schema().fieldNames())
-    if columns != tuple(schema.names):
-        return f"has the columns {list(columns)}, this kraftlake expects {schema.names}"
-    return None
+    """How the snapshot's partitioning or columns differ from table `name`'s schema
+    (`schema.layout_problem`)."""
+    return layout_problem(name, _partition_columns(snap),
+                          tuple(snap.metadata().schema().fieldNames()))
 
 
 def _done(snap, app_id: str, version: int) -> bool:

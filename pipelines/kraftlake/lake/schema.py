@@ -94,6 +94,31 @@ def table_names() -> list[str]:
     return sorted(p.stem for p in Path(TABLES_DIR).glob("*.json"))
 
 
+def layout_problem(name: str, partition_columns: tuple[str, ...],
+                   columns: tuple[str, ...]) -> str | None:
+    """How a table's partitioning or columns (names, order), as its Delta metadata gives
+    them, differ from table `name`'s schema, as the end of "table ..." (None: they do not).
+    One comparison for both readers of the metadata: delta-spark's snapshot (`lake.delta`)
+    and delta-rs's (`lake.deltalog`)."""
+    schema = table_schema(name)
+    if partition_columns != schema.partition_by:
+        return (f"is partitioned by {list(partition_columns)}, this kraftlake expects "
+                f"{list(schema.partition_by)}")
+    if columns != tuple(schema.names):
+        return f"has the columns {list(columns)}, this kraftlake expects {schema.names}"
+    return None
+
+
+def table_rows(t: pa.Table, name: str, columns: list[str] | None = None) -> pa.Table:
+    """`t`'s rows as Arrow in table `name`'s own schema (or in its `columns`), a column `t`
+    lacks as nulls: rows read by Spark and by delta-rs, or held by a job, then compare."""
+    arrow = table_schema(name).arrow
+    fields = [arrow.field(c) for c in columns] if columns is not None else list(arrow)
+    return pa.Table.from_arrays([t.column(f.name).cast(f.type) if f.name in t.column_names
+                                 else pa.nulls(t.num_rows, f.type) for f in fields],
+                                schema=pa.schema(fields))
+
+
 def is_kraftlake_lake(path: Path) -> bool:
     """Whether every entry of `path` is a kraftlake table directory (a Delta log inside) or
     kraftlake's own `KRAFTLAKE_DIR` (`_kraftlake/`): what `demo --force` may delete. A home
