@@ -347,3 +347,70 @@ def test_the_tables_of_a_lake_write_their_checkpoints_on_different_increments(
     lake.append("brokers", table_schema("brokers").arrow.empty_table(), "app", 1)
     conf = _log_actions(lake, "brokers", 0, "metaData")[0]["configuration"]
     assert conf["delta.checkpointInterval"] == str(CHECKPOINT_INTERVALS["brokers"])
+
+
+def _stats_by_partition(lake: Lake, name: str, version: int) -> dict[str, dict]:
+    return {json.dumps(a["partitionValues"], sort_keys=True): json.loads(a["stats"])
+            for a in _log_actions(lake, name, version, "add")}
+
+
+def _writer_and_arrow_stats(spark, root, name: str, rows: pa.Table
+                            ) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The statistics of `rows` appended to a new table `name` by Delta's writer (one file
+    per partition) and by the driver's Arrow files (`lake.arrow_files`)."""
+    from kraftlake.lake.delta import from_arrow
+
+    got = []
+    for how in ("writer", "arrow"):
+        lake = Lake(root / how, spark)
+        lake.append(name, table_schema(name).arrow.empty_table(), "create", 0)
+        if how == "arrow":
+            assert lake.append(name, rows, "app", 1)
+        else:
+            (from_arrow(spark, name, rows).coalesce(1).write.format("delta").mode("append")
+             .save(lake.path(name)))
+        got.append(_stats_by_partition(lake, name, 1))
+    return got[0], got[1]
+
+
+def test_the_drivers_arrow_files_carry_the_statistics_deltas_writer_writes(
+        spark, tmp_path) -> None:
+    """A small increment's rows are written as parquet by the driver, with statistics this
+    project computes (`lake.arrow_files`): for every table of a real lake (a real
+    controller's log, ingested), the same rows written by Delta's own writer carry the same
+    statistics, file by file (one per partition), strings longer than the 32 characters
+    Delta keeps (app ids) included."""
+    real = Lake(tmp_path / "real", spark)
+    ingest(spark, load_config(lake=str(real.root)), [REPO / "examples" / "real-3-broker"])
+    compared = []
+    for name in table_names():
+        rows = real.read_arrow(name) if real.exists(name) else None
+        if rows is None or not rows.num_rows:
+            continue
+        writer, arrow = _writer_and_arrow_stats(spark, tmp_path / name, name, rows)
+        assert arrow == writer, name
+        compared.append(name)
+    assert {"records", "partition_events", "partition_timeline", "ingest_progress",
+            "partition_current", "topics"} <= set(compared)
+
+
+def test_string_statistics_are_truncated_as_deltas_writer_truncates_them(
+        spark, tmp_path) -> None:
+    """Strings longer than Delta's 32-character prefix, in UTF-16 units as Java counts them:
+    two-unit characters, a pair that straddles the cut, characters at and above the
+    tie-breakers Delta appends to a truncated maximum. The driver's statistics equal the
+    writer's for each."""
+    names = ["é" * 40, "\U0001f600" * 20, "a" * 31 + "\U0001f600b", "\uffff" * 40,
+             "b" * 32 + "\U0010ffff" * 3 + "c", "short", "z" * 33]
+    base = pa.Table.from_pylist(
+        [{"cluster_id": "c", "topic_id": "t", "partition_id": 0, "topic_name": n,
+          "offset": i, "seq": 0, "event_type": "x"} for i, n in enumerate(names)])
+    rows = pa.Table.from_arrays(
+        [base.column(f.name).cast(f.type) if f.name in base.column_names
+         else pa.nulls(base.num_rows, f.type) for f in table_schema("partition_events").arrow],
+        schema=table_schema("partition_events").arrow)
+    for i, name in enumerate(names):
+        one = rows.slice(i, 1)
+        writer, arrow = _writer_and_arrow_stats(spark, tmp_path / str(i), "partition_events",
+                                                one)
+        assert arrow == writer, repr(name)

@@ -672,13 +672,20 @@ class _Increment:
         how far an increment got (see the module docstring). `count`: the rows of `data`
         when the caller has counted them already (asking again is one more Spark job).
         `after`: the cluster's rows of a table the next increment continues from, as the
-        commit leaves them (held for it: `Seed.keep`).
+        commit leaves them (held for it: `Seed.keep`). A small increment's frame (`local`)
+        is collected as Arrow first and written by the driver.
         """
         res, lake = self.res, self.lake
         app_id, version = res.app_id, res.version
         if lake.committed(name, app_id, version):
             res.skipped.append(name)
             return 0
+        if (self.work.local and how != "upsert" and isinstance(data, DataFrame)
+                and count != 0):
+            # a small increment's rows, collected once: the driver writes their files
+            # (`lake.arrow_files`), and the same rows are held for the next increment
+            rows = conform(data, name).toArrow()
+            after, data, count = (rows if after is data else after), rows, rows.num_rows
         if name not in ALWAYS_COMMITTED and _is_empty(data, count):
             if name == FAIL_AFTER:
                 raise InjectedFailure(f"stopped after {name} (nothing to commit)")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -147,8 +148,8 @@ class Seed:
 
     def keep(self, name: str, version: int, after: Rows) -> None:
         """Hold the slice of `name` after this increment's commit of it at `version`
-        (`after`: the table's rows of the cluster after it, or what makes them; a DataFrame
-        is filtered to the slice and collected). Only when that commit directly follows the
+        (`after`: the table's rows of the cluster after it, or what makes them; filtered
+        to the slice, a DataFrame collected). Only when that commit directly follows the
         pinned version of the same table, or created it: with any other commit between, the
         rows are read again next time."""
         pinned = self.lake.pinned_tag(name)
@@ -164,8 +165,9 @@ class Seed:
             return
         rows = after() if callable(after) else after
         where = SLICES[name]
-        if isinstance(rows, DataFrame) and where:
-            rows = rows.filter(where)
+        if where:  # a boolean column: the slice's rows (the others went to history)
+            rows = rows.filter(where) if isinstance(rows, DataFrame) else rows.filter(
+                pc.fill_null(rows[where], False))
         self.held.slices[name] = ((table_id, version), as_rows(rows, name))
 
     def _fresh(self, name: str) -> DataFrame:

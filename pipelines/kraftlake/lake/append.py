@@ -42,9 +42,14 @@ import json
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from ..uris import join
+from .arrow_files import data_files, writable
+from .hadoopfs import HadoopFS
 from .jvmclass import java_class
 
 # A slice of a table: partition column -> value (one cluster's rows, or its open ones)
@@ -81,21 +86,22 @@ def predicate(slice_: Slice) -> str:
                         for c, v in slice_.items())
 
 
-def commit_files(spark: SparkSession, path: str, frame: DataFrame | None, snapshot,
+def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | None, snapshot,
                  app_id: str, version: int, user_metadata: str, *,
                  slice_: Slice | None = None, held: SliceFiles | None = None,
                  empty: DataFrame | None = None) -> SliceFiles | None:
     """Commit `frame` (rows conformed to the table; None: no rows) to the Delta table at
     `path` as (app_id, version), whose latest snapshot `snapshot` was read to decide that
-    this has not committed yet.
+    this has not committed yet. An Arrow table's rows (in the table's schema) are written by
+    the driver (`lake.arrow_files`) where the table's indexed columns allow, else by Spark.
 
     Without `slice_` an append. With it a replacement of that slice: its files are removed
     in the same commit, those of `held` when given (the transaction then starts on
     `held.snapshot`), else those Delta finds on `snapshot`. Rows of `frame` outside the
     slice are added by the same commit. Returns the slice's files after the commit (None:
     an append, or a commit another one overtook before its snapshot was read). `empty`: a
-    frame of the table's columns, for a replacement without rows (its predicate is resolved
-    against them)."""
+    frame of the table's columns, for Arrow rows and for a replacement without rows (its
+    predicate is resolved against them, Arrow rows Spark cannot write are written as it)."""
     some, none = java_class(spark, "scala.Some"), java_class(spark, "scala.Option").empty()
     log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(
         spark._jsparkSession, path)
@@ -105,7 +111,7 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | None, snapsh
     read: tuple[Any, ...] = ()
     seq = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq
     if where is not None:
-        columns = frame if frame is not None else empty
+        columns = frame if isinstance(frame, DataFrame) else empty
         assert columns is not None, "a replacement without rows needs the table's columns"
         expr = _resolved(spark, columns, where)
         if held is not None:
@@ -116,7 +122,10 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | None, snapsh
             found = txn.filterFiles(seq([expr]), False)
             read = tuple(found.apply(i) for i in range(found.size()))
     now = int(time.time() * 1000)
-    actions = [] if frame is None else _seq_items(txn.writeFiles(frame._jdf))
+    if isinstance(frame, pa.Table):
+        actions = _arrow_files(spark, txn, path, frame, empty)
+    else:
+        actions = [] if frame is None else _seq_items(txn.writeFiles(frame._jdf))
     added = list(actions)
     if frame is not None:  # a replacement without rows keeps the slice (a marker commit)
         actions += [f.removeWithTimestamp(now, True) for f in read]
@@ -137,6 +146,41 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | None, snapsh
         return None
     files = tuple(f for f in added if _in_slice(f, slice_)) if frame is not None else read
     return SliceFiles(str(after.metadata().id()), committed, after, files)
+
+
+def _arrow_files(spark: SparkSession, txn, path: str, rows: pa.Table,
+                 empty: DataFrame | None) -> list[Any]:
+    """`rows` written as the table's data files, as add actions of `txn`: by the driver
+    when the table's statistics columns allow (`arrow_files.writable`), else by Spark
+    (`writeFiles` of the rows as a local relation). The commit's history then says what
+    the writer's would: files, rows and bytes written."""
+    meta = txn.metadata()
+    parts = tuple(_seq_items(meta.partitionColumns()))
+    conf = meta.configuration()
+    key = "delta.dataSkippingNumIndexedCols"
+    indexed = int(conf.apply(key)) if conf.contains(key) else 32  # Delta's default: 32
+    if conf.contains("delta.dataSkippingStatsColumns") or not writable(rows.schema, parts,
+                                                                        indexed):
+        assert empty is not None, "Arrow rows Spark writes need the table's columns"
+        frame = empty.sparkSession.createDataFrame(rows, empty.schema)
+        return _seq_items(txn.writeFiles(frame._jdf))
+    fs = HadoopFS(spark, path)
+    action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
+    adds, size = [], 0
+    for add, data in data_files(rows, parts, indexed):
+        fs.write_bytes(join(path, unquote(add["path"])), data)
+        adds.append(action.fromJson(json.dumps({"add": add})))
+        size += add["size"]
+    metrics = java_class(spark, "org.apache.spark.sql.execution.metric.SQLMetrics")
+    sc = spark.sparkContext._jsc.sc()
+    counted = {}
+    for key, n in (("numFiles", len(adds)), ("numOutputRows", rows.num_rows),
+                   ("numOutputBytes", size)):
+        counted[key] = metrics.createMetric(sc, key)
+        counted[key].add(n)
+    txn.registerSQLMetrics(spark._jsparkSession, java_class(
+        spark, "org.apache.spark.api.python.PythonUtils").toScalaMap(counted))
+    return adds
 
 
 def _resolved(spark: SparkSession, frame: DataFrame, where: str):

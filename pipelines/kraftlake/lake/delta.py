@@ -45,7 +45,7 @@ from .cut import Cut, cut_query, take_cut
 from .hadoopfs import HadoopFS
 from .jvmclass import has_jvm, java_class
 from .location import PROGRESS_TABLE, not_a_lake
-from .schema import layout_problem, table_names, table_schema
+from .schema import layout_problem, table_names, table_rows, table_schema
 
 # what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts
 META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"
@@ -138,12 +138,7 @@ def from_arrow(spark: SparkSession, name: str, data: pa.Table) -> DataFrame:
     there. A DataFrame made from Python rows (`createDataFrame(list)`) is a Python RDD: each
     job that reads it, even an empty one (a table a new lake does not have yet), runs Python
     tasks, and a new lake's first increment read a dozen of them."""
-    schema = table_schema(name)
-    arrow = schema.arrow  # built anew at each use of the property
-    cols = [data.column(f.name).cast(f.type) if f.name in data.column_names
-            else pa.nulls(data.num_rows, f.type) for f in arrow]
-    return spark.createDataFrame(chunked(pa.Table.from_arrays(cols, schema=arrow)),
-                                 schema.spark)
+    return spark.createDataFrame(chunked(table_rows(data, name)), table_schema(name).spark)
 
 
 def _column_sql(field, value: str) -> str:
@@ -314,6 +309,15 @@ class Lake:
             data = from_arrow(self.spark, name, data)
         return conform(data, name)
 
+    def _rows(self, name: str, data: DataFrame | pa.Table) -> DataFrame | pa.Table:
+        """Rows for table `name` as the commit takes them: a frame conformed, an Arrow
+        table (rows the driver holds) cast to the table's columns."""
+        return table_rows(data, name) if isinstance(data, pa.Table) else conform(data, name)
+
+    def _empty(self, name: str) -> DataFrame:
+        """No rows, with table `name`'s columns (a local relation)."""
+        return from_arrow(self.spark, name, table_schema(name).arrow.empty_table())
+
     @staticmethod
     def _meta(app_id: str | None, version: int | None,
               metadata: dict[str, str] | None = None) -> str:
@@ -340,14 +344,14 @@ class Lake:
     def _append(self, name: str, snap, data: DataFrame | pa.Table, app_id: str | None,
                 version: int | None, metadata: dict[str, str] | None) -> bool:
         """`append` into the table whose snapshot is `snap`, the transaction id checked."""
-        frame = self._frame(name, data)
         if _version(snap) is not None:
             self._check_layout(name, snap)
             if app_id is not None and version is not None and known_protocol(snap):
-                commit_files(self.spark, self.path(name), frame, snap, app_id, version,
-                             self._meta(app_id, version, metadata))
+                commit_files(self.spark, self.path(name), self._rows(name, data), snap,
+                             app_id, version, self._meta(app_id, version, metadata),
+                             empty=self._empty(name))
                 return True
-        w = frame.write.format("delta").mode("append")
+        w = self._frame(name, data).write.format("delta").mode("append")
         if _version(snap) is None:
             w = w.partitionBy(*table_schema(name).partition_by)
             for key, value in TABLE_PROPERTIES.items():
@@ -399,9 +403,9 @@ class Lake:
                                     table_schema(name).arrow.empty_table(),
                                     app_id, version, metadata)
             self._check_layout(name, snap)
-            frame = None if data is None else self._frame(name, data)
             if not known_protocol(snap):
-                self._overwrite(name, frame, slice_, app_id, version, metadata)
+                self._overwrite(name, None if data is None else self._frame(name, data),
+                                slice_, app_id, version, metadata)
                 return True
             with _SLICES_LOCK:
                 held = _SLICES.pop(key, None)
@@ -409,9 +413,9 @@ class Lake:
                                      or held.version > now):
                 held = None  # another table under the same path, or another timeline
             after = commit_files(
-                self.spark, self.path(name), frame, snap, app_id, version,
-                self._meta(app_id, version, metadata), slice_=slice_, held=held,
-                empty=self._frame(name, table_schema(name).arrow.empty_table()))
+                self.spark, self.path(name), None if data is None else self._rows(name, data),
+                snap, app_id, version, self._meta(app_id, version, metadata), slice_=slice_,
+                held=held, empty=self._empty(name))
             if after is not None:
                 with _SLICES_LOCK:
                     _SLICES[key] = after

@@ -2,7 +2,8 @@
 
 The lake may be a local directory, `file://` or `s3a://`: whatever Spark writes the tables to,
 these helpers reach with the same Hadoop configuration (credentials, endpoint), from the
-driver. They are for a few bytes of bookkeeping; table rows never pass through here.
+driver. They are for bookkeeping, and for the data files of a small increment that the
+driver wrote from Arrow (`lake.arrow_files`): a few hundred rows, never a large table.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ class HadoopFS:
         self._fs.delete(self._p(uri), False)
         if not self._fs.rename(tmp, self._p(uri)):
             raise OSError(f"{uri}: could not move the written file into place")
+
+    def write_bytes(self, uri: str, data: bytes) -> None:
+        """Write a new file whole (a data file under a name no reader knows yet)."""
+        out = self._fs.create(self._p(uri), False)
+        try:
+            out.write(bytearray(data))
+        finally:
+            out.close()
 
     def delete(self, uri: str) -> None:
         self._fs.delete(self._p(uri), True)
