@@ -228,6 +228,12 @@ class _Increment:
         self.seed = Seed(spark, lake, res.cluster_id)
         # a transaction open at the end of the cluster's previous increment
         self.pending_from: int | None = prev.get("pending_txn_from") if prev else None
+        # a small increment's events, and (`swept`: its incidents were found on the driver)
+        # the start of the incident open after it (None: none is): the events the next
+        # increment's incidents read (`Seed.events`)
+        self.new_events: pa.Table | None = None
+        self.swept = False
+        self.open_first: int | None = None
 
     def run(self) -> None:
         x = self.extent()
@@ -483,14 +489,19 @@ class _Increment:
             self.incidents(iv, k, s, rerun)
 
         def events() -> None:
-            self.write("partition_events", conform(k.part("event"), "partition_events"),
-                       count=res.events)
+            ev = conform(k.part("event"), "partition_events")
+            if self.work.local:  # collected once: written by the driver, and held
+                ev = self.new_events = ev.toArrow()
+            self.write("partition_events", ev, count=res.events)
 
         self.commit_concurrently({
             "partition_events": events, "incidents": incidents_, "partition_timeline": timeline,
             "partition_changes": changes, "snapshot_reconciliation": reconciliation,
             "partition_intervals": intervals, **self.bronze(s.records, s.invalid),
             **self.small_tables(s)})
+        if self.swept and res.start_offset is not None:  # what the next one's incidents read
+            seed.keep_events(res.table_versions.get("partition_events"), self.new_events,
+                             self.open_first, res.start_offset)
 
     def wave_after_gold(self, s: _Silver) -> None:
         """The wave of a re-run whose gold committed (`partition_current` holds its
@@ -569,8 +580,7 @@ class _Increment:
         ev = conform(k.part("event"), "partition_events")
         events = ev
         if first is not None and first < since:  # the open incident's events so far
-            events = seed.read("partition_events").filter(
-                (F.col("offset") >= first) & (F.col("offset") < since)).unionByName(ev)
+            events = seed.events(first, since).unionByName(ev)
         brokers = seed.slice("brokers").unionByName(s.brokers)
         local = self.work.local  # the rows are few: outages and incidents on the driver
         outages = broker_outages(brokers, events, k.windows, on_driver=local).filter(
@@ -584,6 +594,10 @@ class _Increment:
             "incidents"))
         new = _replacement(open_inc, inc, table_schema("incidents").key)
         n = self.work.arrow["incidents"].num_rows if local else inc.count()
+        if local:  # collected once: written by the driver, and held
+            new = new.toArrow()
+            self.swept, self.open_first = True, pc.min(new.filter(pc.fill_null(
+                new["is_open"], False))["start_offset"]).as_py()
         self.write("incidents", new, "replace", count=n, after=new,
                    slice_={"cluster_id": res.cluster_id, "is_open": True})
 

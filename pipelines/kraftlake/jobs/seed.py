@@ -53,6 +53,8 @@ class Held:
     id, version) the rows reflect (None: no table)."""
 
     slices: dict[str, tuple[Tag | None, pa.Table]] = field(default_factory=dict)
+    # the cluster's events from an offset on (its open incident's): (tag, offset, rows)
+    events: tuple[Tag | None, int, pa.Table] | None = None
 
 
 _HELD: dict[tuple[str, str], Held] = {}
@@ -96,6 +98,14 @@ def as_rows(data: DataFrame | pa.Table, name: str) -> pa.Table:
     """`data`'s rows as Arrow in table `name`'s own schema (a column it lacks is null), so
     held and read rows compare."""
     return table_rows(data if isinstance(data, pa.Table) else data.toArrow(), name)
+
+
+def _offsets(rows: pa.Table, first: int, until: int | None) -> pa.Table:
+    """The rows at offsets [first, until) (None: no end)."""
+    keep = pc.greater_equal(rows["offset"], first)
+    if until is not None:
+        keep = pc.and_(keep, pc.less(rows["offset"], until))
+    return rows.filter(keep)
 
 
 def _same(name: str, cluster_id: str, tag: Tag | None, held: pa.Table,
@@ -146,21 +156,69 @@ class Seed:
         """`rows` as a DataFrame (a local relation)."""
         return from_arrow(self.spark, name, self.rows(name))
 
+    def events(self, first: int, until: int) -> DataFrame:
+        """The cluster's events at offsets [first, until) at the pinned version: those of
+        the incident open at the increment's start, which the incidents are swept with.
+        Held from the increment before (`keep_events`) while `partition_events` is still at
+        that commit, else read (a Delta scan whose file skipping reconstructs the table's
+        state: seconds per increment) and then held."""
+        tag = self.lake.pinned_tag("partition_events")
+        got = self.held.events
+        if got is not None and got[0] == tag and got[1] <= first:
+            rows = _offsets(got[2], first, until)
+            if self.check:
+                _same("partition_events", self.cluster_id, tag, rows,
+                      as_rows(self._events(first, until), "partition_events"))
+        else:
+            rows = as_rows(self._events(first, until), "partition_events")
+            self.held.events = (tag, first, rows)
+        return from_arrow(self.spark, "partition_events", rows)
+
+    def keep_events(self, version: int | None, new: pa.Table | None, first: int | None,
+                    since: int) -> None:
+        """Hold the cluster's events from `first` on (the start of the incident open after
+        this increment; None: none is) once this increment committed its events `new` at
+        `version` (None: it had none to commit) and its log starts at offset `since`."""
+        tag = (self.lake.pinned_tag("partition_events") if version is None
+               else self._tag_after("partition_events", version))
+        got, pinned = self.held.events, self.lake.pinned_tag("partition_events")
+        if first is None or tag is None or new is None:
+            self.held.events = None
+            return
+        rows = as_rows(new, "partition_events")
+        if got is not None and got[0] == pinned and got[1] <= first:
+            before = _offsets(got[2], first, since)
+        elif first >= since:  # the incident began in this increment: its events are new
+            before = rows.schema.empty_table()
+        else:
+            self.held.events = None
+            return
+        self.held.events = (tag, first, pa.concat_tables([before, _offsets(rows, first, None)]))
+
+    def _events(self, first: int, until: int) -> DataFrame:
+        return self.read("partition_events").filter(
+            (F.col("offset") >= first) & (F.col("offset") < until))
+
+    def _tag_after(self, name: str, version: int) -> Tag | None:
+        """The tag of this increment's commit of `name` at `version` when it directly
+        follows the pinned version of the same table or created it (None: another commit
+        came between, and what the increment knows of the table may not be all of it)."""
+        pinned = self.lake.pinned_tag(name)
+        if pinned is None and version == 0:  # created by this commit: its id is new
+            now = self.latest.tag(name)
+            return None if now is None else (now[0], version)
+        if pinned is not None and version == pinned[1] + 1:
+            return pinned[0], version
+        return None
+
     def keep(self, name: str, version: int, after: Rows) -> None:
         """Hold the slice of `name` after this increment's commit of it at `version`
         (`after`: the table's rows of the cluster after it, or what makes them; filtered
         to the slice, a DataFrame collected). Only when that commit directly follows the
         pinned version of the same table, or created it: with any other commit between, the
         rows are read again next time."""
-        pinned = self.lake.pinned_tag(name)
-        if pinned is None and version == 0:  # created by this commit: its id is new
-            now = self.latest.tag(name)
-            table_id = None if now is None else now[0]
-        elif pinned is not None and version == pinned[1] + 1:
-            table_id = pinned[0]
-        else:
-            table_id = None
-        if table_id is None:
+        tag = self._tag_after(name, version)
+        if tag is None:
             self.held.slices.pop(name, None)
             return
         rows = after() if callable(after) else after
@@ -168,7 +226,7 @@ class Seed:
         if where:  # a boolean column: the slice's rows (the others went to history)
             rows = rows.filter(where) if isinstance(rows, DataFrame) else rows.filter(
                 pc.fill_null(rows[where], False))
-        self.held.slices[name] = ((table_id, version), as_rows(rows, name))
+        self.held.slices[name] = (tag, as_rows(rows, name))
 
     def _fresh(self, name: str) -> DataFrame:
         where = SLICES[name]
