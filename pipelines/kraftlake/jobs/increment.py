@@ -57,7 +57,7 @@ from ..kraft.records import BROKER_TYPES, TRANSACTION_MARKERS
 from ..lake.cut import CUT_EXCLUDED
 from ..lake.delta import Lake, conform, from_arrow
 from ..lake.schema import table_names, table_schema
-from ..lake.work import Work
+from ..lake.work import Work, collect_together
 from ..quality.record_checks import check_records
 from .progress import IncrementResult, furthest
 from .seed import Rows, Seed, as_rows, forget, progress
@@ -232,6 +232,8 @@ class _Increment:
         # the start of the incident open after it (None: none is): the events the next
         # increment's incidents read (`Seed.events`)
         self.new_events: pa.Table | None = None
+        # a small increment's partition_current rows, collected with the other tables'
+        self.current_new: pa.Table | DataFrame | None = None
         self.swept = False
         self.open_first: int | None = None
 
@@ -249,7 +251,8 @@ class _Increment:
             # again and never asks whether gold was done.
             self.say("commit: records, quarantine (no record of partition, broker, topic "
                      "or config)")
-            self.commit_concurrently(self.bronze(records, invalid))
+            self.commit_concurrently(self.bronze(self.collect(self.bronze_rows(records,
+                                                                              invalid))))
         else:
             gold_done = self.lake.committed("partition_current", self.res.app_id,
                                             self.res.version)
@@ -303,15 +306,19 @@ class _Increment:
         return (not x.relevant and x.snapshot_high is None and self.pending_from is None
                 and not self.res.unknown)
 
-    def bronze(self, records: DataFrame, invalid: DataFrame) -> dict[str, Callable[[], object]]:
-        """The commits of `records` and `quarantine` (every source row that is no
-        decodable record, and the invalid records)."""
+    def bronze_rows(self, records: DataFrame, invalid: DataFrame) -> dict[str, DataFrame]:
+        """The rows of `records` and `quarantine` (every source row that is no decodable
+        record, and the invalid records)."""
+        return {"records": records, "quarantine": _problems(self.src).unionByName(invalid)}
+
+    def bronze(self, rows: dict[str, DataFrame | pa.Table]) -> dict[str, Callable[[], object]]:
+        """The commits of `records` and `quarantine` (`bronze_rows`)."""
         res = self.res
 
         def quarantine() -> None:
-            res.quarantined = self.write("quarantine", _problems(self.src).unionByName(invalid))
+            res.quarantined = self.write("quarantine", rows["quarantine"])
 
-        return {"records": lambda: self.write("records", records, count=res.records),
+        return {"records": lambda: self.write("records", rows["records"], count=res.records),
                 "quarantine": quarantine}
 
     def silver(self, x: _Extent, records: DataFrame, checked: DataFrame,
@@ -461,17 +468,28 @@ class _Increment:
         iv = conform(k.part("interval"), "partition_intervals")
         # asked before this run writes: a run stopped after that commit wrote them already
         rerun = self.lake.committed("partition_intervals", res.app_id, res.version)
+        # Only current states and open intervals are ever closed: the cluster's current
+        # (open) partition is replaced, what the increment closes is added to the history
+        # in the same commit
+        rows = self.collect({
+            "partition_events": conform(k.part("event"), "partition_events"),
+            "partition_timeline": _replacement(seed.slice("partition_timeline"), tl,
+                                               table_schema("partition_timeline").key),
+            "partition_intervals": _replacement(k.open_iv, iv, INTERVAL_KEY),
+            **self.bronze_rows(s.records, s.invalid), "brokers": s.brokers,
+            **({} if (cur := self.current_rows(k)) is None else {"partition_current": cur})})
+        self.current_new = rows.get("partition_current")
+        if isinstance(events := rows["partition_events"], pa.Table):
+            self.new_events = events  # held for the next increment's incidents
 
         def changes() -> None:
             arrow = self.work.arrow.get("partition_changes")
             res.changes = k.changes.count() if arrow is None else arrow.num_rows
-            self.write("partition_changes", k.changes, count=res.changes)
+            self.write("partition_changes", k.changes if arrow is None else arrow,
+                       count=res.changes)
 
         def timeline() -> None:
-            # Only current states are ever closed: the cluster's current partition is
-            # replaced, the states it closes are added to the history in the same commit
-            new = _replacement(seed.slice("partition_timeline"), tl,
-                               table_schema("partition_timeline").key)
+            new = rows["partition_timeline"]
             self.write("partition_timeline", new, "replace", count=res.timeline, after=new,
                        slice_={"cluster_id": cid, "is_current": True})
 
@@ -480,28 +498,30 @@ class _Increment:
                 self.reconciliation(tl)
 
         def intervals() -> None:
-            # Only open intervals are ever closed: the cluster's open partition is replaced
-            new = _replacement(k.open_iv, iv, INTERVAL_KEY)
+            new = rows["partition_intervals"]
             self.write("partition_intervals", new, "replace", count=k.intervals, after=new,
                        slice_={"cluster_id": cid, "is_open": True})
 
         def incidents_() -> None:
             self.incidents(iv, k, s, rerun)
 
-        def events() -> None:
-            ev = conform(k.part("event"), "partition_events")
-            if self.work.local:  # collected once: written by the driver, and held
-                ev = self.new_events = ev.toArrow()
-            self.write("partition_events", ev, count=res.events)
-
         self.commit_concurrently({
-            "partition_events": events, "incidents": incidents_, "partition_timeline": timeline,
+            "partition_events": lambda: self.write("partition_events", events,
+                                                   count=res.events),
+            "incidents": incidents_, "partition_timeline": timeline,
             "partition_changes": changes, "snapshot_reconciliation": reconciliation,
-            "partition_intervals": intervals, **self.bronze(s.records, s.invalid),
-            **self.small_tables(s)})
+            "partition_intervals": intervals, **self.bronze(rows), **self.small_tables(s, rows)})
         if self.swept and res.start_offset is not None:  # what the next one's incidents read
             seed.keep_events(res.table_versions.get("partition_events"), self.new_events,
                              self.open_first, res.start_offset)
+
+    def collect(self, frames: dict[str, DataFrame]) -> dict[str, DataFrame | pa.Table]:
+        """Rows of several tables (table -> frame): a small increment's as Arrow, all from
+        one Spark job (`collect_together`), which the driver then writes
+        (`lake.arrow_files`); a large increment's frames as they are, written by Spark."""
+        if not self.work.local:
+            return dict(frames)
+        return dict(collect_together({n: conform(df, n) for n, df in frames.items()}))
 
     def wave_after_gold(self, s: _Silver) -> None:
         """The wave of a re-run whose gold committed (`partition_current` holds its
@@ -512,15 +532,22 @@ class _Increment:
                         "partition_current"]
         _restore_gold_counts(res, self.lake.commit_metadata("partition_current", res.app_id,
                                                             res.version))
-        self.commit_concurrently({**self.bronze(s.records, s.invalid),
-                                  **self.small_tables(s)})
+        rows = self.collect({**self.bronze_rows(s.records, s.invalid), "brokers": s.brokers})
+        self.commit_concurrently({**self.bronze(rows), **self.small_tables(s, rows)})
 
-    def small_tables(self, s: _Silver) -> dict[str, Callable[[], object]]:
-        """The commits of `brokers` and `configs` (the increment's rows appended)."""
-        seed = self.seed
-        return {"brokers": lambda: self.write(
-                    "brokers", s.brokers, count=s.brokers_n,
-                    after=lambda: seed.slice("brokers").unionByName(s.brokers)),
+    def small_tables(self, s: _Silver, rows: dict[str, DataFrame | pa.Table]
+                     ) -> dict[str, Callable[[], object]]:
+        """The commits of `brokers` (its rows in `rows`, as `collect` left them) and
+        `configs` (the increment's rows appended)."""
+        seed, brokers = self.seed, rows["brokers"]
+
+        def brokers_after() -> pa.Table | DataFrame:
+            if isinstance(brokers, pa.Table):
+                return pa.concat_tables([seed.rows("brokers"), as_rows(brokers, "brokers")])
+            return seed.slice("brokers").unionByName(brokers)
+
+        return {"brokers": lambda: self.write("brokers", brokers, count=s.brokers_n,
+                                              after=brokers_after),
                 "configs": lambda: self.write("configs", s.configs, count=s.configs_n,
                                               after=lambda: self.configs(s))}
 
@@ -606,15 +633,23 @@ class _Increment:
         when the increment changed a state, else a commit of no rows (the marker alone)."""
         self.say("current: partition_current")
         res = self.res
-        new = conform(k.part("timeline").filter("is_current"), "partition_current")
-        old = self.seed.slice("partition_current")
-        if not res.timeline:  # no state changed (a partition deleted has a timeline row too)
+        rows = self.current_new if self.current_new is not None else self.current_rows(k)
+        if rows is None:  # no state changed (a partition deleted has a timeline row too)
             self.write("partition_current", None, "replace", slice_={"cluster_id": res.cluster_id},
-                       metadata=_gold_counts(res), after=old)
+                       metadata=_gold_counts(res), after=self.seed.slice("partition_current"))
             return
-        rows = _replacement(old, new, KEY, k.part("gone").select(*KEY))
         self.write("partition_current", rows, "replace", slice_={"cluster_id": res.cluster_id},
                    metadata=_gold_counts(res), after=rows)
+
+    def current_rows(self, k: _Kernel) -> DataFrame | None:
+        """The cluster's `partition_current` rows after the increment (None: it changed no
+        state): the states it left current replace those of their partitions, the
+        partitions it deleted are left out."""
+        if not self.res.timeline:
+            return None
+        new = conform(k.part("timeline").filter("is_current"), "partition_current")
+        return _replacement(self.seed.slice("partition_current"), new, KEY,
+                            k.part("gone").select(*KEY))
 
     def progress(self) -> None:
         """The increment's `ingest_progress` row, its last commit.

@@ -100,6 +100,11 @@ def as_rows(data: DataFrame | pa.Table, name: str) -> pa.Table:
     return table_rows(data if isinstance(data, pa.Table) else data.toArrow(), name)
 
 
+def _newer(a: Tag | None, b: Tag | None) -> bool:
+    """Tag `a` is a later version of the table `b` is a version of."""
+    return a is not None and b is not None and a[0] == b[0] and a[1] > b[1]
+
+
 def _offsets(rows: pa.Table, first: int, until: int | None) -> pa.Table:
     """The rows at offsets [first, until) (None: no end)."""
     keep = pc.greater_equal(rows["offset"], first)
@@ -149,7 +154,8 @@ class Seed:
                 self._compare(name, got[1])
             return got[1]
         rows = as_rows(self._fresh(name), name)
-        self.held.slices[name] = (tag, rows)
+        if got is None or not _newer(got[0], tag):  # this increment may have kept a newer
+            self.held.slices[name] = (tag, rows)   # one already (a commit on another thread)
         return rows
 
     def slice(self, name: str) -> DataFrame:
