@@ -18,6 +18,7 @@ bool is held as 1 / 0.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -108,3 +109,11 @@ def from_data(record_types: pa.Array | pa.ChunkedArray,
     ran, not by Spark."""
     return array([typed(t, None if d is None else orjson.loads(d))
                   for t, d in zip(record_types.to_pylist(), data.to_pylist(), strict=True)])
+
+
+def with_fields(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Record batches of bronze rows (`record_type`, `data`, ...) with `fields` added, for
+    Spark's `mapInArrow`."""
+    for b in batches:
+        yield b.append_column(pa.field(COLUMN, TYPE),
+                              from_data(b.column("record_type"), b.column("data")))

@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_type
 
@@ -50,6 +51,16 @@ def source_spark_schema() -> T.StructType:
     return T.StructType(list(base.fields) + [T.StructField(n, extra[t], True)
                                              for n, t in EXTRA]
                         + [T.StructField(fields.COLUMN, from_arrow_type(fields.TYPE), True)])
+
+
+def with_fields(records: DataFrame) -> DataFrame:
+    """Bronze `records` rows read back (a metadata transaction left open across increments)
+    with the `fields` struct the decoder gave them as source rows: bronze keeps the JSON
+    `data` only, which the decoder's own Python parses again here (`codec.fields`), in a
+    Python task, so silver reads every record's fields one way."""
+    schema = T.StructType([*records.schema.fields,
+                           T.StructField(fields.COLUMN, from_arrow_type(fields.TYPE), True)])
+    return records.mapInArrow(fields.with_fields, schema)
 
 
 class _Rows:
