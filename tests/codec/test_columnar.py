@@ -32,7 +32,9 @@ def test_columns_equal_objects_on_real_files(path: Path) -> None:
     got = decode_columns(buf, str(path))
     table = got.table
     assert got.problems == []
-    assert [tuple(row.values()) for row in table.to_pylist()] == _expected(buf)
+    # `fields`, made from the same decoded values, is held to `data` by test_fields
+    assert [tuple(row.values()) for row in table.drop_columns(["fields"]).to_pylist()] == \
+        _expected(buf)
 
 
 def test_a_damaged_noop_inside_a_run_is_reported_and_the_run_goes_on() -> None:

@@ -170,13 +170,15 @@ def test_reconcile_leaves_a_refused_snapshot_partition_out(spark):
     import json
 
     from kraftlake.fold.reconcile import snapshot_states
+    from kraftlake.sources.decode import with_fields
 
     rows = [("c", "record", "check", "PartitionRecord", 10, json.dumps(_pr(pid, lrs)))
             for pid, lrs in [(0, 0), (1, 1), (2, 2)]]
     src = spark.createDataFrame(rows, "cluster_id string, row_kind string, snapshot_role "
                                       "string, record_type string, snapshot_end_offset long, "
                                       "data string")
-    got = {(r.partition_id, r.leader_recovery_state) for r in snapshot_states(src).collect()}
+    got = {(r.partition_id, r.leader_recovery_state)
+           for r in snapshot_states(with_fields(src)).collect()}
     assert got == {(0, 0), (1, 1)}
 
 

@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kraftlake.codec.fields import typed
 from kraftlake.codec.records import Record
 from kraftlake.fold import kernel
 from kraftlake.kraft.configs import MIN_ISR, RESOURCE_BROKER, RESOURCE_TOPIC, UNCLEAN
@@ -170,12 +171,13 @@ def _expected(cid: str, log: dict[str, Any], rows: list[dict[str, Any]]
             rows.append({"cluster_id": cid, "source": "snapshot", "snapshot_role": "reset",
                          "snapshot_end_offset": end, "offset": end - 1, "position": pos,
                          "control": False, "record_type": t, "version": v,
-                         "data": json.dumps(d), "row_kind": "record"})
+                         "data": json.dumps(d), "fields": typed(t, d),
+                         "row_kind": "record"})
     for off, (t, v, d) in enumerate(log["log"], start=end):
         steps += rp.apply(Record(off, 0, 1, False, t, 0, v, d, None))
         rows.append({"cluster_id": cid, "source": "log", "offset": off, "position": off,
                      "control": False, "record_type": t, "version": v, "data": json.dumps(d),
-                     "row_kind": "record"})
+                     "fields": typed(t, d), "row_kind": "record"})
     events = {(cid, x["topic_id"], x["partition_id"], x["offset"], e)
               for x in event_lines(steps) for e in x["events"]}
     sweep = IntervalSweep()

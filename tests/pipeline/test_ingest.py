@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+import deltalake
 import pytest
 from click.testing import CliRunner
 
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
+from kraftlake.lake.schema import table_schema
 from tests.conftest import real
 from tests.lake_rows import table_dicts, table_rows
 from tests.polling import wait_until
@@ -55,6 +57,14 @@ def test_batch_ingest_finds_the_unclean_election(batch_lake):
     assert table_dicts(lake.path("snapshot_reconciliation")) == []
     deleted = sum(e["event_type"] == "partition_deleted" for e in events)
     assert deleted == 4
+
+
+def test_bronze_records_keep_their_schema_without_the_typed_fields(batch_lake):
+    """The decoder's `fields` struct is a column of the source rows only: bronze keeps the
+    body once, as `data` (docs/decisions.md), so its schema needs no upgrade."""
+    _cfg, lake, _ = batch_lake
+    names = [f.name for f in deltalake.DeltaTable(lake.path("records")).schema().fields]
+    assert names == table_schema("records").names
 
 
 def test_rerun_adds_nothing(spark, batch_lake):

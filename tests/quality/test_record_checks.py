@@ -10,6 +10,7 @@ from kraftlake.lake.schema import table_schema
 from kraftlake.packaged import EXPECTATIONS
 from kraftlake.quality.record_checks import check_records, record_level_checks
 from kraftlake.quality.suites import SUITES, checks, gx_suite
+from kraftlake.sources.decode import with_fields
 from tests.quality import crafted as C
 
 
@@ -32,10 +33,15 @@ def test_record_level_checks_are_those_of_the_records_suite():
         "no_unexpected_nulls", "leader_recovery_state_field_valid"}
 
 
+@pytest.mark.parametrize("typed", [False, True], ids=["bronze", "source"])
 @pytest.mark.parametrize("brk", [None, "bad_lrs"])
-def test_batch_is_split_into_good_rows_and_quarantine(spark, bronze_of, brk):
+def test_batch_is_split_into_good_rows_and_quarantine(spark, bronze_of, brk, typed):
+    """The same split whether the field is read from `data` (bronze, as `kraftlake quality`
+    reads it) or from the decoder's typed `fields` (an ingest's source rows)."""
     records = bronze_of(brk)
     df = spark.createDataFrame(records.to_pandas(), table_schema("records").spark)
+    if typed:
+        df = with_fields(df)
     good, bad = check_records(df)
     assert good.columns == df.columns
     assert bad.columns == table_schema("quarantine").names

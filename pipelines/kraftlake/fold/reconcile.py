@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from ..kraft.partition import LRS_VALUES, MIGRATING_DIR, NO_LEADER, RECOVERED
 from ..kraft.records import PARTITION_RECORD
-from .silver import KEY, PARTITION_JSON
+from .silver import KEY, field
 
 SETS = ["isr", "eligible_leader_replicas", "last_known_elr", "adding_replicas",
         "removing_replicas"]
@@ -28,23 +28,21 @@ def snapshot_states(src: DataFrame) -> DataFrame:
     snapshot loader skips it) is not part of the snapshot's state: the partition shows as
     absent from the snapshot.
     """
-    p = F.from_json("data", PARTITION_JSON)
     rows = src.filter((F.col("row_kind") == "record") & (F.col("snapshot_role") == "check")
-                      & (F.col("record_type") == PARTITION_RECORD)).select(
-        "cluster_id", "snapshot_end_offset", p.alias("p"))
+                      & (F.col("record_type") == PARTITION_RECORD))
     empty = F.array().cast("array<int>")
-    lrs = F.col("p.leader_recovery_state")
+    lrs = field("leader_recovery_state")
     rows = rows.filter(lrs.isNull() | lrs.isin(*LRS_VALUES))
     return rows.select(
-        "cluster_id", "snapshot_end_offset", F.col("p.topic_id").alias("topic_id"),
-        F.col("p.partition_id").alias("partition_id"),
-        F.coalesce("p.leader", F.lit(NO_LEADER)).alias("leader"),
-        F.coalesce("p.leader_epoch", F.lit(0)).alias("leader_epoch"),
-        F.coalesce("p.partition_epoch", F.lit(0)).alias("partition_epoch"),
+        "cluster_id", "snapshot_end_offset", field("topic_id").alias("topic_id"),
+        field("partition_id").alias("partition_id"),
+        F.coalesce(field("leader"), F.lit(NO_LEADER)).alias("leader"),
+        F.coalesce(field("leader_epoch"), F.lit(0)).alias("leader_epoch"),
+        F.coalesce(field("partition_epoch"), F.lit(0)).alias("partition_epoch"),
         F.coalesce(lrs, F.lit(RECOVERED)).alias("leader_recovery_state"),
-        F.coalesce("p.replicas", empty).alias("replicas"),
-        *[F.coalesce(f"p.{c}", empty).alias(c) for c in SETS],
-        F.col("p.directories").alias("directories"))
+        F.coalesce(field("replicas"), empty).alias("replicas"),
+        *[F.coalesce(field(c), empty).alias(c) for c in SETS],
+        field("directories").alias("directories"))
 
 
 def check_points(src: DataFrame) -> DataFrame:

@@ -1,6 +1,10 @@
 """Bronze rows -> silver: committed records only, typed partition changes, topics, brokers,
 configs. All Spark column expressions; nothing here runs Python per row.
 
+The record fields read here are the source rows' typed struct `fields` (`codec.fields`: the
+decoder's values, named and typed from the record schemas), not the JSON `data`, which Spark
+would parse again per record.
+
 Partition changes keep "absent is not empty": a null state column means unchanged
 (Leader -2 and LeaderRecoveryState -1 become null), `[]` stays `[]`. A partition record
 Kafka refuses (LeaderRecoveryState outside `kraft.partition.LRS_VALUES` /
@@ -64,20 +68,12 @@ STATE = list(STATE_COLUMNS)
 ARRAYS = list(LIST_COLUMNS)
 
 _INTS = T.ArrayType(T.IntegerType())
-PARTITION_JSON = T.StructType([
-    T.StructField("partition_id", T.IntegerType()), T.StructField("topic_id", T.StringType()),
-    T.StructField("replicas", _INTS), T.StructField("isr", _INTS),
-    T.StructField("removing_replicas", _INTS), T.StructField("adding_replicas", _INTS),
-    T.StructField("leader", T.IntegerType()), T.StructField("leader_epoch", T.IntegerType()),
-    T.StructField("partition_epoch", T.IntegerType()),
-    T.StructField("directories", T.ArrayType(T.StringType())),
-    T.StructField("leader_recovery_state", T.IntegerType()),
-    T.StructField("eligible_leader_replicas", _INTS), T.StructField("last_known_elr", _INTS),
-])
 
 
-def _j(path: str) -> Column:
-    return F.get_json_object("data", f"$.{path}")
+def field(key: str) -> Column:
+    """A record's field `key` (its snake_case Kafka name), typed: a child of the source
+    rows' struct `fields`."""
+    return F.col(f"fields.{key}")
 
 
 def is_relevant() -> Column:
@@ -92,7 +88,7 @@ def relevant(src: DataFrame) -> DataFrame:
     return (src.filter(is_relevant())
             .withColumn("seq", F.when(F.col("source") == "snapshot", 1).otherwise(0))
             .select("cluster_id", "source", "snapshot_role", "snapshot_end_offset", "offset",
-                    "seq", "position", "timestamp", "record_type", "data"))
+                    "seq", "position", "timestamp", "record_type", "fields"))
 
 
 def transaction_markers(rel: DataFrame) -> DataFrame:
@@ -139,14 +135,14 @@ def committed(rel: DataFrame, markers: pa.Table | None) -> tuple[DataFrame, dict
 def topics_of(rec: DataFrame) -> DataFrame:
     """(cluster_id, topic_id, topic_name, created_*, deleted_*) events of this increment."""
     created = (rec.filter(F.col("record_type") == TOPIC_RECORD)
-               .select("cluster_id", _j("topic_id").alias("topic_id"),
-                       _j("name").alias("topic_name"), F.col("offset").alias("created_offset"),
+               .select("cluster_id", field("topic_id").alias("topic_id"),
+                       field("name").alias("topic_name"), F.col("offset").alias("created_offset"),
                        F.col("timestamp").alias("created_ts")))
     created = created.groupBy("cluster_id", "topic_id").agg(
         F.first("topic_name").alias("topic_name"), F.min("created_offset").alias("created_offset"),
         F.min("created_ts").alias("created_ts"))
     deleted = (rec.filter(F.col("record_type") == REMOVE_TOPIC_RECORD)
-               .select("cluster_id", _j("topic_id").alias("topic_id"),
+               .select("cluster_id", field("topic_id").alias("topic_id"),
                        F.col("offset").alias("deleted_offset"),
                        F.col("timestamp").alias("deleted_ts"))
                .groupBy("cluster_id", "topic_id").agg(F.min("deleted_offset").alias(
@@ -155,24 +151,27 @@ def topics_of(rec: DataFrame) -> DataFrame:
 
 
 def brokers_of(rec: DataFrame) -> DataFrame:
+    """Broker rows: a registration's state, or the change a record makes to it. Fenced and
+    InControlledShutdown are one int8 child of `fields`: a RegisterBrokerRecord's bool as
+    1 / 0, a BrokerRegistrationChangeRecord's change (FENCE / UNFENCE, or no change)."""
     t = F.col("record_type")
-    fenced_raw = _j("fenced")
+    fenced_raw = field("fenced")
     fenced = (F.when(t == FENCE_BROKER_RECORD, F.lit(True))
               .when(t == UNFENCE_BROKER_RECORD, F.lit(False))
-              .when(t == REGISTER_BROKER_RECORD, fenced_raw == "true")
-              .when(fenced_raw == str(FENCE), F.lit(True))
-              .when(fenced_raw == str(UNFENCE), F.lit(False)))
-    ics_raw = _j("in_controlled_shutdown")
-    ics = (F.when(t == REGISTER_BROKER_RECORD, ics_raw == "true")
-           .when(ics_raw == str(IN_CONTROLLED_SHUTDOWN), F.lit(True)))
+              .when(t == REGISTER_BROKER_RECORD, fenced_raw == 1)
+              .when(fenced_raw == FENCE, F.lit(True))
+              .when(fenced_raw == UNFENCE, F.lit(False)))
+    ics_raw = field("in_controlled_shutdown")
+    ics = (F.when(t == REGISTER_BROKER_RECORD, ics_raw == 1)
+           .when(ics_raw == IN_CONTROLLED_SHUTDOWN, F.lit(True)))
     return (rec.filter(t.isin(*BROKER_TYPES))
             .select("cluster_id", "offset", "seq", "timestamp", "record_type",
-                    F.coalesce(_j("broker_id"), _j("id")).cast("int").alias("broker_id"),
-                    F.coalesce(_j("broker_epoch"), _j("epoch")).cast("long").alias(
+                    F.coalesce(field("broker_id"), field("id")).cast("int").alias("broker_id"),
+                    F.coalesce(field("broker_epoch"), field("epoch")).cast("long").alias(
                         "broker_epoch"),
-                    _j("incarnation_id").alias("incarnation_id"), fenced.alias("fenced"),
-                    ics.alias("in_controlled_shutdown"), _j("rack").alias("rack"),
-                    F.from_json(_j("log_dirs"), T.ArrayType(T.StringType())).alias("log_dirs")))
+                    field("incarnation_id").alias("incarnation_id"), fenced.alias("fenced"),
+                    ics.alias("in_controlled_shutdown"), field("rack").alias("rack"),
+                    field("log_dirs").alias("log_dirs")))
 
 
 def configs_of(rec: DataFrame) -> DataFrame:
@@ -180,15 +179,10 @@ def configs_of(rec: DataFrame) -> DataFrame:
     return (rec.filter(t.isin(*CONFIG_TYPES))
             .select("cluster_id", "offset", "seq", "timestamp",
                     F.when(t == CONFIG_RECORD, "config").otherwise("feature").alias("kind"),
-                    _j("resource_type").cast("int").alias("resource_type"),
-                    _j("resource_name").alias("resource_name"), _j("name").alias("name"),
-                    _j("value").alias("value"),
-                    _j("feature_level").cast("int").alias("feature_level")))
-
-
-def _typed(rec: DataFrame) -> DataFrame:
-    p = F.from_json("data", PARTITION_JSON)
-    return rec.select("*", p.alias("p"))
+                    field("resource_type").cast("int").alias("resource_type"),
+                    field("resource_name").alias("resource_name"), field("name").alias("name"),
+                    field("value").alias("value"),
+                    field("feature_level").cast("int").alias("feature_level")))
 
 
 def _alive_before(topic_names: DataFrame) -> DataFrame:
@@ -207,8 +201,8 @@ def _live_topics_only(rows: DataFrame, rec: DataFrame, topic_names: DataFrame) -
     """
     t = F.col("record_type")
     events = (rec.filter(t.isin(TOPIC_RECORD, REMOVE_TOPIC_RECORD))
-              .select("cluster_id", _j("topic_id").alias("topic_id"), "offset", "seq", "position",
-                      (t == TOPIC_RECORD).alias("_ev")))
+              .select("cluster_id", field("topic_id").alias("topic_id"), "offset", "seq",
+                      "position", (t == TOPIC_RECORD).alias("_ev")))
     known = _alive_before(topic_names).select(
         "cluster_id", "topic_id", F.lit(-1).cast("long").alias("offset"), F.lit(0).alias("seq"),
         F.lit(-1).cast("long").alias("position"), F.lit(True).alias("_ev"))
@@ -240,30 +234,30 @@ def partition_changes(rec: DataFrame, known: DataFrame | None, topic_names: Data
     """
     rec = rec.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
     t = F.col("record_type")
-    typed = _typed(rec.filter(t.isin(PARTITION_RECORD, PARTITION_CHANGE_RECORD)))
+    typed = rec.filter(t.isin(PARTITION_RECORD, PARTITION_CHANGE_RECORD))
     is_pr = t == PARTITION_RECORD
-    lrs = F.col("p.leader_recovery_state")
+    lrs = field("leader_recovery_state")
     accepted = lrs.isNull() | F.when(is_pr, lrs.isin(*LRS_VALUES)).otherwise(
         lrs.isin(*LRS_CHANGE_VALUES))
     typed = typed.filter(accepted)
     direct = typed.select(
-        "cluster_id", F.col("p.topic_id").alias("topic_id"),
-        F.col("p.partition_id").alias("partition_id"), "offset", "seq", "position",
+        "cluster_id", field("topic_id").alias("topic_id"),
+        field("partition_id").alias("partition_id"), "offset", "seq", "position",
         "timestamp",
         F.when(is_pr & (F.col("source") == "snapshot"), "SnapshotPartitionRecord")
         .otherwise(t).alias("record_type"), "source",
         is_pr.alias("is_reset"), F.lit(False).alias("is_delete"),
-        F.when(is_pr, F.coalesce(F.col("p.leader"), F.lit(NO_LEADER)))
-        .when(F.col("p.leader") != NO_LEADER_CHANGE, F.col("p.leader")).alias("leader"),
-        F.when(is_pr, F.coalesce(F.col("p.leader_epoch"), F.lit(0))).alias("leader_epoch"),
-        F.when(is_pr, F.coalesce(F.col("p.partition_epoch"), F.lit(0))).alias(
+        F.when(is_pr, F.coalesce(field("leader"), F.lit(NO_LEADER)))
+        .when(field("leader") != NO_LEADER_CHANGE, field("leader")).alias("leader"),
+        F.when(is_pr, F.coalesce(field("leader_epoch"), F.lit(0))).alias("leader_epoch"),
+        F.when(is_pr, F.coalesce(field("partition_epoch"), F.lit(0))).alias(
             "partition_epoch"),
-        *[(F.when(is_pr, F.coalesce(F.col(f"p.{a}"), F.array().cast(_INTS)))
-           .otherwise(F.col(f"p.{a}"))).alias(a) for a in ARRAYS],
+        *[(F.when(is_pr, F.coalesce(field(a), F.array().cast(_INTS)))
+           .otherwise(field(a))).alias(a) for a in ARRAYS],
         F.when(is_pr, F.coalesce(lrs, F.lit(RECOVERED)))
         .when(lrs.isin(*LRS_VALUES), lrs).alias("leader_recovery_state"),
-        F.when(is_pr, F.coalesce(F.col("p.directories"), F.array().cast("array<string>")))
-        .otherwise(F.col("p.directories")).alias("directories"),
+        F.when(is_pr, F.coalesce(field("directories"), F.array().cast("array<string>")))
+        .otherwise(field("directories")).alias("directories"),
     )
     out = direct if known is None else direct.unionByName(
         _removes_and_clears(rec, direct, known, topic_names), allowMissingColumns=True)
@@ -297,13 +291,13 @@ def _removes_and_clears(rec: DataFrame, direct: DataFrame, known: DataFrame,
                         ["cluster_id", "topic_id"], "left"))
 
     removes = (rec.filter(t == REMOVE_TOPIC_RECORD)
-               .select("cluster_id", _j("topic_id").alias("topic_id"), "offset", "seq",
+               .select("cluster_id", field("topic_id").alias("topic_id"), "offset", "seq",
                        "position", "timestamp", "record_type", "source")
                .join(candidates, ["cluster_id", "topic_id"])
                .select(*KEY, "offset", "seq", "position", "timestamp", "record_type", "source",
                        F.lit(False).alias("is_reset"), F.lit(True).alias("is_delete")))
     clears = (rec.filter(t == CLEAR_ELR_RECORD)
-              .select("cluster_id", F.coalesce(_j("topic_name"), F.lit("")).alias("_name"),
+              .select("cluster_id", F.coalesce(field("topic_name"), F.lit("")).alias("_name"),
                       "offset", "seq", "position", "timestamp", "record_type", "source")
               .join(candidates, ["cluster_id"])
               .filter((F.col("_name") == "") | (F.col("_name") == F.col("topic_name")))
@@ -320,9 +314,9 @@ def snapshot_removals(rec: DataFrame, seed_keys: DataFrame) -> DataFrame:
     resets = rec.filter(F.col("snapshot_role") == "reset")
     snaps = resets.select("cluster_id", "offset", "timestamp").groupBy("cluster_id").agg(
         F.max("offset").alias("offset"), F.max("timestamp").alias("timestamp"))
-    present = _typed(resets.filter(F.col("record_type") == PARTITION_RECORD)).select(
-        "cluster_id", F.col("p.topic_id").alias("topic_id"),
-        F.col("p.partition_id").alias("partition_id"))
+    present = resets.filter(F.col("record_type") == PARTITION_RECORD).select(
+        "cluster_id", field("topic_id").alias("topic_id"),
+        field("partition_id").alias("partition_id"))
     gone = seed_keys.select(*KEY).join(present, KEY, "left_anti").join(snaps, ["cluster_id"])
     return gone.select(*KEY, "offset", F.lit(1).alias("seq"), "timestamp",
                        F.lit("SnapshotRemoval").alias("record_type"),

@@ -59,6 +59,7 @@ from ..lake.delta import Lake, conform, from_arrow
 from ..lake.schema import table_names, table_schema
 from ..lake.work import Work, collect_together
 from ..quality.record_checks import check_records
+from ..sources.decode import with_fields
 from .progress import IncrementResult, furthest
 from .seed import Rows, Seed, as_rows, forget, progress
 
@@ -334,9 +335,9 @@ class _Increment:
         pend = self.pending_from
         if pend is not None and res.start_offset is not None and pend < res.start_offset:
             read_back = res.start_offset - pend  # an offset is one record
-            back = seed.read("records").filter(
+            back = with_fields(seed.read("records").filter(
                 (F.col("offset") >= pend) & (F.col("offset") < res.start_offset)
-                & (F.col("source") == "log"))
+                & (F.col("source") == "log")))
             rel_in = checked.unionByName(back.withColumn("row_kind", F.lit("record")),
                                          allowMissingColumns=True)
         rel = relevant(rel_in)

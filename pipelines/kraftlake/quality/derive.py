@@ -76,10 +76,14 @@ def record_columns(df: DataFrame) -> DataFrame:
     * `dq_leader_recovery_state_violation`: the LeaderRecoveryState *field* of a
       PartitionRecord (must be 0/1) or PartitionChangeRecord (-1 = unchanged, 0, 1). Kafka
       refuses such a record as a whole and so does the silver layer, so bronze is the only
-      place left where a corrupt value (invariant 18) can be seen.
+      place left where a corrupt value (invariant 18) can be seen. The field is read from
+      the decoder's typed struct `fields` when `df` has it (an ingest's source rows: no
+      JSON parsed per record on the ingest path), else from the JSON `data` (bronze read
+      back by `kraftlake quality`, which does not store the struct).
     """
     t = F.col("record_type")
-    lrs = F.get_json_object("data", "$.leader_recovery_state").cast("int")
+    lrs = (F.col("fields.leader_recovery_state") if "fields" in df.columns
+           else F.get_json_object("data", "$.leader_recovery_state")).cast("int")
     bad_lrs = (F.when((t == PARTITION_RECORD) & ~lrs.isin(*LRS_VALUES), lrs)
                .when((t == PARTITION_CHANGE_RECORD) & ~lrs.isin(*LRS_CHANGE_VALUES), lrs))
     snap = F.col("source") == "snapshot"

@@ -8,9 +8,11 @@ have held state: `state_unknown`, `codec.damage`), `gap` (offsets lost to retent
 
 Records are decoded by the columnar decoder (`codec.columnar.decode_columns`): runs of NoOp
 heartbeat batches become Arrow columns in numpy without a Python object per record, every
-other batch is decoded record by record with its `data` serialised by orjson; the range's
-own columns (cluster, source, snapshot, offsets kept) are added to the Arrow table as a
-whole. `benchmarks/bench_decode.py` times this step.
+other batch is decoded record by record with its `data` serialised by orjson and the fields
+silver reads handed over typed beside it (`fields`, `codec.fields`: a struct column of the
+source rows, not of bronze `records`); the range's own columns (cluster, source, snapshot,
+offsets kept) are added to the Arrow table as a whole. `benchmarks/bench_decode.py` times
+this step.
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import DataFrame
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_type
 
+from ..codec import fields
 from ..codec.columnar import decode_columns
 from ..codec.damage import assess
 from ..lake.schema import table_schema
@@ -36,14 +41,26 @@ def source_arrow_schema() -> pa.Schema:
     base = table_schema("records").arrow
     types = {"string": pa.string(), "long": pa.int64(), "boolean": pa.bool_()}
     return pa.schema([pa.field(f.name, f.type, nullable=True) for f in base]
-                     + [pa.field(n, types[t]) for n, t in EXTRA])
+                     + [pa.field(n, types[t]) for n, t in EXTRA]
+                     + [pa.field(fields.COLUMN, fields.TYPE)])
 
 
 def source_spark_schema() -> T.StructType:
     base = table_schema("records").spark
     extra = {"string": T.StringType(), "long": T.LongType(), "boolean": T.BooleanType()}
     return T.StructType(list(base.fields) + [T.StructField(n, extra[t], True)
-                                             for n, t in EXTRA])
+                                             for n, t in EXTRA]
+                        + [T.StructField(fields.COLUMN, from_arrow_type(fields.TYPE), True)])
+
+
+def with_fields(records: DataFrame) -> DataFrame:
+    """Bronze `records` rows read back (a metadata transaction left open across increments)
+    with the `fields` struct the decoder gave them as source rows: bronze keeps the JSON
+    `data` only, which the decoder's own Python parses again here (`codec.fields`), in a
+    Python task, so silver reads every record's fields one way."""
+    schema = T.StructType([*records.schema.fields,
+                           T.StructField(fields.COLUMN, from_arrow_type(fields.TYPE), True)])
+    return records.mapInArrow(fields.with_fields, schema)
 
 
 class _Rows:
@@ -99,7 +116,11 @@ def read_range(r: ReadRange, max_rows: int = 50_000) -> Iterator[pa.RecordBatch]
     table = cols.table
     if not snapshot:
         offsets = table.column("offset")
-        table = table.filter(pc.and_(pc.greater_equal(offsets, r.lo), pc.less(offsets, r.hi)))
+        keep = pc.and_(pc.greater_equal(offsets, r.lo), pc.less(offsets, r.hi))
+        # most ranges hold every record they decode; filtering copies each child of the
+        # `fields` struct of every chunk (a NoOp run is a chunk), so only when it drops any
+        if pc.sum(keep).as_py() != table.num_rows:
+            table = table.filter(keep)
     if table.num_rows:
         yield from _source_rows(table, r, name, snapshot).to_batches(max_rows)
 
@@ -133,5 +154,11 @@ def _source_rows(table: pa.Table, r: ReadRange, name: str, snapshot: bool) -> pa
         "problem_kind": const("problem_kind", None),
         "state_unknown": const("state_unknown", None),
     }
-    return pa.table([cols[f.name] if f.name in cols else table.column(f.name).cast(f.type)
+    return pa.table([cols[f.name] if f.name in cols else _as(table.column(f.name), f.type)
                      for f in schema], schema=schema)
+
+
+def _as(col: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
+    """`col` as type `to`; not cast when it is of that type (a cast of the `fields` struct
+    goes through each of its children in each chunk)."""
+    return col if col.type == to else col.cast(to)

@@ -10,7 +10,7 @@ directories). Lines the parser cannot use become `problem` rows (quarantine) who
 The text carries no segment bytes, so there is no CRC to compare; `records` rows keep the
 epoch, timestamp and type the dump printed, which is what the shared-cluster-id check uses.
 `data` is the binary decode of the re-encoded value, so a text and the segment it was
-printed from give identical rows.
+printed from give identical rows, the typed `fields` silver reads (`codec.fields`) too.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ..codec import fields
 from ..codec.dumplog import DumpProblem, parse_dump_log
 from ..codec.records import decode_metadata_value, to_json
 from .decode import _Rows
@@ -130,6 +131,6 @@ def read_dump_text(path: Path, cluster_id: str, min_offset: int = 0,
                      timestamp=item.timestamp * 1000, control=item.control,
                      record_type=item.type, api_key=item.api_key, version=item.version,
                      data=None if data is None else to_json(data), value=item.value,
-                     error=item.error,
+                     error=item.error, fields=fields.typed(item.type, data),
                      source_file=sec.name, row_kind="record", byte_position=-1)
     return pa.Table.from_batches([rows.batch()]), next_offset, high
