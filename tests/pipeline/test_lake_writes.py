@@ -194,7 +194,7 @@ def test_a_table_another_writer_creates_later_is_seen(spark, tmp_path) -> None:
 def test_an_append_commits_what_deltas_writer_would_as_another_reader_sees_it(
         spark, tmp_path) -> None:
     """Appends into an existing table go through a Delta transaction kraftlake opens
-    (`lake.append`); delta-rs, another Delta implementation, reads back the rows, the app's
+    (`lake.transaction`); delta-rs, another Delta implementation, reads back the rows, the app's
     transaction version, and a WRITE commit with the user metadata, as it does for the
     writer's own appends."""
     import deltalake
@@ -227,8 +227,8 @@ def test_an_append_racing_a_commit_of_the_same_increment_is_written_once(
     retry then finds the increment committed. The rows are in the table once."""
     from delta.exceptions import ConcurrentTransactionException
 
-    from kraftlake.lake.append import commit_files
     from kraftlake.lake.delta import conform
+    from kraftlake.lake.transaction import commit_files
 
     lake = Lake(tmp_path, spark)
     schema = table_schema("partition_current").arrow

@@ -31,9 +31,9 @@ from pyspark.sql import SparkSession
 from ..codec.batch import Batch, scan_batches
 from ..codec.logfiles import records_of_batch
 from ..config import Config, load_config
-from ..lake.append import sql_eq
 from ..lake.apps import app_id_for
 from ..lake.delta import Lake
+from ..lake.transaction import sql_eq
 from ..sources.decode import source_arrow_schema, source_spark_schema
 from ..sources.driver import local_source
 from ..sources.dumptext import read_dump_text

@@ -4,7 +4,7 @@ A small increment (`jobs/increment.py`: decoded and folded on the driver) holds 
 table's rows as an Arrow table already. Handing them to Spark to write costs one or two
 Spark jobs per table (planning the local relation, a task, the write's statistics), about
 a dozen per increment for a few hundred rows each. Here pyarrow writes the parquet file
-and this module computes the Delta statistics of it, so the commit (`lake.append`) adds
+and this module computes the Delta statistics of it, so the commit (`lake.transaction`) adds
 files Spark never saw.
 
 The statistics are the ones Delta's writer computes for the same rows (a test writes the

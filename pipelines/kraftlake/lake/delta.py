@@ -1,14 +1,15 @@
 """The lake: Delta tables under one root URI, written and read by delta-spark.
 
-Every table write is a Spark write in the executors; the driver plans it and commits the
-Delta log entry, it never holds the rows. Exactly-once comes from Delta's transaction
-identifiers, kept in the table itself (no side files):
+A large increment's rows are written by Spark in the executors; a small one's (a few
+hundred rows, decoded and folded on the driver) by the driver from its Arrow tables
+(`lake.arrow_files`). Either way the driver commits the Delta log entry, and exactly-once
+comes from Delta's transaction identifiers, kept in the table itself (no side files):
 
-* an append into an existing table is a Delta transaction kraftlake opens with a
-  `SetTransaction` of the app id and version (`lake.append`); a table's first write carries
-  the writer options `txnAppId` / `txnVersion` instead;
-* replacements of a slice (`replace`: one cluster's current states, open intervals, open
-  incidents, topics) are overwrites with `replaceWhere` and carry the same options;
+* an append into an existing table, and a replacement of one of its slices (`replace`: one
+  cluster's current states, open intervals, open incident, topics), is a Delta transaction
+  kraftlake opens itself (`lake.transaction`) with a `SetTransaction` of the app id and
+  version; a table's first write, and a write into a table whose protocol kraftlake does
+  not know, carry the writer options `txnAppId` / `txnVersion` instead;
 * merges (snapshot reconciliation, refusals in `quarantine`) carry the same pair as the
   session settings `spark.databricks.delta.write.txnAppId` / `txnVersion`, in a session of
   the writing thread's own (`own_session`) when an increment commits independent tables
@@ -39,13 +40,13 @@ from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from ..uris import join, to_uri
-from .append import Slice, SliceFiles, commit_files, known_protocol, predicate
 from .conflicts import SliceMovedError
 from .cut import Cut, cut_query, take_cut
 from .hadoopfs import HadoopFS
 from .jvmclass import has_jvm, java_class
 from .location import PROGRESS_TABLE, not_a_lake
 from .schema import layout_problem, table_names, table_rows, table_schema
+from .transaction import Slice, SliceFiles, commit_files, known_protocol, predicate
 
 # what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts
 META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"
@@ -104,7 +105,7 @@ COMMIT_CONFLICTS = tuple(getattr(delta.exceptions, n) for n in (
 
 # (table path, slice predicate) -> the slice's files after this process's last replacement
 # of it (`Lake.replace`): what the next replacement removes, checked by Delta's conflict
-# detection against every commit since (`lake.append`)
+# detection against every commit since (`lake.transaction`)
 _SLICES: dict[tuple[str, str], SliceFiles] = {}
 _SLICES_LOCK = threading.Lock()
 
@@ -286,7 +287,7 @@ class Lake:
 
         An existing table partitioned otherwise, or with other columns, was written by an
         older kraftlake; writing on would mix layouts (and an append through a transaction,
-        `lake.append`, would not even compare the columns), so it is refused with the
+        `lake.transaction`, would not even compare the columns), so it is refused with the
         remedy. Checked once per table and instance, on the table's snapshot `snap`. Only
         for a table that exists (a first write creates it as it should be).
         """
@@ -372,7 +373,7 @@ class Lake:
         transaction id alone (a marker), which still reads the slice's files.
 
         One Delta commit removes every file of the slice (whole partitions: no file is read
-        or rewritten) and adds `data` (`lake.append.commit_files`). Rows of `data` outside
+        or rewritten) and adds `data` (`lake.transaction.commit_files`). Rows of `data` outside
         the slice (the states an increment closes, which belong to the history partition)
         are added by the same commit, so a table holds all of an increment or none of it.
         This is what an increment does instead of a MERGE: it knows every row of the slice
