@@ -40,7 +40,8 @@ def read_on_driver(ranges: list[ReadRange]) -> pa.Table:
     """Every source row of the ranges, as the data source's tasks would produce them."""
     schema = source_arrow_schema()
     batches = [b for r in ranges for b in read_range(r)]
-    return pa.Table.from_batches(batches, schema=schema)
+    # no batch: one empty chunk per column, which pyspark makes a frame of (not none)
+    return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 
 
 def local_source(spark: SparkSession, cluster_id: str, log_dir: str, start: dict, end: dict,
