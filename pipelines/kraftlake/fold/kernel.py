@@ -50,6 +50,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import Broadcast
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -108,6 +109,15 @@ def part(out: DataFrame, kind: str) -> DataFrame:
     """The kernel's rows of one kind (OUTPUTS), as the partition and its table's columns."""
     rows = out.filter(F.col("out") == kind)
     return rows.select(*PARTITION, f"{kind}.*") if kind in TABLES else rows.select(*PARTITION)
+
+
+def part_arrow(out: pa.Table, kind: str) -> pa.Table:
+    """`part` of the driver's Arrow output (`run_on_driver`), without Spark."""
+    rows = out.filter(pc.equal(out["out"], kind))
+    own = pa.Table.from_struct_array(rows.column(kind).combine_chunks()) if rows.num_rows \
+        else pa.schema(list(out.schema.field(kind).type)).empty_table()
+    return pa.Table.from_arrays([*(rows.column(c) for c in PARTITION), *own.columns],
+                                names=[*PARTITION, *own.column_names])
 
 
 # ---------------------------------------------------------------- Arrow in

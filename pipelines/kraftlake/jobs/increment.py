@@ -23,6 +23,7 @@ change bronze alone, so it commits `records`, `quarantine` and `ingest_progress`
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -56,7 +57,7 @@ from ..fold.silver import (
 from ..kraft.records import BROKER_TYPES, TRANSACTION_MARKERS
 from ..lake.cut import CUT_EXCLUDED
 from ..lake.delta import Lake, conform, from_arrow
-from ..lake.schema import table_names, table_schema
+from ..lake.schema import table_names, table_rows, table_schema
 from ..lake.work import Work, collect_together
 from ..quality.record_checks import check_records
 from ..sources.decode import with_fields
@@ -206,6 +207,7 @@ class _Kernel:
     open_iv: DataFrame  # the cluster's intervals open at the increment's start
     intervals: int  # interval rows the kernel emitted
     windows: dict[str, list[tuple[int, int, int]]]  # attribution windows (fold.context)
+    arrow: pa.Table | None = None  # the driver's output as Arrow (None: Spark's tasks')
 
     def part(self, kind: str) -> DataFrame:
         return kernel.part(self.out, kind)
@@ -252,8 +254,8 @@ class _Increment:
             # again and never asks whether gold was done.
             self.say("commit: records, quarantine (no record of partition, broker, topic "
                      "or config)")
-            self.commit_concurrently(self.bronze(self.collect(self.bronze_rows(records,
-                                                                              invalid))))
+            self.commit_concurrently(self.bronze(_Once(lambda: self.collect(
+                self.bronze_rows(records, invalid)))))
         else:
             gold_done = self.lake.committed("partition_current", self.res.app_id,
                                             self.res.version)
@@ -312,14 +314,15 @@ class _Increment:
         record, and the invalid records)."""
         return {"records": records, "quarantine": _problems(self.src).unionByName(invalid)}
 
-    def bronze(self, rows: dict[str, DataFrame | pa.Table]) -> dict[str, Callable[[], object]]:
-        """The commits of `records` and `quarantine` (`bronze_rows`)."""
+    def bronze(self, rows: Callable[[], dict[str, DataFrame | pa.Table]]
+               ) -> dict[str, Callable[[], object]]:
+        """The commits of `records` and `quarantine` (`rows()`: theirs, `bronze_rows`)."""
         res = self.res
 
         def quarantine() -> None:
-            res.quarantined = self.write("quarantine", rows["quarantine"])
+            res.quarantined = self.write("quarantine", rows()["quarantine"])
 
-        return {"records": lambda: self.write("records", rows["records"], count=res.records),
+        return {"records": lambda: self.write("records", rows()["records"], count=res.records),
                 "quarantine": quarantine}
 
     def silver(self, x: _Extent, records: DataFrame, checked: DataFrame,
@@ -445,7 +448,8 @@ class _Increment:
         res.event_counts = {e: n for (o, e), n in counts.items() if o == "event"}
         res.events = sum(res.event_counts.values())
         k = _Kernel(changes, out, open_iv, counts.get(("interval", None), 0),
-                    {c: ctx.windows for c, ctx in contexts.items()})
+                    {c: ctx.windows for c, ctx in contexts.items()},
+                    table if on_driver else None)
         return k
 
     def topics_rows(self, s: _Silver, names: DataFrame) -> pa.Table:
@@ -472,16 +476,21 @@ class _Increment:
         # Only current states and open intervals are ever closed: the cluster's current
         # (open) partition is replaced, what the increment closes is added to the history
         # in the same commit
-        rows = self.collect({
-            "partition_events": conform(k.part("event"), "partition_events"),
+        # a small increment's events are the kernel's Arrow rows, written and committed
+        # first, while the other tables' rows are collected (`_Once`: by the first commit
+        # task that needs them, the others wait for it)
+        events: DataFrame | pa.Table = conform(k.part("event"), "partition_events") \
+            if k.arrow is None else table_rows(kernel.part_arrow(k.arrow, "event"),
+                                               "partition_events")
+        if isinstance(events, pa.Table):
+            self.new_events = events  # held for the next increment's incidents
+        cur = self.current_rows(k)
+        rows = _Once(lambda: self.collect({
             "partition_timeline": _replacement(seed.slice("partition_timeline"), tl,
                                                table_schema("partition_timeline").key),
             "partition_intervals": _replacement(k.open_iv, iv, INTERVAL_KEY),
             **self.bronze_rows(s.records, s.invalid), "brokers": s.brokers,
-            **({} if (cur := self.current_rows(k)) is None else {"partition_current": cur})})
-        self.current_new = rows.get("partition_current")
-        if isinstance(events := rows["partition_events"], pa.Table):
-            self.new_events = events  # held for the next increment's incidents
+            **({} if cur is None else {"partition_current": cur})}))
 
         def changes() -> None:
             arrow = self.work.arrow.get("partition_changes")
@@ -490,7 +499,7 @@ class _Increment:
                        count=res.changes)
 
         def timeline() -> None:
-            new = rows["partition_timeline"]
+            new = rows()["partition_timeline"]
             self.write("partition_timeline", new, "replace", count=res.timeline, after=new,
                        slice_={"cluster_id": cid, "is_current": True})
 
@@ -499,7 +508,7 @@ class _Increment:
                 self.reconciliation(tl)
 
         def intervals() -> None:
-            new = rows["partition_intervals"]
+            new = rows()["partition_intervals"]
             self.write("partition_intervals", new, "replace", count=k.intervals, after=new,
                        slice_={"cluster_id": cid, "is_open": True})
 
@@ -512,6 +521,7 @@ class _Increment:
             "incidents": incidents_, "partition_timeline": timeline,
             "partition_changes": changes, "snapshot_reconciliation": reconciliation,
             "partition_intervals": intervals, **self.bronze(rows), **self.small_tables(s, rows)})
+        self.current_new = rows().get("partition_current")
         if self.swept and res.start_offset is not None:  # what the next one's incidents read
             seed.keep_events(res.table_versions.get("partition_events"), self.new_events,
                              self.open_first, res.start_offset)
@@ -533,21 +543,23 @@ class _Increment:
                         "partition_current"]
         _restore_gold_counts(res, self.lake.commit_metadata("partition_current", res.app_id,
                                                             res.version))
-        rows = self.collect({**self.bronze_rows(s.records, s.invalid), "brokers": s.brokers})
+        rows = _Once(lambda: self.collect({**self.bronze_rows(s.records, s.invalid),
+                                           "brokers": s.brokers}))
         self.commit_concurrently({**self.bronze(rows), **self.small_tables(s, rows)})
 
-    def small_tables(self, s: _Silver, rows: dict[str, DataFrame | pa.Table]
+    def small_tables(self, s: _Silver, rows: Callable[[], dict[str, DataFrame | pa.Table]]
                      ) -> dict[str, Callable[[], object]]:
-        """The commits of `brokers` (its rows in `rows`, as `collect` left them) and
+        """The commits of `brokers` (its rows in `rows()`, as `collect` left them) and
         `configs` (the increment's rows appended)."""
-        seed, brokers = self.seed, rows["brokers"]
+        seed = self.seed
 
         def brokers_after() -> pa.Table | DataFrame:
+            brokers = rows()["brokers"]
             if isinstance(brokers, pa.Table):
                 return pa.concat_tables([seed.rows("brokers"), as_rows(brokers, "brokers")])
             return seed.slice("brokers").unionByName(brokers)
 
-        return {"brokers": lambda: self.write("brokers", brokers, count=s.brokers_n,
+        return {"brokers": lambda: self.write("brokers", rows()["brokers"], count=s.brokers_n,
                                               after=brokers_after),
                 "configs": lambda: self.write("configs", s.configs, count=s.configs_n,
                                               after=lambda: self.configs(s))}
@@ -755,6 +767,20 @@ class _Increment:
         if after is not None:
             self.seed.keep(name, res.table_versions[name], after)
         return m.get("numOutputRows", m.get("numTargetRowsInserted", 0))
+
+
+class _Once:
+    """A value computed by the first thread that asks for it; the others wait for it."""
+
+    def __init__(self, make: Callable[[], dict[str, DataFrame | pa.Table]]) -> None:
+        self._make, self._lock = make, threading.Lock()
+        self._value: dict[str, DataFrame | pa.Table] | None = None
+
+    def __call__(self) -> dict[str, DataFrame | pa.Table]:
+        with self._lock:
+            if self._value is None:
+                self._value = self._make()
+            return self._value
 
 
 def _problems(src: DataFrame) -> DataFrame:
