@@ -238,7 +238,8 @@ def test_an_append_racing_a_commit_of_the_same_increment_is_written_once(
     assert lake.append("partition_current", row, "app", 2)  # the winner
     frame = conform(spark.createDataFrame(row), "partition_current")
     with pytest.raises(ConcurrentTransactionException):
-        commit_files(spark, lake.path("partition_current"), frame, stale, "app", 2, "{}")
+        commit_files(spark, lake.path("partition_current"), frame, stale, "app", 2, "{}",
+                     schema=table_schema("partition_current").spark)
     assert not lake.append("partition_current", row, "app", 2)
     assert lake.read_arrow("partition_current").num_rows == 2
 

@@ -473,9 +473,6 @@ class _Increment:
         iv = conform(k.part("interval"), "partition_intervals")
         # asked before this run writes: a run stopped after that commit wrote them already
         rerun = self.lake.committed("partition_intervals", res.app_id, res.version)
-        # Only current states and open intervals are ever closed: the cluster's current
-        # (open) partition is replaced, what the increment closes is added to the history
-        # in the same commit
         # a small increment's events are the kernel's Arrow rows, written and committed
         # first, while the other tables' rows are collected (`_Once`: by the first commit
         # task that needs them, the others wait for it)
@@ -485,6 +482,9 @@ class _Increment:
         if isinstance(events, pa.Table):
             self.new_events = events  # held for the next increment's incidents
         cur = self.current_rows(k)
+        # Only current states and open intervals are ever closed: the cluster's current
+        # (open) partition is replaced, what the increment closes is added to the history
+        # in the same commit
         rows = _Once(lambda: self.collect({
             "partition_timeline": _replacement(seed.slice("partition_timeline"), tl,
                                                table_schema("partition_timeline").key),

@@ -56,7 +56,7 @@ def data_files(rows: pa.Table, partition_by: tuple[str, ...], indexed: int
     for part in parts:
         if not part.num_rows:
             continue
-        values = {c: _partition_value(part.column(c)[0].as_py()) for c in partition_by}
+        values = {c: partition_value(part.column(c)[0].as_py()) for c in partition_by}
         data = part.drop_columns(list(partition_by))
         buf = io.BytesIO()
         pq.write_table(data, buf, compression="snappy")
@@ -173,7 +173,7 @@ def _partitions(rows: pa.Table, partition_by: tuple[str, ...]) -> list[pa.Table]
     return [rows.take(pa.array(idx, pa.int64())) for idx in groups.values()]
 
 
-def _partition_value(value: Any) -> str | None:
+def partition_value(value: Any) -> str | None:
     """A partition value as Delta's log holds it (a string; booleans lower-case)."""
     if value is None:
         return None

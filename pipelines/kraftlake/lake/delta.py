@@ -46,7 +46,14 @@ from .hadoopfs import HadoopFS
 from .jvmclass import has_jvm, java_class
 from .location import PROGRESS_TABLE, not_a_lake
 from .schema import layout_problem, table_names, table_rows, table_schema
-from .transaction import Slice, SliceFiles, commit_files, known_protocol, predicate
+from .transaction import (
+    Slice,
+    SliceFiles,
+    commit_files,
+    known_protocol,
+    predicate,
+    slice_values,
+)
 
 # what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts
 META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"
@@ -315,10 +322,6 @@ class Lake:
         table (rows the driver holds) cast to the table's columns."""
         return table_rows(data, name) if isinstance(data, pa.Table) else conform(data, name)
 
-    def _empty(self, name: str) -> DataFrame:
-        """No rows, with table `name`'s columns (a local relation)."""
-        return from_arrow(self.spark, name, table_schema(name).arrow.empty_table())
-
     @staticmethod
     def _meta(app_id: str | None, version: int | None,
               metadata: dict[str, str] | None = None) -> str:
@@ -350,7 +353,7 @@ class Lake:
             if app_id is not None and version is not None and known_protocol(snap):
                 commit_files(self.spark, self.path(name), self._rows(name, data), snap,
                              app_id, version, self._meta(app_id, version, metadata),
-                             empty=self._empty(name))
+                             schema=table_schema(name).spark)
                 return True
         w = self._frame(name, data).write.format("delta").mode("append")
         if _version(snap) is None:
@@ -416,7 +419,7 @@ class Lake:
             after = commit_files(
                 self.spark, self.path(name), None if data is None else self._rows(name, data),
                 snap, app_id, version, self._meta(app_id, version, metadata), slice_=slice_,
-                held=held, empty=self._empty(name))
+                held=held, schema=table_schema(name).spark)
             if after is not None:
                 with _SLICES_LOCK:
                     _SLICES[key] = after
@@ -438,11 +441,11 @@ class Lake:
          .option("userMetadata", self._meta(app_id, version, metadata))
          .save(self.path(name)))
 
-    def _check_slice_unmoved(self, name: str, slice_: dict[str, str | bool],
+    def _check_slice_unmoved(self, name: str, slice_: Slice,
                              since: int | None, until: int | None) -> None:
         """`SliceMovedError` if a commit after version `since` up to `until` added or
         removed rows of the slice. Read from the commits' JSON files (a few small files)."""
-        want = {c: v if isinstance(v, str) else str(v).lower() for c, v in slice_.items()}
+        want = slice_values(slice_)
         log = join(self.path(name), "_delta_log")
         for v in range(0 if since is None else since + 1, (until or -1) + 1):
             for line in (self.fs.read_text(join(log, f"{v:020d}.json")) or "").splitlines():

@@ -40,19 +40,15 @@ class HadoopFS:
 
     def write_text(self, uri: str, text: str) -> None:
         """Write `text` whole: a temp file renamed into place, so a reader never sees half."""
-        tmp = self._p(uri + ".tmp")
-        out = self._fs.create(tmp, True)
-        try:
-            out.write(bytearray(text.encode()))
-        finally:
-            out.close()
+        tmp = uri + ".tmp"
+        self.write_bytes(tmp, text.encode(), overwrite=True)
         self._fs.delete(self._p(uri), False)
-        if not self._fs.rename(tmp, self._p(uri)):
+        if not self._fs.rename(self._p(tmp), self._p(uri)):
             raise OSError(f"{uri}: could not move the written file into place")
 
-    def write_bytes(self, uri: str, data: bytes) -> None:
-        """Write a new file whole (a data file under a name no reader knows yet)."""
-        out = self._fs.create(self._p(uri), False)
+    def write_bytes(self, uri: str, data: bytes, overwrite: bool = False) -> None:
+        """Write a file whole (a data file: a new one, under a name no reader knows yet)."""
+        out = self._fs.create(self._p(uri), overwrite)
         try:
             out.write(bytearray(data))
         finally:

@@ -46,9 +46,10 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from ..uris import join
-from .arrow_files import data_files, writable
+from .arrow_files import data_files, partition_value, writable
 from .hadoopfs import HadoopFS
 from .jvmclass import java_class
 
@@ -88,8 +89,8 @@ def predicate(slice_: Slice) -> str:
 
 def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | None, snapshot,
                  app_id: str, version: int, user_metadata: str, *,
-                 slice_: Slice | None = None, held: SliceFiles | None = None,
-                 empty: DataFrame | None = None) -> SliceFiles | None:
+                 schema: StructType, slice_: Slice | None = None,
+                 held: SliceFiles | None = None) -> SliceFiles | None:
     """Commit `frame` (rows conformed to the table; None: no rows) to the Delta table at
     `path` as (app_id, version), whose latest snapshot `snapshot` was read to decide that
     this has not committed yet. An Arrow table's rows (in the table's schema) are written by
@@ -99,9 +100,9 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | N
     in the same commit, those of `held` when given (the transaction then starts on
     `held.snapshot`), else those Delta finds on `snapshot`. Rows of `frame` outside the
     slice are added by the same commit. Returns the slice's files after the commit (None:
-    an append, or a commit another one overtook before its snapshot was read). `empty`: a
-    frame of the table's columns, for Arrow rows and for a replacement without rows (its
-    predicate is resolved against them, Arrow rows Spark cannot write are written as it)."""
+    an append, or a commit another one overtook before its snapshot was read). `schema`:
+    the table's columns, which the slice's predicate is resolved against (and Arrow rows
+    the driver cannot write are handed to Spark as)."""
     some, none = java_class(spark, "scala.Some"), java_class(spark, "scala.Option").empty()
     log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(
         spark._jsparkSession, path)
@@ -111,9 +112,7 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | N
     read: tuple[Any, ...] = ()
     seq = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq
     if where is not None:
-        columns = frame if isinstance(frame, DataFrame) else empty
-        assert columns is not None, "a replacement without rows needs the table's columns"
-        expr = _resolved(spark, columns, where)
+        expr = _resolved(spark, schema, where)
         if held is not None:
             read = held.files
             txn.trackFilesRead(seq(list(read)))
@@ -123,7 +122,7 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | N
             read = tuple(found.apply(i) for i in range(found.size()))
     now = int(time.time() * 1000)
     if isinstance(frame, pa.Table):
-        actions = _arrow_files(spark, txn, path, frame, empty)
+        actions = _arrow_files(spark, txn, path, frame, schema)
     else:
         actions = [] if frame is None else _seq_items(txn.writeFiles(frame._jdf))
     added = list(actions)
@@ -149,7 +148,7 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | N
 
 
 def _arrow_files(spark: SparkSession, txn, path: str, rows: pa.Table,
-                 empty: DataFrame | None) -> list[Any]:
+                 schema: StructType) -> list[Any]:
     """`rows` written as the table's data files, as add actions of `txn`: by the driver
     when the table's statistics columns allow (`arrow_files.writable`), else by Spark
     (`writeFiles` of the rows as a local relation). The commit's history then says what
@@ -161,9 +160,7 @@ def _arrow_files(spark: SparkSession, txn, path: str, rows: pa.Table,
     indexed = int(conf.apply(key)) if conf.contains(key) else 32  # Delta's default: 32
     if conf.contains("delta.dataSkippingStatsColumns") or not writable(rows.schema, parts,
                                                                         indexed):
-        assert empty is not None, "Arrow rows Spark writes need the table's columns"
-        frame = empty.sparkSession.createDataFrame(rows, empty.schema)
-        return _seq_items(txn.writeFiles(frame._jdf))
+        return _seq_items(txn.writeFiles(spark.createDataFrame(rows, schema)._jdf))
     fs = HadoopFS(spark, path)
     action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
     adds, size = [], 0
@@ -183,11 +180,11 @@ def _arrow_files(spark: SparkSession, txn, path: str, rows: pa.Table,
     return adds
 
 
-def _resolved(spark: SparkSession, frame: DataFrame, where: str):
-    """`where` as a resolved Catalyst expression over the table's columns (`frame`'s): Delta
+def _resolved(spark: SparkSession, schema: StructType, where: str):
+    """`where` as a resolved Catalyst expression over the table's columns (`schema`): Delta
     rewrites a read predicate's columns into the partition values of the files it checks,
-    which it can only do for resolved columns."""
-    filtered = frame.sparkSession.createDataFrame([], frame.schema).filter(where)
+    which it can only do for resolved columns. Only analysed, never run."""
+    filtered = spark.createDataFrame([], schema).filter(where)
     return filtered._jdf.queryExecution().analyzed().condition()
 
 
@@ -196,8 +193,12 @@ def _seq_items(seq) -> list[Any]:
     return [seq.apply(i) for i in range(seq.size())]
 
 
+def slice_values(slice_: Slice) -> dict[str, str | None]:
+    """The slice's partition values as Delta's log holds them (`partitionValues`)."""
+    return {c: partition_value(v) for c, v in slice_.items()}
+
+
 def _in_slice(add, slice_: Slice) -> bool:
     """The AddFile's partition values are the slice's."""
     values = json.loads(add.json())["add"].get("partitionValues") or {}
-    return all(values.get(c) == (v if isinstance(v, str) else str(v).lower())
-               for c, v in slice_.items())
+    return all(values.get(c) == v for c, v in slice_values(slice_).items())

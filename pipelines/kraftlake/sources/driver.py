@@ -14,6 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from ..lake.delta import chunked
 from ..uris import file_size, to_uri
 from .decode import read_range, source_arrow_schema, source_spark_schema
 from .files import LogDirIndex, ReadRange
@@ -40,8 +41,7 @@ def read_on_driver(ranges: list[ReadRange]) -> pa.Table:
     """Every source row of the ranges, as the data source's tasks would produce them."""
     schema = source_arrow_schema()
     batches = [b for r in ranges for b in read_range(r)]
-    # no batch: one empty chunk per column, which pyspark makes a frame of (not none)
-    return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+    return chunked(pa.Table.from_batches(batches, schema=schema))
 
 
 def local_source(spark: SparkSession, cluster_id: str, log_dir: str, start: dict, end: dict,
