@@ -154,8 +154,10 @@ class Seed:
                 self._compare(name, got[1])
             return got[1]
         rows = as_rows(self._fresh(name), name)
-        if got is None or not _newer(got[0], tag):  # this increment may have kept a newer
-            self.held.slices[name] = (tag, rows)   # one already (a commit on another thread)
+        with _LOCK:  # a commit on another thread may have kept a newer one meanwhile
+            now = self.held.slices.get(name)
+            if now is None or not _newer(now[0], tag):
+                self.held.slices[name] = (tag, rows)
         return rows
 
     def slice(self, name: str) -> DataFrame:
@@ -232,7 +234,9 @@ class Seed:
         if where:  # a boolean column: the slice's rows (the others went to history)
             rows = rows.filter(where) if isinstance(rows, DataFrame) else rows.filter(
                 pc.fill_null(rows[where], False))
-        self.held.slices[name] = (tag, as_rows(rows, name))
+        rows = as_rows(rows, name)
+        with _LOCK:
+            self.held.slices[name] = (tag, rows)
 
     def _fresh(self, name: str) -> DataFrame:
         where = SLICES[name]
