@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
@@ -107,14 +108,19 @@ class LakeLog:
 
     def rows(self, name: str, columns: list[str] | None = None,
              filters: list[tuple[str, str, Any]] | None = None) -> pa.Table:
-        """The table's rows (those matching `filters`, delta-rs's `(column, op, value)`) in
+        """The table's rows (those matching `filters`, pyarrow's `(column, op, value)`) in
         its schema's types; no rows without a table."""
         dt = self.table(name)
         if dt is None:
             t = pa.table({})
         else:
             try:
-                t = dt.to_pyarrow_table(columns=columns, filters=filters or None)
+                # one thread: Arrow's pool reading through delta-rs's file system aborts
+                # the process at exit in about half the runs ("terminate called without an
+                # active exception", delta-rs issue 2184); these tables are small
+                t = dt.to_pyarrow_dataset().to_table(
+                    columns=columns, use_threads=False,
+                    filter=pq.filters_to_expression(filters) if filters else None)
             except (DeltaError, OSError, pa.ArrowException) as exc:
                 raise UnreadableError(f"{join(self.root, name)}: "
                                       f"{' '.join(str(exc).split())}") from None
