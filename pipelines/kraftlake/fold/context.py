@@ -35,6 +35,7 @@ from ..kraft.timing import TIMING_KEYS, ConfigPoint, window_history
 from ..kraft.versions import MV_FEATURE
 
 Point = tuple[int, int]  # (offset, seq)
+END: Point = (2**63, 0)  # after every offset: no later point
 T = TypeVar("T")
 ConfigValue = str | None  # a config's value as written; None: deleted with its topic
 
@@ -53,8 +54,14 @@ class History(Generic[T]):
         return cls([(o, s) for o, s, _ in entries], [v for _, _, v in entries])
 
     def at(self, offset: int, seq: int) -> T | None:
+        return self.span(offset, seq)[0]
+
+    def span(self, offset: int, seq: int) -> tuple[T | None, Point]:
+        """The value in force at (offset, seq), and the point the next value starts at
+        (`END`: none does): until then, `at` answers the same."""
         i = bisect_right(self.points, (offset, seq))
-        return self.values[i - 1] if i else None
+        return (self.values[i - 1] if i else None), (
+            self.points[i] if i < len(self.points) else END)
 
 
 @dataclass
@@ -74,12 +81,24 @@ class ClusterContext:
     unknown: list[tuple[int, int, int | None]] = field(default_factory=list)
 
     def min_isr(self, topic_name: str | None, offset: int, seq: int) -> int | None:
+        return self.min_isr_span(topic_name, offset, seq)[0]
+
+    def min_isr_span(self, topic_name: str | None, offset: int, seq: int
+                     ) -> tuple[int | None, Point]:
+        """`min_isr`, and the point from which it may differ: a partition's changes ask
+        at every step, and the answer changes only with a config record."""
         own = self.topic_min_isr.get(topic_name) if topic_name is not None else None
-        return resolve_min_isr(None if own is None else own.at(offset, seq),
-                               self.cluster_min_isr.at(offset, seq), self.default_min_isr)
+        topic_value, topic_until = (None, END) if own is None else own.span(offset, seq)
+        cluster_value, cluster_until = self.cluster_min_isr.span(offset, seq)
+        return resolve_min_isr(topic_value, cluster_value, self.default_min_isr), min(
+            topic_until, cluster_until)
 
     def mv(self, offset: int, seq: int) -> int | None:
         return self.metadata_version.at(offset, seq)
+
+    def mv_span(self, offset: int, seq: int) -> tuple[int | None, Point]:
+        """`mv`, and the point from which it may differ (`History.span`)."""
+        return self.metadata_version.span(offset, seq)
 
 
 def _in_context(r: dict[str, Any]) -> bool:

@@ -212,29 +212,32 @@ Part = tuple[str, str, int, str | None]
 
 
 class _Rows:
-    """One kind of output row (`out`), gathered as columns until a batch is written: a list
-    per value, appended row by row. Columns read off a per-row object (the partition's key
-    and topic name from `part`, a state's columns from its PartitionRegistration) are read
-    once the batch is written, by getters mapped over the whole list (`derived`: column ->
-    (list, getter)). Columns of the output schema not here are null."""
+    """One kind of output row (`out`), gathered until a batch is written: a tuple per row,
+    the partition first and then `values` in order, made columns once per batch (a row
+    appended as one tuple costs a fraction of a list append per column). Columns read off a
+    per-row object (the partition's key and topic name from `part`, a state's columns from
+    its PartitionRegistration) are read once the batch is written, by getters mapped over
+    the whole column (`derived`: column -> (column it is read off, getter)). Columns of the
+    output schema not here are null."""
 
     def __init__(self, out: str, values: Iterable[str],
                  derived: dict[str, tuple[str, Callable[[Any], Any]]] | None = None) -> None:
         self.out = out
+        self.names = ("part", *values)
         self.derived: dict[str, tuple[str, Callable[[Any], Any]]] = {
             name: ("part", itemgetter(i)) for i, name in enumerate(PARTITION)}
         self.derived.update(derived or {})
-        self.lists: dict[str, list[Any]] = {
-            name: [] for name in ("part", *values, *(src for src, _ in self.derived.values()))}
-        self.parts = self.lists["part"]  # the partition of each row: one per row
+        self.rows: list[tuple[Any, ...]] = []
 
     def __len__(self) -> int:
-        return len(self.parts)
+        return len(self.rows)
 
     def batch(self, schema: pa.Schema) -> pa.RecordBatch:
         """The gathered rows as a batch of `schema` (`output_schema`): `out`, the partition,
-        the struct of this kind (the others null); the lists start again empty."""
-        n = len(self)
+        the struct of this kind (the others null); the rows start again empty."""
+        n = len(self.rows)
+        columns = dict(zip(self.names, zip(*self.rows, strict=True), strict=True))
+        self.rows = []
         arrays = []
         for f in schema:
             if f.name == "out":
@@ -242,20 +245,18 @@ class _Rows:
             elif f.name == self.out:
                 fields = [f.type.field(i) for i in range(f.type.num_fields)]
                 arrays.append(pa.StructArray.from_arrays(
-                    [self._array(c, n) for c in fields], fields=fields))
+                    [self._array(columns, c, n) for c in fields], fields=fields))
             else:
-                arrays.append(self._array(f, n))
-        for values in self.lists.values():
-            values.clear()
+                arrays.append(self._array(columns, f, n))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    def _array(self, f: pa.Field, n: int) -> pa.Array:
+    def _array(self, columns: dict[str, tuple[Any, ...]], f: pa.Field, n: int) -> pa.Array:
         """Column `f` of the n gathered rows (null when this kind has none)."""
         if f.name in self.derived:
             src, get = self.derived[f.name]
-            values = list(map(get, self.lists[src]))
-        elif f.name in self.lists:
-            values = self.lists[f.name]
+            values: Sequence[Any] = list(map(get, columns[src]))
+        elif f.name in columns:
+            values = columns[f.name]
         else:
             return pa.nulls(n, f.type)
         return pa.array(values, pa.int64()).cast(f.type) if pa.types.is_timestamp(f.type) \
@@ -264,8 +265,16 @@ class _Rows:
 
 def _state_columns(src: str, prefix: str, names: Iterable[str]) -> dict[
         str, tuple[str, Callable[[Any], Any]]]:
-    """Columns `prefix + name` read off the PartitionRegistration in list `src`."""
+    """Columns `prefix + name` read off the PartitionRegistration in column `src`."""
     return {prefix + name: (src, attrgetter(name)) for name in names}
+
+
+_EVENT_VALUES = ("offset", "seq", "timestamp", "event_type", "detection", "record_type",
+                 "elr_added", "elr_removed", "last_known_elr_added", "last_known_elr_removed",
+                 "min_isr", "recovery_started_offset", "recovery_duration_ms",
+                 "uncertain_since", "before", "after")  # `add_event`'s tuple, in this order
+_INTERVAL_VALUES = ("kind", "start_offset", "start_seq", "start_ts", "end_offset", "end_ts",
+                    "is_open", "duration_ms")  # `add_interval`'s
 
 
 class _Output:
@@ -287,21 +296,16 @@ class _Output:
             **{name: ("state", attrgetter(f"reg.{name}")) for name in STATE}})
         shown = ("leader", "isr", "eligible_leader_replicas", "last_known_elr",
                  "leader_recovery_state", "replicas")  # an event's states, before and after
-        self.event = _Rows("event", [
-            "offset", "seq", "timestamp", "event_type", "detection", "record_type",
-            "elr_added", "elr_removed", "last_known_elr_added", "last_known_elr_removed",
-            "min_isr", "recovery_started_offset", "recovery_duration_ms", "uncertain_since",
-            "before", "after"],
-            {**_state_columns("before", "prev_", shown), **_state_columns("after", "new_", shown)})
-        self.interval = _Rows("interval", ["kind", "start_offset", "start_seq", "start_ts",
-                                           "end_offset", "end_ts", "is_open", "duration_ms"])
+        self.event = _Rows("event", _EVENT_VALUES, {
+            **_state_columns("before", "prev_", shown), **_state_columns("after", "new_", shown)})
+        self.interval = _Rows("interval", _INTERVAL_VALUES)
         self.gone = _Rows("gone", [])
         self.orphan = _Rows("orphan", [])
         self.kinds = (self.timeline, self.event, self.interval, self.gone, self.orphan)
 
     def __len__(self) -> int:  # asked after every partition: kept cheap
-        return len(self.timeline.parts) + len(self.event.parts) + len(self.interval.parts) \
-            + len(self.gone.parts) + len(self.orphan.parts)
+        return len(self.timeline.rows) + len(self.event.rows) + len(self.interval.rows) \
+            + len(self.gone.rows) + len(self.orphan.rows)
 
     def batches(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """One record batch per kind of output row gathered (a kind's rows hold only its
@@ -321,39 +325,21 @@ class _Output:
         recovered = event == "recovery_completed" and since is not None
         # an unclean election names the recovery it belongs to (`since`: see _fold_partition)
         linked = recovered or (event == "unclean_election" and since is not None)
-        c = self.event.lists
-        c["part"].append(part)
-        c["offset"].append(r.offset[i])
-        c["seq"].append(r.seq[i])
-        c["timestamp"].append(r.timestamp[i])
-        c["event_type"].append(event)
-        c["detection"].append(detection)
-        c["record_type"].append(r.record_type[i])
-        c["before"].append(b)
-        c["after"].append(a)
-        c["elr_added"].append(_added(a.eligible_leader_replicas, b.eligible_leader_replicas))
-        c["elr_removed"].append(_added(b.eligible_leader_replicas, a.eligible_leader_replicas))
-        c["last_known_elr_added"].append(_added(a.last_known_elr, b.last_known_elr))
-        c["last_known_elr_removed"].append(_added(b.last_known_elr, a.last_known_elr))
-        c["min_isr"].append(None if after is None else
-                            partition_min_isr(min_isr, len(after.replicas)))
-        c["recovery_started_offset"].append(since[0] if linked and since is not None else None)
-        c["recovery_duration_ms"].append(_ms(since[1], r.timestamp[i])
-                                         if recovered and since is not None else None)
-        c["uncertain_since"].append(uncertain)
+        be, ae = b.eligible_leader_replicas, a.eligible_leader_replicas
+        bl, al = b.last_known_elr, a.last_known_elr
+        self.event.rows.append((
+            part, r.offset[i], r.seq[i], r.timestamp[i], event, detection, r.record_type[i],
+            _NOTHING if be == ae else _added(ae, be), _NOTHING if be == ae else _added(be, ae),
+            _NOTHING if bl == al else _added(al, bl), _NOTHING if bl == al else _added(bl, al),
+            None if after is None else partition_min_isr(min_isr, len(after.replicas)),
+            since[0] if linked and since is not None else None,
+            _ms(since[1], r.timestamp[i]) if recovered and since is not None else None,
+            uncertain, b, a))
 
     def add_interval(self, part: Part, kind: str, start: tuple[int, int, int | None],
                      end: tuple[int, int | None] | None) -> None:
-        c = self.interval.lists
-        c["part"].append(part)
-        c["kind"].append(kind)
-        c["start_offset"].append(start[0])
-        c["start_seq"].append(start[1])
-        c["start_ts"].append(start[2])
-        c["end_offset"].append(end and end[0])
-        c["end_ts"].append(end and end[1])
-        c["is_open"].append(end is None)
-        c["duration_ms"].append(_ms(start[2], end and end[1]))
+        self.interval.rows.append((part, kind, *start, end and end[0], end and end[1],
+                                   end is None, _ms(start[2], end and end[1])))
 
 
 # ---------------------------------------------------------------- one partition
@@ -389,7 +375,10 @@ def _step_kind(r: _Input, i: int, before: PartitionRegistration | None) -> str:
     return ELR_CLEARED if r.record_type[i] == CLEAR_ELR_RECORD else CHANGED
 
 
-def _added(new: Sequence[int] | None, old: Sequence[int] | None) -> list[int]:
+_NOTHING: tuple[int, ...] = ()  # no members added (or removed)
+
+
+def _added(new: Sequence[int] | None, old: Sequence[int] | None) -> Sequence[int]:
     """Members of `new` not in `old`, sorted (None: no state, no members)."""
     if not new:
         return []
@@ -415,6 +404,10 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
     uncertain: int | None = None  # carried across unknown offsets from there on
     gaps = iter(ctx.unknown)
     gap = next(gaps, None)
+    # the cluster facts in force, asked again only past the point they may change at
+    min_isr: int | None = None
+    mv: int | None = None
+    min_isr_until = mv_until = (-1, 0)
     for i in range(lo, hi):
         role = r.role[i]
         if role == OPEN_INTERVAL:
@@ -447,7 +440,7 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             state, since, last_delete, uncertain = None, None, True, None
             continue
         if kind in (CHANGED, ELR_CLEARED) and state is None:
-            out.orphan.parts.append(part)
+            out.orphan.rows.append((part,))
             continue
         if kind == ELR_CLEARED:
             assert state is not None  # an orphan went above
@@ -459,7 +452,8 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             new, _problem = state.merge(r.fields(i))
         else:
             new = PartitionRegistration.from_record(r.fields(i))
-        min_isr = ctx.min_isr(name, off, seq)
+        if (off, seq) >= min_isr_until:
+            min_isr, min_isr_until = ctx.min_isr_span(name, off, seq)
         before_since, before_uncertain = since, uncertain
         if kind not in (CHANGED, ELR_CLEARED):
             uncertain = None  # a full state (PartitionRecord, snapshot) re-anchors it
@@ -468,12 +462,14 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
         elif state is None or state.leader_recovery_state != RECOVERING:
             since = (off, ts)
         if seq == 0:
+            if (off, seq) >= mv_until:
+                mv, mv_until = ctx.mv_span(off, seq)
             leader, lrs = r.leader[i], r.leader_recovery_state[i]
             leader_field = leader if kind == CHANGED and leader is not None \
                 else NO_LEADER_CHANGE
             lrs_field = lrs if kind == CHANGED and lrs is not None else LRS_NO_CHANGE
             for event, detection in step_events(
-                    kind, state, new, min_isr=min_isr, metadata_version=ctx.mv(off, seq),
+                    kind, state, new, min_isr=min_isr, metadata_version=mv,
                     leader_field=leader_field, lrs_field=lrs_field):
                 # recovery_completed closes the recovery in force before the step; an unclean
                 # election belongs to the one in force after it (the one it starts, or for
@@ -491,10 +487,9 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             uncertain = _carry_across(gap, states, ctx, name, since, uncertain)
         gap = next(gaps, None)
     if last_delete:
-        out.gone.parts.append(part)
+        out.gone.rows.append((part,))
     if states and not (states[0].seed and states[0].to is None):  # a seed alone: as was
-        out.timeline.parts.extend([part] * len(states))
-        out.timeline.lists["state"].extend(states)
+        out.timeline.rows.extend((part, st) for st in states)
         _intervals(part, states, open_starts, ctx, name, out)
 
 

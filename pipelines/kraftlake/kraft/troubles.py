@@ -21,16 +21,25 @@ still copying makes no partition under-replicated; the reassignment is `reassign
 
 from __future__ import annotations
 
+from collections.abc import Set
+
 from .events import under_min_isr
 from .partition import NO_LEADER, RECOVERING, PartitionRegistration
 
 OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND = "offline", "under_min_isr", "recovering"
 REASSIGNING, SINGLE_ISR, UNDER_REPLICATED = "reassigning", "single_isr", "under_replicated"
 KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, SINGLE_ISR, UNDER_REPLICATED)
+_NONE: frozenset[str] = frozenset()
 
 
-def trouble_kinds(state: PartitionRegistration, min_isr: int | None) -> set[str]:
+def trouble_kinds(state: PartitionRegistration, min_isr: int | None) -> Set[str]:
     """The kinds of trouble `state` is in (see the module docstring)."""
+    if state.leader != NO_LEADER and state.leader_recovery_state != RECOVERING \
+            and len(state.isr) == len(state.replicas) and not state.reassigning:
+        # most states: led, recovered, not reassigning, every replica in the ISR, which
+        # is then at least min(min ISR, |replicas|) and the replication factor, and one
+        # member only when the factor is one; the rules below find nothing
+        return _NONE
     out = set()
     if state.leader == NO_LEADER:
         out.add(OFFLINE)
