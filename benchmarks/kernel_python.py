@@ -1,0 +1,105 @@
+"""The kernel's Python alone, per change, beside the reference replay's fold of the same log.
+
+    .venv/bin/python benchmarks/kernel_python.py /tmp/large24 --rows 300000 --against HEAD~1
+
+The log (a cluster directory holding __cluster_metadata-0, e.g. bench_first_ingest.py's
+24-hour `large` log) is ingested once into a temporary lake (or `--lake`, one ingested
+beforehand); the kernel's input of a first ingest (every change, no seeds, no open
+intervals), key-ordered, and the cluster contexts are then read back and Spark is stopped.
+What is timed is `fold.kernel.fold_batches` over the first `--rows` input rows in this
+process, one core, no Spark: the Arrow in, the rules, the timeline / event / interval rows
+and the Arrow out, i.e. what each kernel task's Python does. `--against REV` also times the
+kernel of git revision REV (its `fold/kernel.py`, with this checkout's rules) in alternate
+rounds, and both outputs must be equal or the script exits 1. The yardstick is the replay's
+fold (`reference/replay.py` applying the log's records, decoded beforehand), per partition
+step. Prints figures; asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pyarrow as pa
+from pyspark.sql import functions as F
+
+from bench_kernel import kernel_at, replay_fold
+from kraftlake.config import load_config
+from kraftlake.fold import kernel
+from kraftlake.fold.context import cluster_contexts
+from kraftlake.jobs.batch import ingest
+from kraftlake.lake.delta import Lake
+from kraftlake.spark import get_spark
+
+
+def kernel_input(log: Path, lake_dir: Path, ingest_first: bool
+                 ) -> tuple[pa.Table, dict, pa.Schema]:
+    """The kernel's key-ordered input of a first ingest of `log`, its contexts and output
+    schema, read from the lake (ingested here when `ingest_first`)."""
+    cfg = load_config(lake=str(lake_dir))
+    spark = get_spark(cfg, master="local[2]", extra_conf={"spark.driver.memory": "8g"})
+    if ingest_first:
+        ingest(spark, cfg, [log])
+    lake = Lake(cfg.lake, spark)
+    seeds = lake.read(spark, "partition_current").filter(F.lit(False))
+    opened = lake.read(spark, "partition_intervals").filter(F.lit(False))
+    rows = kernel.input_rows(lake.read(spark, "partition_changes"), seeds, opened).toArrow()
+    topics = lake.read(spark, "topics").select("cluster_id", "topic_id", "topic_name",
+                                               "deleted_offset")
+    contexts = cluster_contexts(lake.read(spark, "configs").toArrow(), topics.toArrow(),
+                                cfg.min_insync_replicas_default)
+    schema = kernel._arrow_output_schema(spark)
+    spark.stop()
+    return rows.sort_by([(c, "ascending") for c in kernel.ORDER]), contexts, schema
+
+
+def fold(k: ModuleType, rows: pa.Table, contexts: dict, schema: pa.Schema
+         ) -> tuple[float, pa.Table]:
+    """CPU seconds of kernel `k` folding `rows`, and its output."""
+    batches = rows.to_batches(max_chunksize=10_000)
+    t0 = time.process_time()
+    out = list(k.fold_batches(contexts, schema, batches))
+    return time.process_time() - t0, pa.Table.from_batches(out, schema)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("log", type=Path, help="a cluster directory holding __cluster_metadata-0")
+    ap.add_argument("--lake", type=Path, default=None, help="the log ingested beforehand")
+    ap.add_argument("--rows", type=int, default=300_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--against", metavar="REV", default=None)
+    args = ap.parse_args()
+    kernels = {"this checkout": kernel}
+    if args.against:
+        kernels[args.against] = kernel_at(args.against)
+    with tempfile.TemporaryDirectory(prefix="kernel-python-") as tmp:
+        lake = args.lake or Path(tmp) / "lake"
+        rows, contexts, schema = kernel_input(args.log, lake, args.lake is None)
+    rows = rows.slice(0, args.rows)
+    seconds, steps = replay_fold(args.log / "__cluster_metadata-0")
+    print(f"replay's fold: {seconds:.2f} s for {steps:,} partition steps, "
+          f"{seconds / steps * 1e6:.1f} us a step")
+    best: dict[str, float] = {}
+    outputs: dict[str, pa.Table] = {}
+    for r in range(args.rounds):
+        for name in list(kernels)[::-1 if r % 2 else 1]:
+            cpu, outputs[name] = fold(kernels[name], rows, contexts, schema)
+            best[name] = min(best.get(name, cpu), cpu)
+            print(f"{name}: {cpu:.2f} CPU s", flush=True)
+    for name, cpu in best.items():
+        print(f"kernel ({name}): {rows.num_rows:,} input rows -> {outputs[name].num_rows:,} "
+              f"output rows, best {cpu:.2f} CPU s, {cpu / rows.num_rows * 1e6:.1f} us a change")
+    if len({out.num_rows for out in outputs.values()}) > 1 or not all(
+            out.equals(outputs["this checkout"]) for out in outputs.values()):
+        print("the kernels' outputs differ", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
