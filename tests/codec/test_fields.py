@@ -22,6 +22,7 @@ from kraftlake.codec import fields
 from kraftlake.codec.columnar import decode_columns
 from kraftlake.codec.records import decode_metadata_value, encode_metadata_value, to_json
 from kraftlake.codec.schema import registry
+from kraftlake.kraft.records import STATE_TYPES
 from kraftlake.sources.dumptext import read_dump_text
 from tests.codec.test_message_properties import _struct
 from tests.conftest import REPO, real_files, rel
@@ -42,7 +43,7 @@ def assert_fields_equal_data(record_type: str | None, data: str | None,
     """`got` (a `fields` value read from Arrow) holds exactly the fields of the JSON `data`;
     `seen` counts the kinds of value compared."""
     seen = Counter() if seen is None else seen
-    if data is None or record_type not in fields.TYPES:
+    if data is None or record_type not in STATE_TYPES:
         assert got is None, (record_type, data)
         return
     body = orjson.loads(data)
@@ -102,7 +103,7 @@ def test_the_real_files_hold_what_the_checks_are_about() -> None:
 
 
 def test_the_struct_is_every_non_struct_field_of_the_types_silver_reads() -> None:
-    keys = {f.key for t in fields.TYPES for f in registry().by_name[t].fields
+    keys = {f.key for t in STATE_TYPES for f in registry().by_name[t].fields
             if not f.is_struct}
     assert set(CHILDREN) == keys and len(CHILDREN) == len(keys)
     assert fields.TYPE.field("leader_recovery_state").type == pa.int8()
@@ -110,7 +111,7 @@ def test_the_struct_is_every_non_struct_field_of_the_types_silver_reads() -> Non
     assert fields.TYPE.field("fenced").type == pa.int8()  # bool in RegisterBrokerRecord
 
 
-CASES = [(registry().by_name[t], v) for t in fields.TYPES
+CASES = [(registry().by_name[t], v) for t in STATE_TYPES
          for v in range(registry().by_name[t].versions[0],
                         (registry().by_name[t].versions[1]
                          or registry().by_name[t].versions[0]) + 1)]

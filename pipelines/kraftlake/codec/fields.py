@@ -5,8 +5,9 @@ silver frames need a few dozen of its fields as typed values, and parsing the JS
 Spark (`from_json`, `get_json_object`) cost a week-long log about 100 JVM CPU seconds. The
 decoder holds those values already, as Python objects, so it hands them over once more as
 a struct column `fields`: one child per field of the record types some silver table is made
-of (`TYPES`), named and typed from the record schemas (`schemas/records/`) like the keys of
-`data`, with absent (null) kept apart from empty (`[]`) exactly as in `data`.
+of (`kraft.records.STATE_TYPES`), named and typed from the record schemas
+(`schemas/records/`) like the keys of `data`, with absent (null) kept apart from empty
+(`[]`) exactly as in `data`.
 
 A child is every non-struct field of those types (struct lists such as a broker's endpoints
 are not read); records of other types, and undecodable ones, have a null struct. Record
@@ -24,19 +25,11 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from ..kraft.records import (
-    BROKER_TYPES,
-    CONFIG_RECORD,
-    FEATURE_LEVEL_RECORD,
-    PARTITION_TYPES,
-    TOPIC_RECORD,
-)
+from ..kraft.records import STATE_TYPES
 from .errors import SchemaError
 from .schema import registry
 
 COLUMN = "fields"
-# the record types some silver table is made of: their fields are the struct's children
-TYPES = (*PARTITION_TYPES, *BROKER_TYPES, TOPIC_RECORD, CONFIG_RECORD, FEATURE_LEVEL_RECORD)
 
 _ELEMENT: dict[str, pa.DataType] = {
     "int8": pa.int8(), "int16": pa.int16(), "uint16": pa.uint16(), "int32": pa.int32(),
@@ -51,7 +44,7 @@ def _struct() -> tuple[pa.StructType, dict[str, tuple[tuple[str, ...], tuple[str
     """The struct type, and for the record types whose `data` it cannot take as it is, (the
     type's keys in the struct, those of them whose bool the struct holds as an int)."""
     kinds: dict[str, str] = {}  # key -> Kafka type
-    for name in TYPES:
+    for name in STATE_TYPES:
         for f in registry().by_name[name].fields:
             if f.is_struct:
                 continue
@@ -67,7 +60,7 @@ def _struct() -> tuple[pa.StructType, dict[str, tuple[tuple[str, ...], tuple[str
         elem = _ELEMENT[kind.removeprefix("[]")]
         children.append(pa.field(key, pa.list_(elem) if kind.startswith("[]") else elem))
     reshaped = {}
-    for name in TYPES:
+    for name in STATE_TYPES:
         fs = registry().by_name[name].fields
         as_int = tuple(f.key for f in fs if not f.is_struct and kinds[f.key] != f.type)
         if as_int or any(f.is_struct for f in fs):
@@ -76,7 +69,7 @@ def _struct() -> tuple[pa.StructType, dict[str, tuple[tuple[str, ...], tuple[str
 
 
 TYPE, _RESHAPED = _struct()
-_TYPES = frozenset(TYPES)
+_TYPES = frozenset(STATE_TYPES)
 
 
 def typed(record_type: str | None, data: dict[str, Any] | None) -> dict[str, Any] | None:

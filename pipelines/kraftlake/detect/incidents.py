@@ -52,7 +52,6 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..fold.silver import KEY
 from ..kraft.brokers import broker_state, in_service
 from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
 from ..kraft.timing import window_at, window_history
@@ -63,7 +62,7 @@ from ..lake.work import collect_together
 
 # the worst first: of troubles starting at one offset, the first named is the cause
 TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, UNDER_REPLICATED)
-INTERVAL_KEY = [*KEY, "kind", "start_offset", "start_seq"]  # partition_intervals' key
+INTERVAL_KEY = list(table_schema("partition_intervals").key)
 SAME_WRITE_MS = 1000
 COLUMNS = ["cluster_id", "incident_id", "start_offset", "start_ts", "end_offset", "end_ts",
            "is_open", "duration_ms", "cause", "cause_broker", "brokers", "partitions_affected",

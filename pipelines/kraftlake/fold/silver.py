@@ -37,33 +37,27 @@ from ..kraft.records import (
     BROKER_TYPES,
     CLEAR_ELR_RECORD,
     CONFIG_RECORD,
-    FEATURE_LEVEL_RECORD,
+    CONFIG_TYPES,
     FENCE,
     FENCE_BROKER_RECORD,
     IN_CONTROLLED_SHUTDOWN,
     PARTITION_CHANGE_RECORD,
     PARTITION_RECORD,
-    PARTITION_TYPES,
     REGISTER_BROKER_RECORD,
     REMOVE_TOPIC_RECORD,
+    STATE_TYPES,
     TOPIC_RECORD,
+    TOPIC_TYPES,
     TRANSACTION_MARKERS,
     UNFENCE,
     UNFENCE_BROKER_RECORD,
     transactions,
 )
+from ..lake.schema import PARTITION_KEY
 
-KEY = ["cluster_id", "topic_id", "partition_id"]
+KEY = list(PARTITION_KEY)
 MARKERS = list(TRANSACTION_MARKERS)
 LAST_OFFSET = 2**63 - 1  # the end of a range open to the end of the log
-# the records each silver frame of this increment is made of (`topics_of`, `configs_of`,
-# `brokers_of`): none of them, no rows
-TOPIC_TYPES = [TOPIC_RECORD, REMOVE_TOPIC_RECORD]
-CONFIG_TYPES = [CONFIG_RECORD, FEATURE_LEVEL_RECORD]
-# the records that reach partitions known before an increment (`partition_changes`' `known`)
-REACHING_KNOWN = [REMOVE_TOPIC_RECORD, CLEAR_ELR_RECORD]
-OTHER_TYPES = [TOPIC_RECORD, *CONFIG_TYPES]
-RELEVANT = [*PARTITION_TYPES, *BROKER_TYPES, *OTHER_TYPES]
 STATE = list(STATE_COLUMNS)
 ARRAYS = list(LIST_COLUMNS)
 
@@ -80,7 +74,7 @@ def is_relevant() -> Column:
     """A source row is a decoded record some silver table is made of (or a transaction
     marker, which decides whether such records took effect)."""
     return ((F.col("row_kind") == "record") & ~F.col("control") & F.col("data").isNotNull()
-            & F.col("record_type").isin(RELEVANT + MARKERS))
+            & F.col("record_type").isin(*STATE_TYPES, *MARKERS))
 
 
 def relevant(src: DataFrame) -> DataFrame:
@@ -200,7 +194,7 @@ def _live_topics_only(rows: DataFrame, rec: DataFrame, topic_names: DataFrame) -
     reference replay. Topics known from earlier increments count as created at offset -1.
     """
     t = F.col("record_type")
-    events = (rec.filter(t.isin(TOPIC_RECORD, REMOVE_TOPIC_RECORD))
+    events = (rec.filter(t.isin(*TOPIC_TYPES))
               .select("cluster_id", field("topic_id").alias("topic_id"), "offset", "seq",
                       "position", (t == TOPIC_RECORD).alias("_ev")))
     known = _alive_before(topic_names).select(

@@ -40,10 +40,7 @@ from ..fold import kernel
 from ..fold.context import cluster_contexts
 from ..fold.reconcile import check_points, reconcile, snapshot_states
 from ..fold.silver import (
-    CONFIG_TYPES,
     KEY,
-    REACHING_KNOWN,
-    TOPIC_TYPES,
     brokers_of,
     committed,
     configs_of,
@@ -54,7 +51,13 @@ from ..fold.silver import (
     topics_of,
     transaction_markers,
 )
-from ..kraft.records import BROKER_TYPES, TRANSACTION_MARKERS
+from ..kraft.records import (
+    BROKER_TYPES,
+    CONFIG_TYPES,
+    FAN_OUT_TYPES,
+    TOPIC_TYPES,
+    TRANSACTION_MARKERS,
+)
 from ..lake.cut import CUT_EXCLUDED
 from ..lake.delta import Lake, conform, from_arrow
 from ..lake.schema import table_names, table_rows, table_schema
@@ -69,6 +72,9 @@ from .seed import Rows, Seed, as_rows, forget, progress
 WAVE = ("partition_events", "records", "quarantine", "brokers", "configs", "partition_changes",
         "partition_timeline", "snapshot_reconciliation", "partition_intervals", "incidents")
 ORDER = [*WAVE, "partition_current", "topics", "ingest_progress"]
+# the tables an increment's gold step commits: gold's, and the partition changes it reads
+MADE_WITH_GOLD = [t for t in ORDER
+                  if table_schema(t).layer == "gold" or t == "partition_changes"]
 # even when empty: markers (`partition_current`: gold is done; a quiet increment has no gold)
 ALWAYS_COMMITTED = ("partition_current", "ingest_progress")
 GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
@@ -292,7 +298,7 @@ class _Increment:
             F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
             F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
             F.count(F.when(is_record & (F.col("snapshot_role") == "reset"), 1)),
-            F.count(F.when(is_record & F.col("record_type").isin(*REACHING_KNOWN), 1)),
+            F.count(F.when(is_record & F.col("record_type").isin(*FAN_OUT_TYPES), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TOPIC_TYPES), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TRANSACTION_MARKERS), 1)),
             F.count(F.when(_lossy(), 1))))
@@ -538,9 +544,7 @@ class _Increment:
         """The wave of a re-run whose gold committed (`partition_current` holds its
         transaction id): the tables gold is not made of, and gold's counts read back."""
         res = self.res
-        res.skipped += ["partition_changes", "partition_timeline", "partition_events",
-                        "snapshot_reconciliation", "partition_intervals", "incidents",
-                        "partition_current"]
+        res.skipped += MADE_WITH_GOLD
         _restore_gold_counts(res, self.lake.commit_metadata("partition_current", res.app_id,
                                                             res.version))
         rows = _Once(lambda: self.collect({**self.bronze_rows(s.records, s.invalid),

@@ -56,6 +56,16 @@ PARTITION_TYPES = (PARTITION_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECOR
                    CLEAR_ELR_RECORD)
 BROKER_TYPES = (REGISTER_BROKER_RECORD, BROKER_REGISTRATION_CHANGE_RECORD,
                 FENCE_BROKER_RECORD, UNFENCE_BROKER_RECORD, UNREGISTER_BROKER_RECORD)
+TOPIC_TYPES = (TOPIC_RECORD, REMOVE_TOPIC_RECORD)
+CONFIG_TYPES = (CONFIG_RECORD, FEATURE_LEVEL_RECORD)
+# the records that change partitions they do not name (Kafka's `TopicDelta` fan-out):
+# RemoveTopicRecord every partition of its topic, ClearElrRecord every partition of its topic
+# (of every topic for an empty name)
+FAN_OUT_TYPES = (REMOVE_TOPIC_RECORD, CLEAR_ELR_RECORD)
+# the records that change a partition without writing its whole state
+PARTITION_DELTA_TYPES = (PARTITION_CHANGE_RECORD, CLEAR_ELR_RECORD)
+# every record kraftlake reads past `records` (the others are kept there, faithfully)
+STATE_TYPES = (*PARTITION_TYPES, *BROKER_TYPES, TOPIC_RECORD, *CONFIG_TYPES)
 
 
 def marker_refusal(marker: str, is_open: bool) -> str | None:

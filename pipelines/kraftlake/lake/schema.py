@@ -90,6 +90,10 @@ def table_schema(name: str) -> TableSchema:
                        tuple(raw["columns"]), tuple(raw.get("partition_by", ())))
 
 
+# a partition's key columns, as the lake keys partitions (`partition_current`'s key)
+PARTITION_KEY: tuple[str, ...] = table_schema("partition_current").key
+
+
 def table_names() -> list[str]:
     return sorted(p.stem for p in Path(TABLES_DIR).glob("*.json"))
 

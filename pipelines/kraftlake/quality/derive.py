@@ -20,22 +20,26 @@ from datetime import UTC, datetime
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..kraft.partition import LRS_CHANGE_VALUES, LRS_VALUES, NO_LEADER, RECOVERING
+from ..kraft.partition import (
+    LRS_CHANGE_VALUES,
+    LRS_VALUES,
+    NO_LEADER,
+    RECOVERING,
+    STATE_COLUMNS,
+)
 from ..kraft.records import (
-    CLEAR_ELR_RECORD,
     LEADER_CHANGE,
     PARTITION_CHANGE_RECORD,
+    PARTITION_DELTA_TYPES,
     PARTITION_RECORD,
 )
 from ..lake.delta import Lake
-from ..lake.schema import table_schema
+from ..lake.schema import PARTITION_KEY, table_schema
 
-PKEY = ["cluster_id", "topic_id", "partition_id"]
-# Full partition state columns that must be present in every timeline / current row.
-STATE_REQUIRED = ["leader", "leader_epoch", "partition_epoch", "isr", "replicas",
-                  "eligible_leader_replicas", "last_known_elr", "adding_replicas",
-                  "removing_replicas", "leader_recovery_state"]
-CHANGE_RECORDS = [PARTITION_CHANGE_RECORD, CLEAR_ELR_RECORD]
+KEY = list(PARTITION_KEY)
+# Full partition state columns that must be present in every timeline / current row; the
+# directories may not (the columns are Kafka's; nullable in the table's schema)
+STATE_REQUIRED = [c for c in STATE_COLUMNS if c != "directories"]
 
 # Tables each suite's frame is built from: a suite must be re-validated when one changes.
 INPUTS: dict[str, list[str]] = {
@@ -155,7 +159,7 @@ def _partition_changes_frame(spark: SparkSession, lake: Lake, now: datetime) -> 
         "cluster_id", "topic_id", F.col("topic_name").alias("dq_topic_name")).dropDuplicates(
         ["cluster_id", "topic_id"])
     df = ch.join(topics, ["cluster_id", "topic_id"], "left")
-    w = Window.partitionBy(*PKEY).orderBy("offset", "seq")
+    w = Window.partitionBy(*KEY).orderBy("offset", "seq")
     marker = F.when(F.col("is_reset"), F.lit(1)).when(F.col("is_delete"), F.lit(0))
     alive = F.last(marker, True).over(w.rowsBetween(Window.unboundedPreceding, -1))
     change = ~F.col("is_reset") & ~F.col("is_delete")
@@ -216,8 +220,8 @@ def _partition_timeline_frame(spark: SparkSession, lake: Lake, now: datetime) ->
     is valid from its change up to, not including, the next one).
     """
     df = _state_columns(lake.read(spark, "partition_timeline"))
-    w = Window.partitionBy(*PKEY).orderBy("valid_from_offset", "seq")
-    change = F.col("record_type").isin(CHANGE_RECORDS)
+    w = Window.partitionBy(*KEY).orderBy("valid_from_offset", "seq")
+    change = F.col("record_type").isin(*PARTITION_DELTA_TYPES)
     df = (df.withColumn("dq_leader_epoch_step",
                         F.col("leader_epoch") - F.lag("leader_epoch").over(w))
           .withColumn("dq_partition_epoch_step", F.when(
@@ -247,9 +251,9 @@ def _partition_current_frame(spark: SparkSession, lake: Lake, now: datetime) -> 
     """
     cur = lake.read(spark, "partition_current")
     tl = _open_timeline(spark, lake).select(
-        *PKEY, *[F.col(c).alias(f"_t_{c}") for c in MATCHED], F.lit(True).alias("_t"))
-    tl = tl.dropDuplicates(PKEY)
-    df = cur.join(tl, PKEY, "left")
+        *KEY, *[F.col(c).alias(f"_t_{c}") for c in MATCHED], F.lit(True).alias("_t"))
+    tl = tl.dropDuplicates(KEY)
+    df = cur.join(tl, KEY, "left")
     diffs = F.concat_ws(",", *[F.when(~F.col(c).eqNullSafe(F.col(f"_t_{c}")), F.lit(c))
                                for c in MATCHED])
     df = df.withColumn("dq_timeline_mismatch", F.when(
@@ -301,9 +305,9 @@ def _partition_events_frame(spark: SparkSession, lake: Lake, now: datetime) -> D
     """
     ev = lake.read(spark, "partition_events")
     tl = lake.read(spark, "partition_timeline").select(
-        *PKEY, F.col("valid_from_offset").alias("offset"), "seq",
-        F.lit(True).alias("_in")).dropDuplicates([*PKEY, "offset", "seq"])
-    df = ev.join(tl, [*PKEY, "offset", "seq"], "left")
+        *KEY, F.col("valid_from_offset").alias("offset"), "seq",
+        F.lit(True).alias("_in")).dropDuplicates([*KEY, "offset", "seq"])
+    df = ev.join(tl, [*KEY, "offset", "seq"], "left")
     deleted = F.col("event_type") == "partition_deleted"
     rec = F.col("event_type") == "recovery_completed"
     df = (df.withColumn("dq_in_timeline", F.when(~deleted, F.coalesce(F.col("_in"),
@@ -327,17 +331,17 @@ def _partition_intervals_frame(spark: SparkSession, lake: Lake, now: datetime) -
     (start_offset, start_seq).
     """
     df = lake.read(spark, "partition_intervals")
-    w = Window.partitionBy(*PKEY, "kind").orderBy("start_offset", "start_seq")
+    w = Window.partitionBy(*KEY, "kind").orderBy("start_offset", "start_seq")
     prev_end = F.lag("end_offset").over(w)
     has_prev = F.lag("start_offset").over(w).isNotNull()
     df = df.withColumn("dq_overlap", F.when(has_prev & prev_end.isNull(), F.lit(
         "previous interval still open")).when(prev_end > F.col("start_offset"), F.concat(
             F.lit("previous interval ends at "), prev_end.cast("string"))))
     tl = lake.read(spark, "partition_timeline").select(
-        *PKEY, F.col("valid_from_offset").alias("start_offset"), F.col("seq").alias(
+        *KEY, F.col("valid_from_offset").alias("start_offset"), F.col("seq").alias(
             "start_seq"), F.lit(True).alias("_on")).dropDuplicates(
-        [*PKEY, "start_offset", "start_seq"])
-    df = (df.join(tl, [*PKEY, "start_offset", "start_seq"], "left")
+        [*KEY, "start_offset", "start_seq"])
+    df = (df.join(tl, [*KEY, "start_offset", "start_seq"], "left")
           .withColumn("dq_starts_on_timeline", F.coalesce(F.col("_on"), F.lit(False)))
           .drop("_on")
           .withColumn("dq_interval_length", F.col("end_offset") - F.col("start_offset")))
