@@ -40,3 +40,58 @@ def test_every_semantics_citation_names_a_section() -> None:
                                   p.read_text(encoding="utf-8"))}
     assert cited
     assert {c for c in cited if c[1] not in sections} == set()
+
+
+TESTING = REPO / "docs" / "testing.md"
+MODULE = re.compile(r"(?<![\w/.])(\w+)\.py\b")
+
+
+def _layout() -> dict[str, str]:
+    """Folder path -> its text in the code block of docs/testing.md's "Layout" section: a line
+    whose first word ends in `/` opens a folder, two spaces of indent per level below the one
+    above; lines that start in the description column continue the folder above."""
+    page = TESTING.read_text()
+    block = page.split("## Layout\n", 1)[1].split("```\n", 2)[1]
+    out: dict[str, str] = {}
+    parents: list[str] = []
+    current = None
+    for line in block.splitlines():
+        head = line[:23]
+        if head.strip():
+            indent = (len(head) - len(head.lstrip())) // 2
+            word = head.split()[0]
+            parents = parents[:indent]
+            current = "".join(parents) + word if word.endswith("/") else None
+            if current:
+                parents.append(word)
+                out[current] = ""
+        if current:
+            out[current] += line[23:] + "\n"
+    return out
+
+
+def _folders() -> dict[str, set[str]]:
+    """Folder path -> the Python modules in it, for the package and the tests."""
+    out = {}
+    for root in (REPO / "pipelines" / "kraftlake", REPO / "tests"):
+        for folder in [root, *sorted(p for p in root.rglob("*") if p.is_dir())]:
+            modules = {p.name for p in folder.glob("*.py")} - {"__init__.py"}
+            if modules:
+                out[folder.relative_to(REPO).as_posix() + "/"] = modules
+    return out
+
+
+def test_testing_layout_names_every_folder_and_module() -> None:
+    layout, folders = _layout(), _folders()
+    assert sorted(set(folders) - set(layout)) == []
+    missing = {f: sorted(m - set(MODULE.findall(layout[f])) - {"__init__"}
+                         ) for f, m in ((f, {n[:-3] for n in ms}) for f, ms in folders.items())}
+    assert {f: m for f, m in missing.items() if m} == {}
+
+
+def test_testing_layout_names_no_module_that_is_gone() -> None:
+    layout, folders = _layout(), _folders()
+    gone = {f: sorted(set(MODULE.findall(text)) - {"__init__"}
+                      - {n[:-3] for n in folders.get(f, set())})
+            for f, text in layout.items() if f.startswith(("pipelines/", "tests/"))}
+    assert {f: m for f, m in gone.items() if m} == {}
