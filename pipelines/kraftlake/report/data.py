@@ -22,7 +22,14 @@ TOP_PARTITIONS = 10
 
 @dataclass(frozen=True)
 class Window:
-    """The time range the report covers (either end open), naive UTC like Spark's rows."""
+    """The time range the report covers (either end open), naive UTC like Spark's rows.
+
+    Example:
+        >>> import datetime as dt
+        >>> from kraftlake import Window
+        >>> Window(since=dt.datetime(2026, 11, 29))
+        Window(since=datetime.datetime(2026, 11, 29, 0, 0), until=None)
+    """
 
     since: dt.datetime | None = None
     until: dt.datetime | None = None
