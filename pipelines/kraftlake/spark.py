@@ -282,6 +282,16 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
     which sizes the driver's heap unless the configuration or the launcher sets it (without
     it, Spark's default: 1g; the commands that read only the lake take that). `short`: the
     JVM answers one question and ends (`SHORT_JOB_JVM_OPTIONS`).
+
+    Args:
+        cfg: the job's `Config` (default: `load_config()`'s, with no lake).
+        master: Spark's master URL (default: the configuration's, `local[*]`).
+        extra_conf: Spark settings on top of the configuration's.
+        uris, input_bytes, short: as above.
+
+    Returns:
+        The active SparkSession, made if there was none. Example: the notebook
+        `examples/kraftlake-api.ipynb`, which the suite runs.
     """
     cfg = cfg or load_config()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
