@@ -62,7 +62,7 @@ def test_importing_the_package_imports_no_spark() -> None:
 NOTEBOOK = Path(kraftlake.__file__).resolve().parents[2] / "examples" / "kraftlake-api.ipynb"
 # names with neither a doctest nor a notebook example yet (issue 62, item 3)
 NO_EXAMPLE_YET = {"ingest", "ingest_dir", "start_stream", "maintain", "run_quality",
-                  "write_report", "print_incidents"}
+                  "write_report"}
 CONSTANTS = {"EVENT_TYPES", "SCENARIOS"}
 
 
