@@ -47,3 +47,21 @@ def test_import_kraftlake_beside_a_folder_named_kraftlake(tmp_path) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(REPO / "pipelines" / "kraftlake" / "__init__.py"),
                                   str(REPO / "schemas"), "kraftlake.lake.delta"]
+
+
+def test_the_version_is_the_changelogs_newest_release() -> None:
+    """pyproject.toml's version, `kraftlake.__version__` and the newest release heading of
+    docs/CHANGELOG.md (`## X.Y.Z (date): ...`, below "Unreleased") are one version, and the
+    releases are listed newest first with their dates in order."""
+    import re
+
+    import kraftlake
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    releases = re.findall(r"^## (\d+\.\d+\.\d+) \((\d{4}-\d\d-\d\d)\)",
+                          (REPO / "docs" / "CHANGELOG.md").read_text(), flags=re.M)
+    assert releases, "docs/CHANGELOG.md lists no release"
+    assert project["version"] == kraftlake.__version__ == releases[0][0]
+    versions = [tuple(int(n) for n in v.split(".")) for v, _ in releases]
+    assert versions == sorted(versions, reverse=True)
+    assert [d for _, d in releases] == sorted((d for _, d in releases), reverse=True)

@@ -27,6 +27,17 @@ class ConfigError(ValueError):
 
 @dataclass
 class Config:
+    """A job's configuration: the lake, the ingest's and the stream's settings, Spark's.
+
+    Made by `load_config` from the packaged defaults, a user's file and overrides; each
+    field is a key of `conf/kraftlake.yaml`.
+
+    Example:
+        >>> from kraftlake import Config
+        >>> Config(lake="/tmp/lake").trigger
+        '1s'
+    """
+
     lake: str  # a path, file:// or s3a:// URI (kraftlake.lake.hadoopfs.to_uri)
     cluster_id: str | None = None
     min_insync_replicas_default: int = 1
@@ -71,6 +82,19 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     A file named by `--conf` or $KRAFTLAKE_CONF must exist, and a key kraftlake does not
     know (a typo such as `min_insync_replica_default`) is refused rather than silently
     ignored: both raise `ConfigError` naming the file and the key.
+
+    Args:
+        path: a YAML file of settings (None: $KRAFTLAKE_CONF if set, else the defaults).
+        **overrides: fields of `Config` set last, e.g. `lake="/tmp/lake"`.
+
+    Returns:
+        The `Config`.
+
+    Example:
+        >>> from kraftlake import load_config
+        >>> cfg = load_config(lake="/tmp/lake", trigger=None)
+        >>> cfg.lake, cfg.trigger
+        ('/tmp/lake', '1s')
     """
     named = path or os.environ.get("KRAFTLAKE_CONF")
     raw = _BUILTIN

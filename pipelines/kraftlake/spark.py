@@ -53,8 +53,7 @@ DELTA_CONF = {
     # a first ingest creates a dozen tables and paid about a tenth of its CPU for it
     # (examples/real-3-broker into new lakes, one warm session, alternating: 50.5 -> 45.2 and
     # 50.8 -> 45.5 CPU s over 8 ingests). Increments into an existing lake and cold reads of
-    # every table cost the same either way (docs/benchmarks.md, "Kills placed by progress;
-    # the demo as a short job; checksums without file lists").
+    # every table cost the same either way (measured 2026-11-28; git log -p -- docs/benchmarks.md).
     "spark.databricks.delta.allFilesInCrc.enabled": "false",
     # The tables an increment replaces slices of are partitioned by cluster_id, and its joins
     # of their rows (old open rows against the ones the kernel rewrote) are on keys that
@@ -283,6 +282,16 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
     which sizes the driver's heap unless the configuration or the launcher sets it (without
     it, Spark's default: 1g; the commands that read only the lake take that). `short`: the
     JVM answers one question and ends (`SHORT_JOB_JVM_OPTIONS`).
+
+    Args:
+        cfg: the job's `Config` (default: `load_config()`'s, with no lake).
+        master: Spark's master URL (default: the configuration's, `local[*]`).
+        extra_conf: Spark settings on top of the configuration's.
+        uris, input_bytes, short: as above.
+
+    Returns:
+        The active SparkSession, made if there was none. Example: the notebook
+        `examples/kraftlake-api.ipynb`, which the suite runs.
     """
     cfg = cfg or load_config()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -194,7 +194,28 @@ def _files_of(path: Path) -> list[LogFile]:
 def iter_path(path: Path, problems: list[Problem | str]) -> Iterator[Record]:
     """Records of a path `kraftlake decode` accepts: a segment, a snapshot, a log directory
     or a kafka-dump-log text. What cannot be read is appended to `problems`; a file that
-    holds no record batch at all raises NotAKafkaLogError."""
+    holds no record batch at all raises NotAKafkaLogError.
+
+    Args:
+        path: a segment (`.log`), a snapshot (`.checkpoint`), a `__cluster_metadata-0`
+            directory or a kafka-dump-log text.
+        problems: a list the problems found are appended to.
+
+    Returns:
+        An iterator of `Record`s in offset order.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from kraftlake import simulate_cluster
+        >>> sim = Path(tempfile.mkdtemp()) / "sim"
+        >>> summary = simulate_cluster(sim, scenario="broker-crash", seed=1, hours=0.1)
+        >>> from kraftlake import iter_path
+        >>> problems = []
+        >>> records = list(iter_path(sim / "__cluster_metadata-0", problems))
+        >>> len(records) == summary["records"], problems
+        (True, [])
+    """
     if path.is_file() and dumplog.looks_like_dump_log(path):
         with path.open(encoding="utf-8", errors="replace") as lines:
             for item in dumplog.parse_dump_log(lines, str(path)):

@@ -29,7 +29,22 @@ _CONTROL_KEY = struct.Struct(">hh")
 
 @dataclass(slots=True)
 class Record:
-    """One decoded record of the metadata log, in the shape every later layer consumes."""
+    """One decoded record of the metadata log, in the shape every later layer consumes.
+
+    `type` is Kafka's record type name, `data` every field of the record at its `version`
+    (snake_case names), `epoch` its batch's Raft epoch. `iter_path` yields them.
+
+    Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from kraftlake import simulate_cluster
+    >>> sim = Path(tempfile.mkdtemp()) / "sim"
+    >>> summary = simulate_cluster(sim, scenario="broker-crash", seed=1, hours=0.1)
+        >>> from kraftlake import iter_path
+        >>> first = next(iter_path(sim / "__cluster_metadata-0", []))
+        >>> first.offset, first.type, first.control
+        (0, 'LeaderChangeMessage', True)
+    """
 
     offset: int
     timestamp: int  # ms: the batch's max timestamp (the controller's append time)

@@ -264,6 +264,16 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[str | Path],
     cluster id, is refused (its result has `refused` set; a divergence is also kept in
     `quarantine`) and the others go on. When no input can be ingested, nothing is written,
     not even an empty lake.
+
+    Args:
+        spark: the session to run on (`get_spark(cfg)`).
+        cfg: the configuration; `cfg.lake` is the lake written.
+        sources: log directories (or folders holding them) and dump-log texts.
+        cluster_id: the cluster id of dump-log texts, or one to check the logs against.
+        log: called with each progress line.
+
+    Returns:
+        One `IncrementResult` per increment committed or input refused.
     """
     inputs = find_inputs(sources, cluster_id, cfg)
     say = log or (lambda _m: None)
@@ -297,7 +307,18 @@ def ingest_dir(spark: SparkSession, directory: str | Path, lake: str | Path,
                log: Callable[[str], None] | None = None,
                conf_file: str | None = None) -> list[IncrementResult]:
     """`kraftlake ingest DIRECTORY --lake LAKE [--conf CONF_FILE]` in-process: the same
-    library call as the command, with the configuration it would load."""
+    library call as the command, with the configuration it would load.
+
+    Args:
+        spark: the session to run on.
+        directory: a log directory (or a folder holding them).
+        lake: the lake's root (a path or URI).
+        log: called with each progress line.
+        conf_file: a YAML configuration file, as `--conf`.
+
+    Returns:
+        `ingest`'s results.
+    """
     return ingest(spark, load_config(conf_file, lake=lake), [directory], log=log)
 
 

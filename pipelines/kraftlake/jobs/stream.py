@@ -130,7 +130,22 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
 
     `failures`: receives the exception a micro-batch raised before the query stops with it.
     Spark reports that as "An exception was raised by the Python Proxy", the cause buried in
-    a Python traceback inside its message; the caller can raise the original instead."""
+    a Python traceback inside its message; the caller can raise the original instead.
+
+    Args:
+        spark: the session to run on.
+        cfg: the configuration; `cfg.lake` is the lake written, `cfg.checkpoint` the
+            query's checkpoint (default: under the lake).
+        source: the `__cluster_metadata-0` directory to tail.
+        cluster_id: a cluster id to check the log against.
+        trigger: the trigger interval (default `cfg.trigger`), e.g. "1s".
+        available_now: read what is there and stop.
+        max_offsets: the most offsets a micro-batch reads.
+        on_batch: called with each micro-batch's `IncrementResult`.
+
+    Returns:
+        The running StreamingQuery.
+    """
     interval = None if available_now else processing_time(trigger or cfg.trigger)
     log_dir = find_log_dirs(source)[0]
     require_metadata_log(log_dir)  # before the lake is touched: user data never enters

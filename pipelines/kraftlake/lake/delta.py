@@ -158,7 +158,9 @@ class Lake:
     """A lake root; table `name` lives at `<root>/<name>`.
 
     `spark`: the session to use (default: the active one, so `Lake(path)` works wherever a
-    session exists).
+    session exists). `read(spark, name)` is a table as a DataFrame, `consistent()` the lake
+    as of each cluster's last complete increment. Example: the notebook
+    `examples/kraftlake-api.ipynb`, which the suite runs.
     """
 
     def __init__(self, root: str | Path, spark: SparkSession | None = None,

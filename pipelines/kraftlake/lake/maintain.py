@@ -192,6 +192,16 @@ def maintain(lake: Lake, tables: Iterable[str] | None = None, *, compact: bool =
     `retention_hours` below the table's `delta.deletedFileRetentionDuration` (a week unless
     set) is refused by Delta unless `enforce_retention` is False: only do that when no
     reader can still be on an older snapshot.
+
+    Args:
+        lake: the `Lake`.
+        tables: the tables to maintain (default: all that exist).
+        compact, vacuum, checkpoint: which steps to run (OPTIMIZE, VACUUM, a checkpoint).
+        retention_hours: the age of the files vacuum may delete.
+        enforce_retention: Delta's check of that age against the table's own.
+
+    Returns:
+        One `TableMaintenance` per table: files and bytes before and after, seconds.
     """
     names = list(tables) if tables is not None else [n for n in table_names() if lake.exists(n)]
     app_ids = lake_app_ids(lake)

@@ -82,6 +82,21 @@ class TableSchema:
 
 @cache
 def table_schema(name: str) -> TableSchema:
+    """The schema of lake table `name`, from `schemas/tables/<name>.json`.
+
+    Args:
+        name: a table name (`table_names()`).
+
+    Returns:
+        Its `TableSchema`: layer, key, columns, partition columns. KeyError for a name
+        that is no table.
+
+    Example:
+        >>> from kraftlake import table_schema
+        >>> s = table_schema("partition_current")
+        >>> s.layer, s.key, s.partition_by
+        ('gold', ('cluster_id', 'topic_id', 'partition_id'), ('cluster_id',))
+    """
     path = TABLES_DIR / f"{name}.json"
     if not path.is_file():
         raise KeyError(f"no table schema {path}")
@@ -95,6 +110,13 @@ PARTITION_KEY: tuple[str, ...] = table_schema("partition_current").key
 
 
 def table_names() -> list[str]:
+    """Every lake table's name, sorted (one `schemas/tables/*.json` each).
+
+    Example:
+        >>> from kraftlake import table_names
+        >>> table_names()[:3]
+        ['brokers', 'configs', 'incidents']
+    """
     return sorted(p.stem for p in Path(TABLES_DIR).glob("*.json"))
 
 

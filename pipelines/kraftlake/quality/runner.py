@@ -184,6 +184,18 @@ def run_quality(spark: SparkSession, lake: Lake, *, suites: list[str] | None = N
     """Run `suites` (default all) over `lake`; append the outcomes to `quality_results`.
 
     `now` is the reference time of freshness (default: the current time).
+
+    Args:
+        spark: the session to run on.
+        lake: the `Lake`.
+        suites: the suites' names (one per table, `expectations/<table>.json`).
+        report_dir: where to write Data Docs (None: none).
+        max_age_seconds: how old a cluster's last increment may be before it is stale.
+        qctx, run_id, write_results: a Great Expectations context to reuse, the run's id,
+            and whether to append to `quality_results`.
+
+    Returns:
+        The `QualityRun`: each expectation's outcome and where the Data Docs went.
     """
     from great_expectations.core.run_identifier import RunIdentifier
 

@@ -23,7 +23,19 @@ def write_report(spark: SparkSession, lake: Lake | ServedLake, out: Path, *,
     """Write the report of one cluster of `lake` (local, or a `kraftlake serve` endpoint's)
     to `out`, and return the pages written. Without `cluster_id`, a lake of one cluster
     gets that cluster's report; a lake of several gets a fleet summary at `out` and each
-    cluster's report beside it (`<out stem>-<cluster id>.html`)."""
+    cluster's report beside it (`<out stem>-<cluster id>.html`).
+
+    Args:
+        spark: the session to read with.
+        lake: a `Lake`, or a `kraftlake serve` endpoint's lake.
+        out: the HTML file to write.
+        cluster_id: the cluster to report on.
+        window: the time range shown (`Window`; default: all of it).
+        partitions: (topic name, partition id) pairs to draw replicas over time for.
+
+    Returns:
+        The pages written.
+    """
     window = window or Window()
     now = dt.datetime.now(dt.UTC)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -43,7 +43,21 @@ def _ids(v: list[int] | None) -> str:
 
 def print_incidents(console: Console, events: list[dict[str, Any]]) -> None:
     """Print the incidents of `events` (one cluster's `partition_events` rows) as readable
-    tables."""
+    tables.
+
+    Args:
+        console: a `rich` console to print on.
+        events: `lake_events`' rows of one cluster.
+
+    Example:
+        >>> import io
+        >>> from rich.console import Console
+        >>> from kraftlake import print_incidents
+        >>> out = io.StringIO()
+        >>> print_incidents(Console(file=out, width=100), [])
+        >>> out.getvalue().splitlines()[0]
+        'Unclean leader elections: 0 on 0 partitions (detection: )'
+    """
     by_type: dict[str, list[dict[str, Any]]] = {}
     for e in sorted(events, key=lambda e: (e["offset"], e["topic_name"] or "",
                                            e["partition_id"])):

@@ -22,7 +22,14 @@ TOP_PARTITIONS = 10
 
 @dataclass(frozen=True)
 class Window:
-    """The time range the report covers (either end open), naive UTC like Spark's rows."""
+    """The time range the report covers (either end open), naive UTC like Spark's rows.
+
+    Example:
+        >>> import datetime as dt
+        >>> from kraftlake import Window
+        >>> Window(since=dt.datetime(2026, 11, 29))
+        Window(since=datetime.datetime(2026, 11, 29, 0, 0), until=None)
+    """
 
     since: dt.datetime | None = None
     until: dt.datetime | None = None
@@ -59,14 +66,34 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
 
 
 def lake_events(spark: SparkSession, lake: Path | str, cluster_id: str) -> list[dict[str, Any]]:
-    """Every `partition_events` row of one cluster, as dicts."""
+    """Every `partition_events` row of one cluster, as dicts.
+
+    Args:
+        spark: the session to read with.
+        lake: the lake's root (a path or URI).
+        cluster_id: the cluster whose events to read.
+
+    Returns:
+        One dict per row, the table's columns as keys. Example: the notebook
+        `examples/kraftlake-api.ipynb`, which the suite runs.
+    """
     df = Lake(lake).read(spark, "partition_events").filter(F.col("cluster_id") == cluster_id)
     return _rows(df)
 
 
 def lake_current(spark: SparkSession, lake: Path | str, cluster_id: str
                  ) -> dict[tuple[str, int], dict[str, Any]]:
-    """`partition_current` of one cluster, by (topic name, partition)."""
+    """`partition_current` of one cluster, by (topic name, partition).
+
+    Args:
+        spark: the session to read with.
+        lake: the lake's root (a path or URI).
+        cluster_id: the cluster whose partitions to read.
+
+    Returns:
+        (topic name, partition id) -> the row as a dict. Example: the notebook
+        `examples/kraftlake-api.ipynb`, which the suite runs.
+    """
     df = Lake(lake).read(spark, "partition_current").filter(F.col("cluster_id") == cluster_id)
     return {(r["topic_name"], r["partition_id"]): r.asDict() for r in df.collect()}
 

@@ -48,6 +48,31 @@ def simulate_cluster(out: Path, scenario: str = "mixed", seed: int = 0,
     `metadata_version` defaults to the latest level modelled, `elr` to `elr_default`.
     Raises ValueError for options the model refuses (e.g. a replication factor above the
     broker count, ELR below metadata.version 4.0-IV1).
+
+    Args:
+        out: the directory to write (created).
+        scenario: one of `SCENARIOS`.
+        seed: the random seed; a seed gives the same log every time.
+        hours: simulated duration.
+        elr: eligible leader replicas on or off.
+        metadata_version: the feature level to write at.
+        brokers, topics, partitions, replication_factor, min_isr, segment_bytes: the
+            cluster's shape (`kraftlake simulate --help`).
+        retention: delete segments below the newest snapshot, as Kafka does.
+        progress: called with (records written, records expected) as it goes.
+
+    Returns:
+        The summary (also written to `simulation.json`): cluster id, records, partition
+        steps, labels, snapshots, end offset and the parameters used.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from kraftlake import simulate_cluster
+        >>> sim = Path(tempfile.mkdtemp()) / "sim"
+        >>> summary = simulate_cluster(sim, scenario="broker-crash", seed=1, hours=0.1)
+        >>> summary["cluster_id"], summary["scenario"], summary["records"] > 0
+        ('ECfE0cOGu8TNYT4w2PFq3w', 'broker-crash', True)
     """
     d = dict(DEFAULTS.get(scenario, {}))
     params = Params(brokers=brokers or d.get("brokers", 6), topics=topics or d.get("topics", 20),

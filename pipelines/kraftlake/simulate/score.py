@@ -24,26 +24,82 @@ EventKey = tuple[str, int, int, str]
 
 
 def read_labels(sim_dir: Path) -> list[dict[str, Any]]:
-    """The lines of `labels.jsonl` (one per change record and partition that is an event)."""
+    """The lines of `labels.jsonl` (one per change record and partition that is an event).
+
+    Args:
+        sim_dir: a directory `simulate_cluster` wrote.
+
+    Returns:
+        One dict per line: offset, timestamp, topic name and id, partition id, `events`.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from kraftlake import simulate_cluster
+        >>> sim = Path(tempfile.mkdtemp()) / "sim"
+        >>> summary = simulate_cluster(sim, scenario="broker-crash", seed=1, hours=0.1)
+        >>> from kraftlake import read_labels
+        >>> labels = read_labels(sim)
+        >>> len(labels) == summary["labels"], sorted(labels[0])
+        (True, ['events', 'offset', 'partition_id', 'timestamp', 'topic_id', 'topic_name'])
+    """
     with open(sim_dir / "labels.jsonl") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
 def label_keys(labels: Iterable[dict[str, Any]]) -> set[EventKey]:
-    """Keys of every labelled event (a label line may name several)."""
+    """Keys of every labelled event (a label line may name several).
+
+    Args:
+        labels: `read_labels`' lines.
+
+    Returns:
+        A set of (topic id, partition id, offset, event type).
+
+    Example:
+        >>> from kraftlake import label_keys
+        >>> label_keys([{"topic_id": "t", "partition_id": 0, "offset": 7,
+        ...              "events": ["isr_shrink", "under_min_isr"]}]) == {
+        ...     ("t", 0, 7, "isr_shrink"), ("t", 0, 7, "under_min_isr")}
+        True
+    """
     return {(x["topic_id"], x["partition_id"], x["offset"], e)
             for x in labels for e in x["events"]}
 
 
 def event_keys(rows: Iterable[Any]) -> set[EventKey]:
     """Keys of `partition_events` rows (Spark Rows or dicts). All rows count, snapshot rows
-    (seq 1) included: labels have none, so any such event is a false positive."""
+    (seq 1) included: labels have none, so any such event is a false positive.
+
+    Args:
+        rows: `partition_events` rows (e.g. `lake_events`' dicts).
+
+    Returns:
+        A set of (topic id, partition id, offset, event type), as `label_keys` makes.
+
+    Example:
+        >>> from kraftlake import event_keys
+        >>> event_keys([{"topic_id": "t", "partition_id": 0, "offset": 7,
+        ...              "event_type": "isr_shrink"}])
+        {('t', 0, 7, 'isr_shrink')}
+    """
     return {(r["topic_id"], r["partition_id"], r["offset"], r["event_type"]) for r in rows}
 
 
 @dataclass
 class Score:
-    """Per event type: true positives, false positives (pipeline only), false negatives."""
+    """Per event type: true positives, false positives (pipeline only), false negatives.
+
+    `compare` makes one; `precision(t)` and `recall(t)` of event type `t`, `exact` when
+    nothing differs, `types()` the event types seen, `add` sums another into this one.
+
+    Example:
+        >>> from kraftlake import compare
+        >>> s = compare({("t", 0, 7, "isr_shrink")}, {("t", 0, 7, "isr_shrink"),
+        ...                                           ("t", 0, 9, "isr_expand")})
+        >>> s.exact, s.precision("isr_expand"), s.recall("isr_expand")
+        (False, 1.0, 0.0)
+    """
 
     tp: Counter = field(default_factory=Counter)
     fp: Counter = field(default_factory=Counter)
@@ -74,7 +130,21 @@ class Score:
 
 
 def compare(events: set[EventKey], labels: set[EventKey], examples: int = 5) -> Score:
-    """Precision/recall bookkeeping of pipeline events against labels, by exact key."""
+    """Precision/recall bookkeeping of pipeline events against labels, by exact key.
+
+    Args:
+        events: the pipeline's keys (`event_keys`).
+        labels: the ground truth's keys (`label_keys`).
+        examples: keys kept per event type of each kind of difference.
+
+    Returns:
+        The `Score`.
+
+    Example:
+        >>> from kraftlake import compare
+        >>> compare({("t", 0, 7, "isr_shrink")}, {("t", 0, 7, "isr_shrink")}).exact
+        True
+    """
     s = Score()
     for k in events & labels:
         s.tp[k[3]] += 1
@@ -96,7 +166,22 @@ def print_score(console: Console, score: Score, events: list[dict[str, Any]],
     """Print the check of `events` (the lake's `partition_events` rows of the simulated
     cluster) against its `n_labels` labelled events: an exact match, or what differs by event
     type with examples. `kraftlake demo` prints it below the incidents
-    (`report.console.print_incidents`)."""
+    (`report.console.print_incidents`).
+
+    Args:
+        console: a `rich` console to print on.
+        score: `compare`'s result for `events`.
+        events: the `partition_events` rows compared.
+        n_labels: the number of labelled events.
+
+    Example:
+        >>> from rich.console import Console
+        >>> from kraftlake import compare, print_score
+        >>> row = {"topic_id": "t", "partition_id": 0, "offset": 7, "event_type": "isr_shrink"}
+        >>> key = ("t", 0, 7, "isr_shrink")
+        >>> print_score(Console(width=100, no_color=True), compare({key}, {key}), [row], 1)
+        ground truth: 1 events == 1 labelled events (labels.jsonl): exact match
+    """
     n_ev = len(event_keys(events))
     if score.exact:
         console.print(f"[bold green]ground truth: {n_ev} events == {n_labels} labelled events "

@@ -48,7 +48,24 @@ def _meta_properties(log_dir: str | Path) -> list[tuple[str, str]]:
 
 
 def read_cluster_id(log_dir: str | Path) -> str | None:
-    """`cluster.id` from the meta.properties beside (or inside) a `__cluster_metadata-0`."""
+    """`cluster.id` from the meta.properties beside (or inside) a `__cluster_metadata-0`.
+
+    Args:
+        log_dir: the `__cluster_metadata-0` directory (a path or URI).
+
+    Returns:
+        The cluster id, or None when no meta.properties names one.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from kraftlake import simulate_cluster
+        >>> sim = Path(tempfile.mkdtemp()) / "sim"
+        >>> summary = simulate_cluster(sim, scenario="broker-crash", seed=1, hours=0.1)
+        >>> from kraftlake import read_cluster_id
+        >>> read_cluster_id(sim / "__cluster_metadata-0") == summary["cluster_id"]
+        True
+    """
     for _, text in _meta_properties(log_dir):
         for line in text.splitlines():
             key, sep, value = line.partition("=")
