@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from kraftlake.kraft.configs import CLUSTER_DEFAULT
+from kraftlake.kraft.gauges import GAUGES
 from kraftlake.kraft.timing import REPLICA_LAG_TIME_MAX_MS as LAG_KEY
 from kraftlake.kraft.timing import attribution_window_ms
-from kraftlake.report.kafka_view import GAUGES
 from tests.polling import wait_until
 
 from .cluster import REPLICA_LAG_TIME_MAX_MS, KafkaCluster, java, run_tool, tail

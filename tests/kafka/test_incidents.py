@@ -28,16 +28,16 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from kraftlake.cli import main
-from kraftlake.kraft.brokers import broker_state
+from kraftlake.kraft.brokers import broker_state, fenced_brokers, fenced_of
 from kraftlake.kraft.configs import RESOURCE_BROKER
+from kraftlake.kraft.gauges import controller_gauges
 from kraftlake.kraft.timing import TIMING_KEYS, attribution_window_ms, window_history
 from kraftlake.report.data import (
-    fenced_of,
     lake_brokers,
     lake_current,
     lake_events,
 )
-from kraftlake.report.kafka_view import fenced_brokers, lake_gauges, print_kafka_view
+from kraftlake.report.kafka_view import print_kafka_view
 from tests.lake_rows import table_dicts
 
 from .cluster import log_start
@@ -341,14 +341,14 @@ def test_lake_at_each_step_equals_kafkas_view(incidents: Incidents, history: His
 def test_controller_gauges_at_each_step_equal_the_lake(history: History, settled) -> None:
     """The controller's gauges of its metadata image (JMX, read once its committed offset
     reached the step's), each held against the lake as of that offset, counted as the demo
-    counts them (report.kafka_view.lake_gauges): OfflinePartitionsCount = timeline states
+    counts them (kraft.gauges.controller_gauges): OfflinePartitionsCount = timeline states
     without a leader = open `offline` intervals; PreferredReplicaImbalanceCount = states
     whose leader is not their first replica (Kafka's PartitionRegistration.hasPreferredLeader:
     a leaderless partition counts); Fenced- and ActiveBrokerCount = registered brokers fenced
     / not fenced in the brokers table; topics and partitions = the timeline's."""
     problems = []
     for v, at in settled:
-        ours = lake_gauges(history.states(at).values(), history.fenced(at))
+        ours = controller_gauges(history.states(at).values(), history.fenced(at))
         offline_intervals = len(history.open_intervals(at).get("offline", set()))
         if ours != v.gauges or offline_intervals != v.gauges["OfflinePartitionsCount"]:
             problems.append(f"{v.step} @ {at}: Kafka {v.gauges}, kraftlake {ours}, "
