@@ -22,6 +22,7 @@ that exactly once.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -125,12 +126,17 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
                  trigger: str | None = None, available_now: bool = False,
                  max_offsets: int | None = None,
                  on_batch: Callable[[IncrementResult], None] | None = None,
-                 failures: list[BaseException] | None = None) -> StreamingQuery:
+                 failures: list[BaseException] | None = None,
+                 on_start: Callable[[Lake, str], None] | None = None) -> StreamingQuery:
     """Start the streaming query for one metadata-log directory (one cluster).
 
     `failures`: receives the exception a micro-batch raised before the query stops with it.
     Spark reports that as "An exception was raised by the Python Proxy", the cause buried in
-    a Python traceback inside its message; the caller can raise the original instead."""
+    a Python traceback inside its message; the caller can raise the original instead.
+    `on_start(lake, cluster_id)`: called once the lake holds everything a killed job left
+    half-written and the cluster's slices are held, before the first micro-batch (the live
+    gauges start from there: `metrics.watch`). `on_batch` gets each micro-batch's result
+    after its last commit, with its wall time (`seconds`)."""
     interval = None if available_now else processing_time(trigger or cfg.trigger)
     log_dir = find_log_dirs(source)[0]
     require_metadata_log(log_dir)  # before the lake is touched: user data never enters
@@ -144,6 +150,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
                                                            "checkpoints", cid)
     st = _state(lake, app_id, ck, log_dir, rows)
     Seed(spark, lake, cid).load()  # what the first micro-batch continues from, read now
+    if on_start is not None:
+        on_start(lake, cid)
     reader = (spark.readStream.format("kraft-metadata").option("cluster_id", cid)
               .option("startJson", json.dumps(st["start"]))
               .option("splitBytes", str(cfg.split_bytes)))
@@ -154,13 +162,13 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
 
     def each(batch: DataFrame, batch_id: int) -> None:
         try:
-            _each(batch, batch_id)
+            _each(batch, batch_id, time.perf_counter())
         except Exception as exc:
             if failures is not None:
                 failures.append(exc)
             raise
 
-    def _each(batch: DataFrame, batch_id: int) -> None:
+    def _each(batch: DataFrame, batch_id: int, t0: float) -> None:
         version = st["base_version"] + batch_id
         at = None
         local = False
@@ -182,6 +190,7 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
             res.maintenance_errors = [f"{m.table}: {m.error}"
                                       for m in maintain(lake, vacuum=False) if m.error]
         if on_batch is not None:
+            res.seconds = round(time.perf_counter() - t0, 3)
             on_batch(res)
 
     w = df.writeStream.foreachBatch(each).option("checkpointLocation", join(ck, "spark"))
