@@ -193,6 +193,7 @@ class StepView:
     describe: dict[Partition, dict[str, object]]  # kafka-topics --describe
     listed: dict[str, set[Partition]]  # FILTERS key -> the partitions Kafka lists
     gauges: dict[str, int]  # GAUGES -> the controller's value
+    counters: dict[str, int]  # COUNTERS -> the controller's count (read after `gauges`)
     said: list[Said] = field(default_factory=list)  # what the step's tools reported doing
     # `kafka-reassign-partitions --list` during the step: partition -> (replicas, adding,
     # removing) of each reassignment it listed as ongoing
@@ -234,7 +235,9 @@ def view(c: KafkaCluster, step: str) -> StepView:
     describe = c.describe()
     seen = {kind: listed(c, flag) for kind, flag in FILTERS.items()}
     at = gauges(c, hw - 1)
-    return StepView(step, hw, high_watermark(c), describe, seen, at)
+    counters = c.counters()
+    return StepView(step, hw, high_watermark(c), describe, seen, at,
+                    {name: counters[name] for name in COUNTERS})
 
 
 def parse_partitions(text: str) -> set[Partition]:
@@ -314,6 +317,8 @@ class Incidents:
     shell: dict[tuple[str, int], dict[str, object]]  # metadata shell, per partition
     gauges: dict[str, int]  # the controller's GAUGES (JMX)
     stream_lake: Path | None = None  # `kraftlake stream` tailed the live controller log here
+    # its `/metrics` after each micro-batch (tests/metrics/scrape.py)
+    scrapes: list[dict[str, float]] = field(default_factory=list)
     views: list[StepView] = field(default_factory=list)  # Kafka's view after each step
 
     def kafka_view(self) -> dict[str, Any]:

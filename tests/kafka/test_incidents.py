@@ -360,6 +360,59 @@ def test_controller_gauges_at_each_step_equal_the_lake(history: History, settled
         assert any(g[name] > 0 for g in gauges.values()), f"{name} 0 at every step: {gauges}"
 
 
+# a live gauge of the stream (kraftlake.metrics) -> the controller's JMX gauge it counts
+SCRAPED_GAUGES = {"kraftlake_offline_partitions": "OfflinePartitionsCount",
+                  "kraftlake_preferred_replica_imbalance": "PreferredReplicaImbalanceCount",
+                  "kraftlake_active_brokers": "ActiveBrokerCount",
+                  "kraftlake_fenced_brokers": "FencedBrokerCount",
+                  "kraftlake_topics": "GlobalTopicCount",
+                  "kraftlake_partitions": "GlobalPartitionCount"}
+# an event counter of the stream -> the controller's ControllerStats meter of it
+SCRAPED_COUNTERS = {"events:unclean_election": "UncleanLeaderElectionsPerSec",
+                    "events:elr_election": "ElectionFromEligibleLeaderReplicasPerSec"}
+
+
+def test_scraped_gauges_at_each_step_equal_the_controllers_jmx(
+        incidents: Incidents, history: History, settled) -> None:
+    """The live stream's `/metrics` (scraped after each of its micro-batches) held against
+    Kafka after every step: a scrape whose state is the step's (no partition or broker
+    change between the offset it shows and the view's) has the controller's JMX gauges
+    (kafka.controller:type=KafkaController) and election meters' counts
+    (type=ControllerStats: unclean, ELR); its under-replicated partitions are as many as
+    `kafka-topics --describe --under-replicated-partitions` listed, its partitions under
+    min ISR and recovering as many as the lake's open intervals at that offset."""
+    changes = history.changes()
+    scrapes = incidents.scrapes
+    assert scrapes, "the live stream's /metrics was never scraped"
+    problems, compared = [], []
+    for v, at in settled:
+        same = [s for s in scrapes if "kraftlake_last_applied_offset" in s and not any(
+            min(at, s["kraftlake_last_applied_offset"]) < o
+            <= max(at, s["kraftlake_last_applied_offset"]) for o in changes)]
+        if not same:
+            continue
+        s = same[-1]
+        compared.append((v.step, s))
+        open_ = history.open_intervals(at)
+        want = {**{g: v.gauges[j] for g, j in SCRAPED_GAUGES.items()},
+                **{e: v.counters[j] for e, j in SCRAPED_COUNTERS.items()},
+                "kraftlake_under_replicated_partitions": len(v.listed["under_replicated"]),
+                "kraftlake_under_min_isr_partitions": len(open_.get("under_min_isr", ())),
+                "kraftlake_recovering_partitions": len(open_.get("recovering", ()))}
+        got = {k: int(s.get(k, -1)) for k in want}
+        if got != want:
+            problems.append(f"{v.step} @ {at} (scraped at offset "
+                            f"{s['kraftlake_last_applied_offset']:.0f}): Kafka {want}, "
+                            f"/metrics {got}")
+    assert not problems, "\n".join(problems)
+    missed = [v.step for v, _ in settled if v.step not in {step for step, _ in compared}]
+    assert len(missed) <= 2, f"no scrape of these steps' state: {missed}"
+    for name in ("kraftlake_offline_partitions", "kraftlake_fenced_brokers",
+                 "events:unclean_election", "events:elr_election"):
+        assert any(s[name] > 0 for _, s in compared), f"{name} 0 in every compared scrape"
+    print(f"\n{len(compared)} of {len(settled)} settled steps compared with a scrape")
+
+
 # what the scenario's tools alone make: in every step, the lake's events of these types are
 # the partitions the tools reported (none where no tool reported any)
 BY_TOOLS_ONLY = ("partition_created", "partition_deleted", "reassignment_started",

@@ -58,11 +58,17 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
     if first.refused or first.kind != "dir":  # before Spark starts or the lake is created
         why = first.refused or f"{source}: a stream tails a metadata-log directory, not a text"
         raise BadInput(why)
+    fleet, server = _metrics_server(metrics_host, metrics_port, console)  # before Spark too
     from ..jobs.stream import MAX_RESTARTS, start_stream, transient  # pyspark: source accepted
     from ..serve import wait_for_signal
     from ..spark import get_spark
 
-    spark = get_spark(cfg, master=master, uris=[source], input_bytes=input_bytes([first]))
+    try:
+        spark = get_spark(cfg, master=master, uris=[source], input_bytes=input_bytes([first]))
+    except BaseException:
+        if server is not None:
+            server.close()
+        raise
 
     def report(r) -> None:
         if r.records or r.quarantined:
@@ -82,7 +88,10 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
 
     failures: list[BaseException] = []
     in_a_row = 0  # restarts since the last completed micro-batch
-    watch, started = _metrics(spark, metrics_host, metrics_port, console)
+    watch = None
+    if fleet is not None:
+        from ..metrics.watch import StreamWatch
+        watch = StreamWatch(spark, fleet)
     cid: str | None = None  # the cluster streamed, once its query started
 
     def on_start(lake_, cluster) -> None:
@@ -126,8 +135,8 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
     except (DivergedLogError, ValueError, KraftCodecError) as exc:
         raise BadInput(str(exc)) from None
     finally:
-        if started is not None:
-            started.close()
+        if server is not None:
+            server.close()
     if signum is not None:
         # A micro-batch under way is interrupted: its tables that committed keep their
         # transaction ids, and the next start runs it again from Spark's offset log.
@@ -138,20 +147,21 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
         raise SystemExit(128 + signum)
 
 
-def _metrics(spark, host: str, port: int | None, console: Console):
-    """The live gauges' watch and their HTTP server when `--metrics-port` asks for them
-    (both None otherwise); a port taken is a usage error before any micro-batch."""
+
+def _metrics_server(host: str, port: int | None, console: Console):
+    """The live gauges' numbers and their HTTP server when `--metrics-port` asks for them
+    (both None otherwise), listening before Spark starts: a port taken is a usage error
+    (exit status 2) that costs no JVM."""
     if port is None:
         return None, None
     from ..metrics.exposition import serve_metrics
     from ..metrics.state import Fleet
-    from ..metrics.watch import StreamWatch
 
     fleet = Fleet()
     try:
         server = serve_metrics(fleet, port, host)
     except OSError as exc:
-        raise click.BadParameter(f"{host}:{port}: {exc.strerror or exc}",
+        raise click.BadParameter(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                                  param_hint="--metrics-port") from None
-    console.print(f"metrics at http://{host}:{server.port}/metrics")
-    return StreamWatch(spark, fleet), server
+    console.print(f"live gauges at http://{host}:{server.port}/metrics")
+    return fleet, server
