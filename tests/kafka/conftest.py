@@ -14,6 +14,7 @@ stays under pytest's tmp dir, printed.
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,7 +50,9 @@ def incidents(spark, kafka: KafkaCluster,
     stream = LiveStream(spark, kafka, work)
     try:
         views: list[scenario.StepView] = []
-        steps = scenario.run(kafka, work, views)
+        # a micro-batch of the live stream ends in each step's state: its scrape is held
+        # against the step's view (the stream is seconds behind; the step waits for it)
+        steps = scenario.run(kafka, work, views, stream.catch_up)
         wait_until("retention deleting the controller's first segment",
                    lambda: log_start(kafka.controller.metadata_log) > 0, 300)
         seen = scenario.observe(kafka, steps, work)
@@ -60,7 +63,7 @@ def incidents(spark, kafka: KafkaCluster,
         stream.stop()
     kafka.stop()  # nothing later asks it anything (module docstring)
     seen.stream_lake = stream.lake
-    seen.scrapes = stream.scrapes
+    seen.scrapes, seen.waited = stream.scrapes, stream.waited
     seen.views = views
     # beside the logs, for a failure's diagnosis without running the scenario again
     (work / "views.pickle").write_bytes(pickle.dumps(views))
@@ -85,6 +88,7 @@ class LiveStream:
         self.lake = work / "stream-lake"
         self.batches: list[IncrementResult] = []
         self.scrapes: list[dict[str, float]] = []
+        self.waited = 0.0  # s the scenario waited for the stream to catch up (`catch_up`)
         cfg = load_config(lake=self.lake, spark_master="local[2]")
         fleet = Fleet()
         self.metrics = serve_metrics(fleet, 0)
@@ -113,6 +117,13 @@ class LiveStream:
                    else f"the stream stopped: {self.query.exception()}",
                    detail=lambda: f"reached offset {self.committed_end()}; micro-batches "
                    f"{[(b.start_offset, b.end_offset) for b in self.batches]}")
+
+    def catch_up(self, view: scenario.StepView) -> None:
+        """Until the stream has committed the log up to the view's second high watermark
+        (`scenario.run`'s `after_view`); the seconds it took add to `waited`."""
+        t0 = time.monotonic()
+        self.wait_until(view.high_watermark_after)
+        self.waited += time.monotonic() - t0
 
     def stop(self) -> None:
         self.query.stop()

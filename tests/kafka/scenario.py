@@ -24,7 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -319,6 +319,7 @@ class Incidents:
     stream_lake: Path | None = None  # `kraftlake stream` tailed the live controller log here
     # its `/metrics` after each micro-batch (tests/metrics/scrape.py)
     scrapes: list[dict[str, float]] = field(default_factory=list)
+    waited: float = 0.0  # s the scenario waited for the live stream after its steps
     views: list[StepView] = field(default_factory=list)  # Kafka's view after each step
 
     def kafka_view(self) -> dict[str, Any]:
@@ -410,10 +411,12 @@ def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, i
     return parts
 
 
-def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> list[str]:
+def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None,
+        after_view: Callable[[StepView], None] | None = None) -> list[str]:
     """Drive every incident; returns the steps done, in order (for failure messages).
     `views`: Kafka's view after each step is appended to it, with what the step's tools
-    reported doing."""
+    reported doing. `after_view`: called with each view before the next step starts (the
+    live stream catching up, so that one of its micro-batches ends in the step's state)."""
     steps: list[str] = []
     said: list[Said] = []
     listed_ongoing: dict[Partition, tuple[list[int], list[int], list[int]]] = {}
@@ -423,6 +426,8 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
         if views is not None:
             views.append(view(c, name))
             views[-1].said, views[-1].ongoing = list(said), dict(listed_ongoing)
+            if after_view is not None:
+                after_view(views[-1])
         said.clear()
         listed_ongoing.clear()
 
