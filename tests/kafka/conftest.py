@@ -101,7 +101,8 @@ class LiveStream:
 
         self.query = start_stream(spark, cfg, kafka.controller.metadata_log,
                                   cluster_id=kafka.cluster_id, trigger="1s",
-                                  on_batch=on_batch, on_start=watch.started)
+                                  on_batch=on_batch, on_start=watch.started,
+                                  on_events=watch.events)
 
     def committed_end(self) -> int:
         """The end offset of the newest micro-batch the stream committed."""

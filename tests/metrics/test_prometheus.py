@@ -125,7 +125,8 @@ def scraped(spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped
     watch = StreamWatch(spark, fleet)
     lake = work / "lake"
     query_ = start_stream(spark, load_config(lake=lake, spark_master="local[2]"), live,
-                          trigger="1s", on_batch=watch.batch, on_start=watch.started)
+                          trigger="1s", on_batch=watch.batch, on_start=watch.started,
+                          on_events=watch.events)
     cid = summary["cluster_id"]
     unclean = 'kraftlake_partition_events_total{event_type="unclean_election"}'
     try:

@@ -110,7 +110,8 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
     try:
         while True:
             query = start_stream(spark, cfg, source, cluster_id, trigger, available_now,
-                                 max_offsets, on_batch, failures, on_start)
+                                 max_offsets, on_batch, failures, on_start,
+                                 None if watch is None else watch.events)
             if not in_a_row:
                 console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
             try:

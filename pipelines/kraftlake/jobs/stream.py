@@ -127,7 +127,9 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
                  max_offsets: int | None = None,
                  on_batch: Callable[[IncrementResult], None] | None = None,
                  failures: list[BaseException] | None = None,
-                 on_start: Callable[[Lake, str], None] | None = None) -> StreamingQuery:
+                 on_start: Callable[[Lake, str], None] | None = None,
+                 on_events: Callable[[IncrementResult], None] | None = None
+                 ) -> StreamingQuery:
     """Start the streaming query for one metadata-log directory (one cluster).
 
     `failures`: receives the exception a micro-batch raised before the query stops with it.
@@ -136,7 +138,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
     `on_start(lake, cluster_id)`: called once the lake holds everything a killed job left
     half-written and the cluster's slices are held, before the first micro-batch (the live
     gauges start from there: `metrics.watch`). `on_batch` gets each micro-batch's result
-    after its last commit, with its wall time (`seconds`)."""
+    after its last commit, with its wall time (`seconds`); `on_events` as soon as its events
+    are committed (`process_increment`)."""
     interval = None if available_now else processing_time(trigger or cfg.trigger)
     log_dir = find_log_dirs(source)[0]
     require_metadata_log(log_dir)  # before the lake is touched: user data never enters
@@ -183,7 +186,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
             batch = _after(small if small is not None else batch, at)
         res = process_increment(spark, lake, batch, cid, app_id, version, prev=at,
                                 min_isr_default=cfg.min_insync_replicas_default,
-                                driver_fold_max=cfg.driver_fold_max_records, local=local)
+                                driver_fold_max=cfg.driver_fold_max_records, local=local,
+                                on_events=on_events)
         if cfg.compact_every > 0 and (batch_id + 1) % cfg.compact_every == 0:
             # a table whose compaction lost a commit conflict (someone else compacted or
             # wrote it meanwhile) is left as it was and compacted next time: reported only

@@ -87,6 +87,14 @@ class Fleet:
             self._numbers[cluster_id] = replace(
                 now, **{k: getattr(now, k) + v for k, v in increments.items()})
 
+    def add_events(self, cluster_id: str, counts: Mapping[str, int]) -> None:
+        """Add to a cluster's event counters (an event type not known yet starts at 0)."""
+        with self._lock:
+            now = self._numbers.get(cluster_id, ClusterNumbers())
+            events = {e: now.events.get(e, 0) + counts.get(e, 0)
+                      for e in now.events.keys() | counts.keys()}
+            self._numbers[cluster_id] = replace(now, events=events)
+
     def get(self, cluster_id: str) -> ClusterNumbers:
         with self._lock:
             return self._numbers.get(cluster_id, ClusterNumbers())

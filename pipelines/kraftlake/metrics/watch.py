@@ -4,7 +4,8 @@ failure (`kraftlake stream --metrics-port`; `jobs.stream.start_stream`'s `on_sta
 
 At the start the event counters are set to the lake's count of the cluster's events (one
 Spark job, at the start only), so a counter continues where the lake stands rather than
-from zero after a restart; each micro-batch then adds the events it committed. The gauges
+from zero after a restart; each micro-batch then adds the events it committed, as soon as
+`partition_events` has committed them (the first commit of its wave). The gauges
 are counted again after each micro-batch from the slices the stream holds for its next one
 (`jobs.seed.held_slices`): nothing is read from the tables between micro-batches.
 """
@@ -41,17 +42,20 @@ class StreamWatch:
         self.fleet.update(cluster_id, events=events)
         self._recount(cluster_id)
 
+    def events(self, res: IncrementResult) -> None:
+        """A micro-batch committed its events (`process_increment`'s `on_events`, before its
+        other tables): the counters count them at once. A micro-batch whose events were
+        committed before this query started (a re-run) does not call this: the lake's count
+        at the start has them."""
+        self.fleet.add_events(res.cluster_id, res.event_counts)
+
     def batch(self, res: IncrementResult) -> None:
-        """A micro-batch committed: its events (unless committed before this query started,
-        and so counted already), its position in the log, its time, the gauges again."""
+        """A micro-batch completed: its position in the log, its time, the gauges again."""
         cid = res.cluster_id
         now = self.fleet.get(cid)
         changes: dict[str, object] = {"batches": now.batches + 1,
-                         "batch_seconds": now.batch_seconds + res.seconds,
-                         "last_batch_seconds": res.seconds}
-        if "partition_events" not in res.skipped and res.event_counts:
-            changes["events"] = {e: now.events.get(e, 0) + res.event_counts.get(e, 0)
-                                 for e in now.events.keys() | res.event_counts.keys()}
+                                      "batch_seconds": now.batch_seconds + res.seconds,
+                                      "last_batch_seconds": res.seconds}
         if res.end_timestamp is not None:  # Spark's is naive, in this process's zone
             changes["last_timestamp"] = res.end_timestamp.astimezone(dt.UTC)
         self.fleet.update(cid, **changes)
