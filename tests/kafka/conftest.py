@@ -120,10 +120,12 @@ class LiveStream:
                    f"{[(b.start_offset, b.end_offset) for b in self.batches]}")
 
     def catch_up(self, view: scenario.StepView) -> None:
-        """Until the stream has committed the log up to the view's second high watermark
-        (`scenario.run`'s `after_view`); the seconds it took add to `waited`."""
+        """Until the stream has committed the log up to the view's first high watermark
+        (`scenario.run`'s `after_view`): the micro-batch that gets it there ends while the
+        scenario waits here, so in the step's state when nothing changed since (a settled
+        step). The seconds it took add to `waited`."""
         t0 = time.monotonic()
-        self.wait_until(view.high_watermark_after)
+        self.wait_until(view.high_watermark)
         self.waited += time.monotonic() - t0
 
     def stop(self) -> None:
