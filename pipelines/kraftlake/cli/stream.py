@@ -21,7 +21,8 @@ def _terminated(query) -> bool:
 @main.command(epilog="""\b
 Examples:
   kraftlake stream /var/lib/kafka/data/__cluster_metadata-0 --lake lake --trigger 5s
-  kraftlake stream /tmp/cluster/__cluster_metadata-0 --lake lake --available-now""")
+  kraftlake stream /tmp/cluster/__cluster_metadata-0 --lake lake --available-now
+  kraftlake stream /var/lib/kafka/data/__cluster_metadata-0 --lake lake --metrics-port 9464""")
 @click.argument("source")
 @lake_option
 @click.option("--cluster-id", default=None)
