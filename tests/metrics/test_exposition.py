@@ -43,8 +43,7 @@ def test_every_metric_is_served_with_its_number() -> None:
     assert got == want
     served = {k for k in got if not k.startswith("events:")} | {
         "kraftlake_partition_events_total", "kraftlake_last_applied_record_age_seconds"}
-    assert set(METRICS) == {s.removesuffix("_count").removesuffix("_sum")
-                                    for s in served}
+    assert set(METRICS) == {s.removesuffix("_count").removesuffix("_sum") for s in served}
 
 
 def test_the_readme_names_every_metric() -> None:
