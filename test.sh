@@ -7,6 +7,7 @@ cd "$(dirname "$0")"
 source scripts/venv.sh
 ensure_venv test
 ensure_chromium
+ensure_prometheus
 # Apache Kafka for tests/kafka (a real cluster as the ground truth), from Maven Central once
 python -m kraftlake.jvm tests/kafka/poms/kafka-4.3.1.pom.xml tests/kafka/poms/kafka-3.9.1.pom.xml >/dev/null
 ruff check pipelines tests benchmarks

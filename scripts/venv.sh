@@ -46,3 +46,20 @@ ensure_chromium() {
          "for the Data Docs browser test" >&2
   fi
 }
+
+ensure_prometheus() {
+  # Debian's Prometheus server and promtool: the alert rules' checks and the test that lets
+  # a real Prometheus scrape a stream (tests/metrics)
+  if command -v prometheus >/dev/null && command -v promtool >/dev/null; then
+    return
+  fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian's prometheus for the live gauges' tests..."
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      prometheus >/dev/null
+  else
+    echo "note: no prometheus/promtool on PATH; install Debian's prometheus package" \
+         "for the live gauges' tests" >&2
+  fi
+}

@@ -233,6 +233,9 @@ GROUP_SECONDS = (
     ("tests/pipeline/test_dumplog_ingest.py", 30),
     ("tests/pipeline/test_fold_real.py", 25),
     ("tests/pipeline/test_events_labels.py", 20),
+    # a stream of a simulated cluster's log scraped by a real Prometheus (alone, cold
+    # session included: 83-92 s, 2026-12-01)
+    ("tests/metrics/test_prometheus.py", 60),
 )
 
 

@@ -67,6 +67,21 @@ def test_a_trigger_spark_cannot_parse_is_refused_before_spark(tmp_path: Path) ->
     assert not (tmp_path / "lake").exists()
 
 
+def test_a_metrics_port_taken_is_refused_before_spark(tmp_path: Path) -> None:
+    """`--metrics-port` listens before Spark starts: a port another server holds is a usage
+    error naming it, with no JVM and no lake."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        out = kraftlake(tmp_path, "stream", str(METADATA_LOG), "--lake",
+                        str(tmp_path / "lake"), "--metrics-port", port)
+    _one_error(out, 2, "--metrics-port", f"127.0.0.1:{port}", "in use")
+    assert not (tmp_path / "lake").exists()
+
+
 def test_a_stream_of_a_file_that_is_no_log_is_refused_before_spark(tmp_path: Path) -> None:
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.1 localhost\n")

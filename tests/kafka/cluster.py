@@ -381,6 +381,13 @@ class KafkaCluster:
             raise RuntimeError(f"JmxTool printed no Count for {name}:\n{out}")
         return int(float(m.group(1)))
 
+    def counters(self) -> dict[str, int]:
+        """Count of every `kafka.controller:type=ControllerStats` meter and timer (one read:
+        UncleanLeaderElectionsPerSec, ElectionFromEligibleLeaderReplicasPerSec...)."""
+        out = self._jmx("kafka.controller:type=ControllerStats,name=*", "Count")
+        return {name: int(float(value)) for name, value in
+                re.findall(r'type=ControllerStats,name=(\w+):Count,"?([0-9.]+)"?', out)}
+
     def gauges(self) -> dict[str, int]:
         """Every untagged gauge of the controller's `kafka.controller:type=KafkaController`
         (one read: OfflinePartitionsCount, ActiveBrokerCount, LastCommittedRecordOffset...)."""

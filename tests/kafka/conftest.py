@@ -14,6 +14,7 @@ stays under pytest's tmp dir, printed.
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +23,11 @@ import pytest
 from kraftlake.config import load_config
 from kraftlake.jobs.progress import IncrementResult
 from kraftlake.jobs.stream import start_stream
+from kraftlake.metrics.exposition import serve_metrics
+from kraftlake.metrics.state import Fleet
+from kraftlake.metrics.watch import StreamWatch
 from kraftlake.sources.files import LogDirIndex
+from tests.metrics.scrape import scrape
 from tests.polling import wait_until
 
 from . import scenario
@@ -45,7 +50,9 @@ def incidents(spark, kafka: KafkaCluster,
     stream = LiveStream(spark, kafka, work)
     try:
         views: list[scenario.StepView] = []
-        steps = scenario.run(kafka, work, views)
+        # a micro-batch of the live stream ends in each step's state: its scrape is held
+        # against the step's view (the stream is seconds behind; the step waits for it)
+        steps = scenario.run(kafka, work, views, stream.catch_up)
         wait_until("retention deleting the controller's first segment",
                    lambda: log_start(kafka.controller.metadata_log) > 0, 300)
         seen = scenario.observe(kafka, steps, work)
@@ -56,6 +63,7 @@ def incidents(spark, kafka: KafkaCluster,
         stream.stop()
     kafka.stop()  # nothing later asks it anything (module docstring)
     seen.stream_lake = stream.lake
+    seen.scrapes, seen.waited = stream.scrapes, stream.waited
     seen.views = views
     # beside the logs, for a failure's diagnosis without running the scenario again
     (work / "views.pickle").write_bytes(pickle.dumps(views))
@@ -63,21 +71,38 @@ def incidents(spark, kafka: KafkaCluster,
 
 
 class LiveStream:
-    """`kraftlake stream --trigger 1s` on the controller's own `__cluster_metadata-0`, run
-    on the worker's session: the query the command starts (jobs/stream.py `start_stream`,
-    with the command's arguments), without the command's own process. As a process it paid
-    a JVM start and a cold JVM's compilation for its five micro-batches, 110 CPU s of a
-    whole run (2026-11-28), while the session it now runs on serves the package's later
-    tests warm. The command's own start, arguments and output are tests/cli's and the kill
-    tests' (tests/pipeline/test_kill_restart.py runs it as a process)."""
+    """`kraftlake stream --trigger 1s --metrics-port` on the controller's own
+    `__cluster_metadata-0`, run on the worker's session: the query the command starts
+    (jobs/stream.py `start_stream`, with the command's arguments and its live gauges'
+    watch and server), without the command's own process. As a process it paid a JVM start
+    and a cold JVM's compilation for its five micro-batches, 110 CPU s of a whole run
+    (2026-11-28), while the session it now runs on serves the package's later tests warm.
+    The command's own start, arguments and output are tests/cli's and the kill tests'
+    (tests/pipeline/test_kill_restart.py runs it as a process).
+
+    `/metrics` is scraped after every micro-batch (`scrapes`, each with the log offset it
+    shows the state after): the step-by-step tests hold a scrape of each step's state
+    against the controller's JMX, without holding the scenario up to wait for one."""
 
     def __init__(self, spark, kafka: KafkaCluster, work: Path) -> None:
         self.lake = work / "stream-lake"
         self.batches: list[IncrementResult] = []
+        self.scrapes: list[dict[str, float]] = []
+        self.waited = 0.0  # s the scenario waited for the stream to catch up (`catch_up`)
         cfg = load_config(lake=self.lake, spark_master="local[2]")
+        fleet = Fleet()
+        self.metrics = serve_metrics(fleet, 0)
+        watch = StreamWatch(spark, fleet)
+
+        def on_batch(r: IncrementResult) -> None:
+            watch.batch(r)
+            self.scrapes.append(scrape(self.metrics.port, kafka.cluster_id))
+            self.batches.append(r)
+
         self.query = start_stream(spark, cfg, kafka.controller.metadata_log,
                                   cluster_id=kafka.cluster_id, trigger="1s",
-                                  on_batch=self.batches.append)
+                                  on_batch=on_batch, on_start=watch.started,
+                                  on_events=watch.events)
 
     def committed_end(self) -> int:
         """The end offset of the newest micro-batch the stream committed."""
@@ -94,5 +119,15 @@ class LiveStream:
                    detail=lambda: f"reached offset {self.committed_end()}; micro-batches "
                    f"{[(b.start_offset, b.end_offset) for b in self.batches]}")
 
+    def catch_up(self, view: scenario.StepView) -> None:
+        """Until the stream has committed the log up to the view's first high watermark
+        (`scenario.run`'s `after_view`): the micro-batch that gets it there ends while the
+        scenario waits here, so in the step's state when nothing changed since (a settled
+        step). The seconds it took add to `waited`."""
+        t0 = time.monotonic()
+        self.wait_until(view.high_watermark)
+        self.waited += time.monotonic() - t0
+
     def stop(self) -> None:
         self.query.stop()
+        self.metrics.close()

@@ -24,16 +24,16 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kraftlake.kraft.configs import CLUSTER_DEFAULT
+from kraftlake.kraft.gauges import GAUGES
 from kraftlake.kraft.timing import REPLICA_LAG_TIME_MAX_MS as LAG_KEY
 from kraftlake.kraft.timing import attribution_window_ms
-from kraftlake.report.kafka_view import GAUGES
 from tests.polling import wait_until
 
 from .cluster import REPLICA_LAG_TIME_MAX_MS, KafkaCluster, java, run_tool, tail
@@ -193,6 +193,7 @@ class StepView:
     describe: dict[Partition, dict[str, object]]  # kafka-topics --describe
     listed: dict[str, set[Partition]]  # FILTERS key -> the partitions Kafka lists
     gauges: dict[str, int]  # GAUGES -> the controller's value
+    counters: dict[str, int]  # COUNTERS -> the controller's count (read after `gauges`)
     said: list[Said] = field(default_factory=list)  # what the step's tools reported doing
     # `kafka-reassign-partitions --list` during the step: partition -> (replicas, adding,
     # removing) of each reassignment it listed as ongoing
@@ -234,7 +235,9 @@ def view(c: KafkaCluster, step: str) -> StepView:
     describe = c.describe()
     seen = {kind: listed(c, flag) for kind, flag in FILTERS.items()}
     at = gauges(c, hw - 1)
-    return StepView(step, hw, high_watermark(c), describe, seen, at)
+    counters = c.counters()
+    return StepView(step, hw, high_watermark(c), describe, seen, at,
+                    {name: counters[name] for name in COUNTERS})
 
 
 def parse_partitions(text: str) -> set[Partition]:
@@ -314,6 +317,9 @@ class Incidents:
     shell: dict[tuple[str, int], dict[str, object]]  # metadata shell, per partition
     gauges: dict[str, int]  # the controller's GAUGES (JMX)
     stream_lake: Path | None = None  # `kraftlake stream` tailed the live controller log here
+    # its `/metrics` after each micro-batch (tests/metrics/scrape.py)
+    scrapes: list[dict[str, float]] = field(default_factory=list)
+    waited: float = 0.0  # s the scenario waited for the live stream after its steps
     views: list[StepView] = field(default_factory=list)  # Kafka's view after each step
 
     def kafka_view(self) -> dict[str, Any]:
@@ -405,10 +411,12 @@ def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, i
     return parts
 
 
-def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> list[str]:
+def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None,
+        after_view: Callable[[StepView], None] | None = None) -> list[str]:
     """Drive every incident; returns the steps done, in order (for failure messages).
     `views`: Kafka's view after each step is appended to it, with what the step's tools
-    reported doing."""
+    reported doing. `after_view`: called with each view before the next step starts (the
+    live stream catching up, so that one of its micro-batches ends in the step's state)."""
     steps: list[str] = []
     said: list[Said] = []
     listed_ongoing: dict[Partition, tuple[list[int], list[int], list[int]]] = {}
@@ -418,6 +426,8 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None) -> lis
         if views is not None:
             views.append(view(c, name))
             views[-1].said, views[-1].ongoing = list(said), dict(listed_ongoing)
+            if after_view is not None:
+                after_view(views[-1])
         said.clear()
         listed_ongoing.clear()
 

@@ -28,16 +28,16 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from kraftlake.cli import main
-from kraftlake.kraft.brokers import broker_state
+from kraftlake.kraft.brokers import broker_state, fenced_brokers, fenced_of
 from kraftlake.kraft.configs import RESOURCE_BROKER
+from kraftlake.kraft.gauges import controller_gauges
 from kraftlake.kraft.timing import TIMING_KEYS, attribution_window_ms, window_history
 from kraftlake.report.data import (
-    fenced_of,
     lake_brokers,
     lake_current,
     lake_events,
 )
-from kraftlake.report.kafka_view import fenced_brokers, lake_gauges, print_kafka_view
+from kraftlake.report.kafka_view import print_kafka_view
 from tests.lake_rows import table_dicts
 
 from .cluster import log_start
@@ -341,14 +341,14 @@ def test_lake_at_each_step_equals_kafkas_view(incidents: Incidents, history: His
 def test_controller_gauges_at_each_step_equal_the_lake(history: History, settled) -> None:
     """The controller's gauges of its metadata image (JMX, read once its committed offset
     reached the step's), each held against the lake as of that offset, counted as the demo
-    counts them (report.kafka_view.lake_gauges): OfflinePartitionsCount = timeline states
+    counts them (kraft.gauges.controller_gauges): OfflinePartitionsCount = timeline states
     without a leader = open `offline` intervals; PreferredReplicaImbalanceCount = states
     whose leader is not their first replica (Kafka's PartitionRegistration.hasPreferredLeader:
     a leaderless partition counts); Fenced- and ActiveBrokerCount = registered brokers fenced
     / not fenced in the brokers table; topics and partitions = the timeline's."""
     problems = []
     for v, at in settled:
-        ours = lake_gauges(history.states(at).values(), history.fenced(at))
+        ours = controller_gauges(history.states(at).values(), history.fenced(at))
         offline_intervals = len(history.open_intervals(at).get("offline", set()))
         if ours != v.gauges or offline_intervals != v.gauges["OfflinePartitionsCount"]:
             problems.append(f"{v.step} @ {at}: Kafka {v.gauges}, kraftlake {ours}, "
@@ -358,6 +358,60 @@ def test_controller_gauges_at_each_step_equal_the_lake(history: History, settled
     for name in ("OfflinePartitionsCount", "FencedBrokerCount",
                  "PreferredReplicaImbalanceCount"):
         assert any(g[name] > 0 for g in gauges.values()), f"{name} 0 at every step: {gauges}"
+
+
+# a live gauge of the stream (kraftlake.metrics) -> the controller's JMX gauge it counts
+SCRAPED_GAUGES = {"kraftlake_offline_partitions": "OfflinePartitionsCount",
+                  "kraftlake_preferred_replica_imbalance": "PreferredReplicaImbalanceCount",
+                  "kraftlake_active_brokers": "ActiveBrokerCount",
+                  "kraftlake_fenced_brokers": "FencedBrokerCount",
+                  "kraftlake_topics": "GlobalTopicCount",
+                  "kraftlake_partitions": "GlobalPartitionCount"}
+# an event counter of the stream -> the controller's ControllerStats meter of it
+SCRAPED_COUNTERS = {"events:unclean_election": "UncleanLeaderElectionsPerSec",
+                    "events:elr_election": "ElectionFromEligibleLeaderReplicasPerSec"}
+
+
+def test_scraped_gauges_at_each_step_equal_the_controllers_jmx(
+        incidents: Incidents, history: History, settled) -> None:
+    """The live stream's `/metrics` (scraped after each of its micro-batches) held against
+    Kafka after every step: a scrape whose state is the step's (no partition or broker
+    change between the offset it shows and the view's) has the controller's JMX gauges
+    (kafka.controller:type=KafkaController) and election meters' counts
+    (type=ControllerStats: unclean, ELR); its under-replicated partitions are as many as
+    `kafka-topics --describe --under-replicated-partitions` listed, its partitions under
+    min ISR and recovering as many as the lake's open intervals at that offset."""
+    changes = history.changes()
+    scrapes = incidents.scrapes
+    assert scrapes, "the live stream's /metrics was never scraped"
+    problems, compared = [], []
+    for v, at in settled:
+        same = [s for s in scrapes if "kraftlake_last_applied_offset" in s and not any(
+            min(at, s["kraftlake_last_applied_offset"]) < o
+            <= max(at, s["kraftlake_last_applied_offset"]) for o in changes)]
+        if not same:
+            continue
+        s = same[-1]
+        compared.append((v.step, s))
+        open_ = history.open_intervals(at)
+        want = {**{g: v.gauges[j] for g, j in SCRAPED_GAUGES.items()},
+                **{e: v.counters[j] for e, j in SCRAPED_COUNTERS.items()},
+                "kraftlake_under_replicated_partitions": len(v.listed["under_replicated"]),
+                "kraftlake_under_min_isr_partitions": len(open_.get("under_min_isr", ())),
+                "kraftlake_recovering_partitions": len(open_.get("recovering", ()))}
+        got = {k: int(s.get(k, -1)) for k in want}
+        if got != want:
+            problems.append(f"{v.step} @ {at} (scraped at offset "
+                            f"{s['kraftlake_last_applied_offset']:.0f}): Kafka {want}, "
+                            f"/metrics {got}")
+    assert not problems, "\n".join(problems)
+    missed = [v.step for v, _ in settled if v.step not in {step for step, _ in compared}]
+    assert len(missed) <= 2, f"no scrape of these steps' state: {missed}"
+    for name in ("kraftlake_offline_partitions", "kraftlake_fenced_brokers",
+                 "events:unclean_election", "events:elr_election"):
+        assert any(s[name] > 0 for _, s in compared), f"{name} 0 in every compared scrape"
+    print(f"\n{len(compared)} of {len(settled)} settled steps compared with a scrape; the "
+          f"scenario waited {incidents.waited:.0f} s in all for the stream to catch up")
 
 
 # what the scenario's tools alone make: in every step, the lake's events of these types are

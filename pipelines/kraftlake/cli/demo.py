@@ -61,9 +61,10 @@ def _run_example(name: str, lake: Path, master: str | None, conf_file: str | Non
     simulating; print the incidents and compare them with Kafka's own view saved beside
     the log."""
     from kraftlake.jobs.batch import ingest_dir
+    from kraftlake.kraft.brokers import fenced_brokers
     from kraftlake.report.console import print_incidents
     from kraftlake.report.data import lake_brokers, lake_current, lake_events
-    from kraftlake.report.kafka_view import fenced_brokers, print_kafka_view
+    from kraftlake.report.kafka_view import print_kafka_view
 
     src = Path(name) if (Path(name) / "kafka-view.json").is_file() else EXAMPLES / name
     if not (src / "kafka-view.json").is_file():

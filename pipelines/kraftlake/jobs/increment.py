@@ -140,7 +140,8 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
                       app_id: str, version: int, *, prev: dict | None,
                       driver_fold_max: int, min_isr_default: int = 1,
                       snapshot_high: int | None = None, local: bool = False,
-                      log=None) -> IncrementResult:
+                      log=None, on_events: Callable[[IncrementResult], None] | None = None
+                      ) -> IncrementResult:
     """Write one increment of `kraft-metadata` source rows (one cluster) into the lake.
 
     `prev`: where the lake stood for the cluster before this increment (`furthest` of its
@@ -148,7 +149,10 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
     increment of at most this many records that silver is made of is folded on the driver
     (`kernel.run_on_driver`), a larger one by Spark's tasks (`ingest.driver_fold_max_records`).
     `local`: `src` is rows the driver decoded (`sources.driver`), a local relation; the
-    increment's work frames stay on the driver too (`Work`).
+    increment's work frames stay on the driver too (`Work`). `on_events(res)`: called once
+    this increment has committed its `partition_events` (`res.event_counts` are theirs),
+    before the rest of the increment is done (a stream's live event counters); not called
+    when they were committed by an earlier run.
     """
     res = IncrementResult(cluster_id, app_id, version)
     say = _Stages(log or (lambda _msg: None), res.stage_seconds, spark,
@@ -159,7 +163,8 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
     work = Work(spark, lake.root, app_id, version, local=local)
     try:
         _Increment(spark, lake, src, res, prev, say, work, min_isr_default=min_isr_default,
-                   snapshot_high=snapshot_high, driver_fold_max=driver_fold_max).run()
+                   snapshot_high=snapshot_high, driver_fold_max=driver_fold_max,
+                   on_events=on_events).run()
         work.clear()  # only after ingest_progress committed: a killed run rewrites it
         return res
     except BaseException:
@@ -229,9 +234,10 @@ class _Increment:
     def __init__(self, spark: SparkSession, lake: Lake, src: DataFrame,
                  res: IncrementResult, prev: dict | None, say: _Stages, work: Work, *,
                  min_isr_default: int, snapshot_high: int | None,
-                 driver_fold_max: int) -> None:
+                 driver_fold_max: int,
+                 on_events: Callable[[IncrementResult], None] | None = None) -> None:
         self.spark, self.lake, self.src, self.res, self.prev = spark, lake, src, res, prev
-        self.say, self.work = say, work
+        self.say, self.work, self.on_events = say, work, on_events
         self.min_isr_default, self.snapshot_high = min_isr_default, snapshot_high
         self.driver_fold_max = driver_fold_max
         self.seed = Seed(spark, lake, res.cluster_id)
@@ -290,11 +296,12 @@ class _Increment:
         res, src = self.res, self.src
         is_record = F.col("row_kind") == "record"
         log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
-        (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant,
-         n_checks, n_resets, n_reaching, n_topics, n_markers,
+        (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.end_timestamp, res.records,
+         snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_topics, n_markers,
          n_lossy) = _aggregate(src.agg(
             F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
-            F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
+            F.max_by("epoch", log_offset), F.max_by("timestamp", log_offset),
+            F.count(F.when(is_record, 1)),
             F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
             F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
             F.count(F.when(is_record & (F.col("snapshot_role") == "reset"), 1)),
@@ -770,6 +777,8 @@ class _Increment:
         res.table_versions[name], m = lake.commit_of(name, app_id, version)
         if after is not None:
             self.seed.keep(name, res.table_versions[name], after)
+        if name == "partition_events" and self.on_events is not None:
+            self.on_events(res)
         return m.get("numOutputRows", m.get("numTargetRowsInserted", 0))
 
 

@@ -6,6 +6,7 @@ before Spark is loaded (`jobs.nothing_new`), with the rules the increments follo
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 
 
@@ -27,6 +28,8 @@ class IncrementResult:
     # the header of the log batch holding end_offset - 1, as read (`jobs.batch._check_tail`)
     end_batch_crc: int | None = None
     end_batch_epoch: int | None = None
+    # the time of the log record at end_offset - 1 (a stream's live gauges: its age)
+    end_timestamp: dt.datetime | None = None
     # offsets a damaged batch that may have held changes took with it: [lo, hi) and the
     # batch's time; every state carried across them is marked uncertain (`unknown_ranges`)
     unknown: list[tuple[int, int, int | None]] = field(default_factory=list)
@@ -39,6 +42,7 @@ class IncrementResult:
     commit_seconds: dict[str, float] = field(default_factory=dict)  # Delta commit per table
     # table -> the version of this increment's commit of it (`ingest_progress.table_versions`)
     table_versions: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0  # a stream's micro-batch, from its start to its last commit
 
     @property
     def unknown_offsets(self) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -86,6 +86,26 @@ def held_tags(lake: Lake, cluster_id: str) -> dict[str, Tag | None]:
     """Table -> the (table id, version) of the slice this process holds of a cluster (what
     the next increment will use while the lake's tables are still there)."""
     return {name: tag for name, (tag, _rows) in _held(lake, cluster_id).slices.items()}
+
+
+def held_slices(spark: SparkSession, lake: Lake, cluster_id: str, names: Iterable[str]
+                ) -> dict[str, pa.Table]:
+    """The cluster's slices of tables `names` (`SLICES`) as the lake has them now: those this
+    process holds at the table's current version as held, any other read (and then held, as
+    an increment's seed reads it). Between a stream's micro-batches every slice is held, so
+    this reads nothing from the tables: what the live gauges are counted from."""
+    held = _held(lake, cluster_id)
+    out, stale = {}, []
+    for name in names:
+        got = held.slices.get(name)
+        if got is not None and got[0] == lake.tag(name):
+            out[name] = got[1]
+        else:
+            stale.append(name)
+    if stale:
+        seed = Seed(spark, lake, cluster_id)
+        out.update({name: seed.rows(name) for name in stale})
+    return out
 
 
 def forget(lake: Lake, cluster_id: str) -> None:

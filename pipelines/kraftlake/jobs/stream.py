@@ -22,6 +22,7 @@ that exactly once.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -125,12 +126,20 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
                  trigger: str | None = None, available_now: bool = False,
                  max_offsets: int | None = None,
                  on_batch: Callable[[IncrementResult], None] | None = None,
-                 failures: list[BaseException] | None = None) -> StreamingQuery:
+                 failures: list[BaseException] | None = None,
+                 on_start: Callable[[Lake, str], None] | None = None,
+                 on_events: Callable[[IncrementResult], None] | None = None
+                 ) -> StreamingQuery:
     """Start the streaming query for one metadata-log directory (one cluster).
 
     `failures`: receives the exception a micro-batch raised before the query stops with it.
     Spark reports that as "An exception was raised by the Python Proxy", the cause buried in
     a Python traceback inside its message; the caller can raise the original instead.
+    `on_start(lake, cluster_id)`: called once the lake holds everything a killed job left
+    half-written and the cluster's slices are held, before the first micro-batch (the live
+    gauges start from there: `metrics.watch`). `on_batch` gets each micro-batch's result
+    after its last commit, with its wall time (`seconds`); `on_events` as soon as its events
+    are committed (`process_increment`).
 
     Args:
         spark: the session to run on.
@@ -142,6 +151,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
         available_now: read what is there and stop.
         max_offsets: the most offsets a micro-batch reads.
         on_batch: called with each micro-batch's `IncrementResult`.
+        on_start: called before the first micro-batch, with the lake and the cluster id.
+        on_events: called with each micro-batch's result once its events are committed.
 
     Returns:
         The running StreamingQuery.
@@ -159,6 +170,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
                                                            "checkpoints", cid)
     st = _state(lake, app_id, ck, log_dir, rows)
     Seed(spark, lake, cid).load()  # what the first micro-batch continues from, read now
+    if on_start is not None:
+        on_start(lake, cid)
     reader = (spark.readStream.format("kraft-metadata").option("cluster_id", cid)
               .option("startJson", json.dumps(st["start"]))
               .option("splitBytes", str(cfg.split_bytes)))
@@ -169,13 +182,13 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
 
     def each(batch: DataFrame, batch_id: int) -> None:
         try:
-            _each(batch, batch_id)
+            _each(batch, batch_id, time.perf_counter())
         except Exception as exc:
             if failures is not None:
                 failures.append(exc)
             raise
 
-    def _each(batch: DataFrame, batch_id: int) -> None:
+    def _each(batch: DataFrame, batch_id: int, t0: float) -> None:
         version = st["base_version"] + batch_id
         at = None
         local = False
@@ -190,13 +203,15 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
             batch = _after(small if small is not None else batch, at)
         res = process_increment(spark, lake, batch, cid, app_id, version, prev=at,
                                 min_isr_default=cfg.min_insync_replicas_default,
-                                driver_fold_max=cfg.driver_fold_max_records, local=local)
+                                driver_fold_max=cfg.driver_fold_max_records, local=local,
+                                on_events=on_events)
         if cfg.compact_every > 0 and (batch_id + 1) % cfg.compact_every == 0:
             # a table whose compaction lost a commit conflict (someone else compacted or
             # wrote it meanwhile) is left as it was and compacted next time: reported only
             res.maintenance_errors = [f"{m.table}: {m.error}"
                                       for m in maintain(lake, vacuum=False) if m.error]
         if on_batch is not None:
+            res.seconds = round(time.perf_counter() - t0, 3)
             on_batch(res)
 
     w = df.writeStream.foreachBatch(each).option("checkpointLocation", join(ck, "spark"))

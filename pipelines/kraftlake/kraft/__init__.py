@@ -19,8 +19,11 @@ place a change is applied; `PartitionChangeBuilder` is the only place one is dec
 * `timing`: replica.lag.time.max.ms and broker.session.timeout.ms (Kafka's defaults, the
   log's values): how long before an outage the troubles it caused can start (incidents),
   and the window in force at an offset;
-* `brokers`: a broker's registration state after each of its records, and whether it is in
-  service (the incidents, the report and the sequential replay);
+* `brokers`: a broker's registration state after each of its records, whether it is in
+  service (the incidents, the report and the sequential replay), and which registered
+  brokers are fenced;
+* `gauges`: the controller's gauges of its metadata image (offline partitions, preferred
+  replica imbalance, active and fenced brokers, topics, partitions), counted from states;
 * `snapshots`: which snapshot a read resets from once retention deleted the log's head (the
   pipeline's plans and the sequential replay).
 

@@ -14,7 +14,7 @@ change"); it leaves it by registering again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
@@ -43,3 +43,19 @@ def broker_state(r: Mapping[str, Any], prev: Mapping[str, Any]) -> dict[str, Any
 def in_service(s: Mapping[str, Any]) -> bool:
     """Registered (or not known otherwise), known unfenced, not in controlled shutdown."""
     return s.get("registered") is not False and s.get("fenced") is False and not s.get("ics")
+
+
+def fenced_of(states: Mapping[int, Mapping[str, Any]]) -> dict[int, bool]:
+    """Registered broker -> fenced, from `broker_state`s by broker id (a broker whose
+    fencing no record told is left out): what the controller's Fenced- and
+    ActiveBrokerCount count (`kraft.gauges`)."""
+    return {b: s["fenced"] for b, s in states.items()
+            if s.get("registered", True) and "fenced" in s}
+
+
+def fenced_brokers(rows: Iterable[Mapping[str, Any]]) -> dict[int, bool]:
+    """`fenced_of` after `brokers` table rows in log order."""
+    states: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        states[r["broker_id"]] = broker_state(r, states.get(r["broker_id"], {}))
+    return fenced_of(states)

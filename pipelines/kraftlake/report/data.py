@@ -105,13 +105,6 @@ def lake_brokers(spark: SparkSession, lake: Path | str, cluster_id: str
     return sorted(_rows(df), key=lambda r: (r["offset"], r["seq"]))
 
 
-def fenced_of(states: dict[int, dict[str, Any]]) -> dict[int, bool]:
-    """Registered broker -> fenced, from `kraft.brokers.broker_state`s by broker id (a
-    broker whose fencing no record told is left out)."""
-    return {b: s["fenced"] for b, s in states.items()
-            if s.get("registered", True) and "fenced" in s}
-
-
 def clusters(spark: SparkSession, lake: Lake | ServedLake) -> list[str]:
     """Every cluster the lake holds (each has progress rows, partitions or not)."""
     return sorted(r.cluster_id for r in lake.read(spark, "ingest_progress")

@@ -5,59 +5,27 @@ the controller's JMX election counters, `kafka-topics --describe` and the metada
 view of every partition, and (recorded since the gauges were added) the controller's gauges
 of its metadata image. `print_kafka_view` compares the lake's events, `partition_current`
 and broker records with them, so the demo's answer is checked by Kafka, not by kraftlake.
-The tests on a real cluster hold the lake against the same gauges after every scenario
-step, counted by the same `lake_gauges`.
+The gauges are counted by `kraft.gauges.controller_gauges`, the rule the tests on a real
+cluster hold the lake (and the stream's live gauges) to after every scenario step.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from ..kraft.brokers import broker_state
-from ..kraft.partition import NO_LEADER, RECOVERED, RECOVERING
-from .data import fenced_of
+from ..kraft.gauges import GAUGES, controller_gauges
+from ..kraft.partition import RECOVERED, RECOVERING
 
 # event type -> the controller's JMX meter counting the same elections
 KAFKA_COUNTERS = {"unclean_election": "UncleanLeaderElectionsPerSec",
                   "elr_election": "ElectionFromEligibleLeaderReplicasPerSec"}
 # LeaderRecoveryState as the metadata shell prints it
 LRS_NAMES = {"RECOVERED": RECOVERED, "RECOVERING": RECOVERING}
-# The controller's gauges of its metadata image (kafka.controller:type=KafkaController,
-# Kafka's ControllerMetadataMetricsPublisher), as `lake_gauges` counts them
-GAUGES = ("FencedBrokerCount", "ActiveBrokerCount", "OfflinePartitionsCount",
-          "PreferredReplicaImbalanceCount", "GlobalTopicCount", "GlobalPartitionCount")
-
-
-def fenced_brokers(brokers: Iterable[Mapping[str, Any]]) -> dict[int, bool]:
-    """Registered broker -> fenced, after `brokers` table rows in log order
-    (`kraft.brokers.broker_state`)."""
-    states: dict[int, dict[str, Any]] = {}
-    for r in brokers:
-        states[r["broker_id"]] = broker_state(r, states.get(r["broker_id"], {}))
-    return fenced_of(states)
-
-
-def lake_gauges(states: Iterable[Mapping[str, Any]], fenced: Mapping[int, bool]
-                ) -> dict[str, int]:
-    """GAUGES as the lake has them: `states` every partition's state (topic_name, leader,
-    replicas: partition_current, or the timeline as of an offset), `fenced` from
-    `fenced_brokers`. OfflinePartitionsCount counts partitions without a leader,
-    PreferredReplicaImbalanceCount those whose leader is not their first replica (a
-    leaderless one included: PartitionRegistration.hasPreferredLeader)."""
-    states = list(states)
-    return {
-        "FencedBrokerCount": sum(fenced.values()),
-        "ActiveBrokerCount": sum(not f for f in fenced.values()),
-        "OfflinePartitionsCount": sum(s["leader"] == NO_LEADER for s in states),
-        "PreferredReplicaImbalanceCount": sum(
-            not s["replicas"] or s["leader"] != s["replicas"][0] for s in states),
-        "GlobalTopicCount": len({s["topic_name"] for s in states}),
-        "GlobalPartitionCount": len(states)}
 
 
 def _print_gauges(console: Console, current: dict[tuple[str, int], Any],
@@ -69,7 +37,7 @@ def _print_gauges(console: Console, current: dict[tuple[str, int], Any],
         console.print("[dim]this view has no controller gauges (recorded before "
                       "scripts/record_real_incident.py kept them)[/]")
         return True
-    ours = lake_gauges(current.values(), fenced)
+    ours = controller_gauges(current.values(), fenced)
     t = Table(title="kraftlake vs Kafka's controller (JMX gauges at the end)",
               title_justify="left")
     for c in ("gauge", "kraftlake", "Kafka", ""):
@@ -87,7 +55,8 @@ def print_kafka_view(console: Console, events: list[dict[str, Any]],
                      view: dict[str, Any]) -> bool:
     """Hold what kraftlake found against what Kafka itself reported (kafka-view.json beside
     the example): election counts against the controller's JMX counters, partition_current
-    and the brokers' fencing (`fenced_brokers`) against its gauges, partition_current
+    and the brokers' fencing (`kraft.brokers.fenced_brokers`) against its gauges,
+    partition_current
     against kafka-topics --describe and the metadata shell. True when all agree."""
     ok = True
     counts = Counter(e["event_type"] for e in events)
