@@ -64,10 +64,9 @@ from ..lake.work import collect_together
 TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, UNDER_REPLICATED)
 INTERVAL_KEY = list(table_schema("partition_intervals").key)
 SAME_WRITE_MS = 1000
-COLUMNS = ["cluster_id", "incident_id", "start_offset", "start_ts", "end_offset", "end_ts",
-           "is_open", "duration_ms", "cause", "cause_broker", "brokers", "partitions_affected",
-           "event_types", "event_partitions", "events", "unclean_elections",
-           "data_loss_partitions"]
+# incidents' columns as this module makes them: all but `unknown_offsets`, which the
+# increment adds (it knows what its source could not read)
+COLUMNS = [c for c in table_schema("incidents").names if c != "unknown_offsets"]
 _OPEN_END = 2**63 - 1  # the end offset of an open trouble, for ordering only
 # a broker outage; `window_ms`: how long before its start a trouble it caused can start
 _OUTAGE_ARROW = pa.schema([("cluster_id", pa.string()), ("broker_id", pa.int32()),
