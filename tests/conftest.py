@@ -174,6 +174,11 @@ def launch_command(state: Path) -> str:
 # TEST_SPARK_CONF as its configuration instead (test_wheel.py removes it for the installed
 # demo, which runs the defaults).
 os.environ["KRAFTLAKE_CONF"] = _conf_file(TEST_SPARK_CONF)
+# A `kraftlake serve` a test starts records itself under its lake; the reading commands of the
+# other tests on that lake answer themselves, as they are asked to (a client session in the
+# tests' process would also switch pyspark into Connect mode for the worker's later tests).
+# tests/cli/test_serve.py takes the record up where it means to.
+os.environ["KRAFTLAKE_NO_RESIDENT"] = "1"
 # Spark's logs and warehouse (`kraftlake.spark.state_dir`) away from the user's home: the run's
 # own temporary directory, shared by the jobs it starts as processes
 os.environ.setdefault("KRAFTLAKE_STATE_DIR", tempfile.mkdtemp(prefix="kraftlake-state-"))

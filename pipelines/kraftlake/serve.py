@@ -13,10 +13,18 @@ schema (`Lake.register_views` does both).
 
 The client side (`connect`, and `lake.served.ServedLake` to read through it) imports only
 pyspark's Connect client: a `--remote` command starts no JVM.
+
+A serving process records its endpoint under the lake (`_kraftlake/serve.json`: URL, host,
+process id) and removes the record when it stops, so `kraftlake sql`, `timeline` and
+`report` on that lake answer through it without `--remote` (`resident_endpoint`). A record
+whose endpoint no longer answers (a server killed with -9, a copied lake) is stale and
+ignored: the command starts its own Spark.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import socket
 import threading
@@ -24,6 +32,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .lake.jvmclass import java_class
+from .uris import filesystem, join, read_text
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,6 +42,15 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 15002
 DEFAULT_HOST = "127.0.0.1"
 CONNECT_TIMEOUT_S = 10
+
+
+# the record of a serving process, under the lake's `_kraftlake/`
+RECORD = ("_kraftlake", "serve.json")
+# how long a command waits for a recorded endpoint to accept a connection before it takes the
+# record for stale
+RESIDENT_TIMEOUT_S = 1.0
+# set (to anything) to ignore a recorded endpoint: every reading command starts its own Spark
+NO_RESIDENT_ENV = "KRAFTLAKE_NO_RESIDENT"
 
 
 class RemoteError(RuntimeError):
@@ -152,3 +170,55 @@ def connect(url: str) -> SparkSession:
                           f"{hint}") from None
     return spark
 
+
+
+def record_endpoint(lake_root: str, url: str) -> None:
+    """Record under the lake that this process serves it at `url` (`resident_endpoint`)."""
+    fs, path = filesystem(join(lake_root, *RECORD))
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(path) as out:
+        out.write(json.dumps({"url": url, "host": socket.gethostname(),
+                              "pid": os.getpid()}).encode())
+
+
+def forget_endpoint(lake_root: str, url: str) -> None:
+    """Remove the lake's record, if it is still this endpoint's (another server may have
+    recorded itself since)."""
+    uri = join(lake_root, *RECORD)
+    text = read_text(uri)
+    if text is not None and _record_url(text) == url:
+        fs, path = filesystem(uri)
+        fs.delete_file(path)
+
+
+def _record_url(text: str) -> str | None:
+    try:
+        url = json.loads(text).get("url")
+    except (ValueError, AttributeError):
+        return None
+    return url if isinstance(url, str) else None
+
+
+def resident_endpoint(lake_root: str) -> str | None:
+    """The URL a `kraftlake serve` process recorded for the lake, if its endpoint accepts a
+    connection now (None: no record, a stale one, or $KRAFTLAKE_NO_RESIDENT set). A record of
+    this host whose process is gone is stale even if something else took the port."""
+    if os.environ.get(NO_RESIDENT_ENV):
+        return None
+    text = read_text(join(lake_root, *RECORD))
+    url = None if text is None else _record_url(text)
+    if url is None:
+        return None
+    record = json.loads(text or "{}")
+    if record.get("host") == socket.gethostname() and isinstance(record.get("pid"), int):
+        try:
+            os.kill(record["pid"], 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:  # alive, another user's
+            pass
+    try:
+        socket.create_connection(_address(url), timeout=RESIDENT_TIMEOUT_S).close()
+    except (OSError, RemoteError):
+        return None
+    return url

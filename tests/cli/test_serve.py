@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from click.testing import CliRunner
 from kraftlake.cli import main
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
+from kraftlake.serve import NO_RESIDENT_ENV, RECORD
 from tests.cli.api_reads import report_page
 from tests.cli.conftest import KRAFTLAKE
 from tests.conftest import cli_env
@@ -53,9 +55,15 @@ _NO_JVM = textwrap.dedent("""
 """)
 
 
-def _remote(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def _remote(*args: str, timeout: float = 600, resident: bool = False
+            ) -> subprocess.CompletedProcess:
+    """`kraftlake ARGS` in a process that must start no JVM; `resident`: it may find the
+    endpoint recorded under the lake (the suite's environment ignores such records)."""
+    env = cli_env()
+    if resident:
+        del env[NO_RESIDENT_ENV]
     return subprocess.run([sys.executable, "-c", _NO_JVM, *args], capture_output=True,
-                          text=True, env=cli_env(), timeout=timeout)
+                          text=True, env=env, timeout=timeout)
 
 
 _CLIENT = textwrap.dedent("""
@@ -120,6 +128,38 @@ def test_report_remote_equals_local(server, local_report, tmp_path) -> None:
     assert got.returncode == 0, got.stderr
     assert report_page(remote) == local_report
     assert "unclean" in local_report
+
+
+def test_sql_and_report_find_the_server_recorded_under_the_lake(server, sim_lake, local_report,
+                                                               tmp_path, monkeypatch) -> None:
+    """The server records itself under the lake it serves: `sql` and `report` given only
+    `--lake` answer through it (no JVM started) and say so in one line; a stale record (its
+    process gone, nothing on its port) is ignored and the command answers itself."""
+    lake = sim_lake[0]
+    assert json.loads(lake.joinpath(*RECORD).read_text())["url"] == server
+    said = (f"answering through `kraftlake serve` at {server} (recorded under the lake; give "
+            f"--master or --conf to start Spark here)")
+    local = _local_sql(lake, EVENTS_BY_TYPE, "--format", "json")
+    got = _remote("sql", "--lake", str(lake), EVENTS_BY_TYPE, "--format", "json",
+                  resident=True)
+    assert got.returncode == 0, got.stderr
+    assert got.stderr.strip() == said
+    assert json.loads(got.stdout) == json.loads(local.stdout)
+    page = tmp_path / "report.html"
+    got = _remote("report", "--lake", str(lake), "--out", str(page), resident=True)
+    assert got.returncode == 0 and got.stderr.strip() == said, got.stderr
+    assert report_page(page) == local_report
+    # a copy of the lake keeps the record of a server long gone: ignored
+    copy = tmp_path / "copy"
+    shutil.copytree(lake, copy)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    copy.joinpath(*RECORD).write_text(json.dumps(
+        {"url": "sc://127.0.0.1:1", "host": socket.gethostname(), "pid": int(gone.stdout)}))
+    monkeypatch.delenv(NO_RESIDENT_ENV)
+    mine = _local_sql(copy, EVENTS_BY_TYPE, "--format", "json")
+    assert mine.exit_code == 0 and "answering through" not in mine.output, mine.output
+    assert json.loads(mine.stdout) == json.loads(local.stdout)
 
 
 def test_an_endpoint_that_is_not_there_is_one_line(tmp_path) -> None:

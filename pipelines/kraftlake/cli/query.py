@@ -10,7 +10,7 @@ import click
 from ..kraft.partition import RECOVERING
 from .group import BadInput, lake_config, lake_option, main, spark_options
 from .render import print_table
-from .serve import remote_option
+from .serve import remote_option, resident_session
 from .statement import Refused, note_more, print_rows, run_query
 
 
@@ -23,14 +23,17 @@ def _session(lake: str | None, master: str | None, conf_file: str | None,
              remote: str | None = None, short: bool = True):
     """The session, the lake and its catalog: a local Spark over `--lake`, whose tables
     are registered as statements name them (`LakeCatalog`), or the client session of a
-    `kraftlake serve` endpoint (`--remote`; no JVM here, every table registered there:
-    catalog None). The lake is checked once, before a JVM starts (`lake_config`). `short`:
-    the JVM ends after one question (`kraftlake.spark.get_spark`)."""
+    `kraftlake serve` endpoint (`--remote`, or the one recorded as serving the lake; no JVM
+    here, every table registered there: catalog None). The lake is checked once, before a
+    JVM starts (`lake_config`). `short`: the JVM ends after one question
+    (`kraftlake.spark.get_spark`)."""
     if remote is not None:
         from .serve import remote_session
 
         return (*remote_session(remote, lake, master, conf_file), None)
     cfg = lake_config(conf_file, lake)  # before a JVM starts
+    if (served := resident_session(cfg.lake, master, conf_file)) is not None:
+        return (*served, None)
     from ..lake.delta import Lake
     from ..spark import get_spark
     from .catalog import LakeCatalog
@@ -151,8 +154,9 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
     """One partition's history: every state with its events, oldest first."""
     if remote is None and cluster_id is None:
         _ask_which_cluster(lake_config(conf_file, lake).lake, topic, partition)
-    spark, lk, _ = _session(lake, master, conf_file, remote)
-    if remote is None:  # the states and their events as of the same increments (`lake.cut`)
+    spark, lk, catalog = _session(lake, master, conf_file, remote)
+    if catalog is not None:  # here: the states and their events as of the same increments
+        # (`lake.cut`), as a server's views are
         lk = lk.consistent(["partition_timeline", "partition_events"])
     from pyspark.sql import functions as F
 

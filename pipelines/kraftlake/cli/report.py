@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .group import BadInput, lake_config, lake_option, main, spark_options
-from .serve import remote_option, remote_session
+from .serve import remote_option, remote_session, resident_session
 
 TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
@@ -57,6 +57,8 @@ def report(lake: str | None, out: Path, cluster_id: str | None, cluster_alias: s
     if cfg is None:
         assert remote is not None  # only a remote lake has no local config
         spark, lk = remote_session(remote, lake, master, conf_file)
+    elif (served := resident_session(cfg.lake, master, conf_file)) is not None:
+        spark, lk = served
     else:
         from ..lake.delta import Lake
         from ..spark import get_spark

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,8 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
 
     One Spark with every lake table registered under its own name, as of each cluster's
     last complete increment (moved on every 2 s); `kraftlake sql`, `timeline` and `report`
-    take `--remote sc://HOST:PORT` to use it, and so does any Spark Connect client
+    use it (they find it recorded under the lake, or take `--remote sc://HOST:PORT`), and
+    so does any Spark Connect client
     (`SparkSession.builder.remote("sc://localhost:15002")`). Time travel names a table by
     its location: delta.`LAKE/records` VERSION AS OF 0. Prints `serving LAKE at
     sc://HOST:PORT` once it listens."""
@@ -46,6 +48,8 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
         RemoteError,
         check_bindable,
         connect_conf,
+        forget_endpoint,
+        record_endpoint,
         start_service,
         stop_service,
         wait_for_signal,
@@ -71,7 +75,14 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
         why = found.group(0) if found else type(exc).__name__
         raise click.ClickException(f"cannot listen on {host}:{port}: {why}") from None
     click.echo(f"serving {lk.root} at sc://{host}:{bound} (Ctrl-C to stop)")
-    wait_for_signal(lambda: _refresh(catalog))
+    # recorded under the lake, so its readers find it (an endpoint on every interface is
+    # recorded under this host's name)
+    url = f"sc://{socket.gethostname() if host in ('0.0.0.0', '::') else host}:{bound}"
+    record_endpoint(lk.root, url)
+    try:
+        wait_for_signal(lambda: _refresh(catalog))
+    finally:
+        forget_endpoint(lk.root, url)
     stop_service(spark)
     spark.stop()
 
@@ -117,3 +128,25 @@ def remote_session(url: str, lake: str | None, master: str | None = None,
         return connect(url), ServedLake(url)
     except RemoteError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def resident_session(lake_root: str, master: str | None, conf_file: str | None
+                     ) -> tuple[Any, Any] | None:
+    """The client session of the `kraftlake serve` recorded as serving the lake
+    (`serve.resident_endpoint`) and its lake, when the command names no Spark of its own
+    (`--master`, `--conf`); one line on stderr says so. None: the command starts its own."""
+    if master is not None or conf_file is not None:
+        return None
+    from ..lake.served import ServedLake
+    from ..serve import RemoteError, connect, resident_endpoint
+
+    url = resident_endpoint(lake_root)
+    if url is None:
+        return None
+    try:
+        session = connect(url)
+    except RemoteError:  # gone since it answered
+        return None
+    click.echo(f"answering through `kraftlake serve` at {url} (recorded under the lake; "
+               f"give --master or --conf to start Spark here)", err=True)
+    return session, ServedLake(url)
