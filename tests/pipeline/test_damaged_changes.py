@@ -78,8 +78,9 @@ def test_the_ingest_exits_1_and_says_how_many_offsets_are_unknown(lakes) -> None
     _clean, _bad, victim, code, output = lakes
     n = victim.last_offset - victim.base_offset + 1
     assert code == 1
-    assert (f"{n} offset(s) unknown: damaged batch(es) at offsets "
-            f"[{victim.base_offset}, {victim.next_offset}) may have held partition changes"
+    assert (f"{n} offset(s) unknown: offsets "
+            f"[{victim.base_offset}, {victim.next_offset}) (damaged, or missing from the input) "
+            f"may have held partition changes"
             in " ".join(output.split()))
 
 

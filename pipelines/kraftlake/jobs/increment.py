@@ -800,17 +800,20 @@ def _problems(src: DataFrame) -> DataFrame:
 
 
 def _lossy() -> Column:
-    """A damaged region that may have held state (`codec.damage`), placed in the log."""
-    return ((F.col("row_kind") == "problem") & F.col("state_unknown")
+    """A damaged region that may have held state (`codec.damage`), or offsets the input
+    lacks (a `gap`: retention, a missing segment), placed in the log."""
+    return (F.col("row_kind").isin("problem", "gap") & F.col("state_unknown")
             & (F.col("source") == "log") & F.col("offset").isNotNull())
 
 
 def unknown_ranges(src: DataFrame) -> list[tuple[int, int, int | None]]:
-    """The log offsets the source's damaged regions took with them, in order: [lo, hi) and
-    the region's time in microseconds (None when its header could not be read).
+    """The log offsets the source's damaged regions and gaps took with them, in order:
+    [lo, hi) and the region's time in microseconds (None when its header could not be read,
+    and for a gap, which has no bytes).
 
-    A region spans from its base offset to the end its header claims, or, when the header
-    cannot be believed, to the next offset the source did read. Offsets the source read
+    A region spans from its base offset to the end its header claims (a gap: the offsets
+    it lacks), or, when the header cannot be believed, to the next offset the source did
+    read. Offsets the source read
     anyway (another copy, a segment that overlaps) are known, so a region whose every offset
     was read costs nothing. Damage is rare and its rows few: a few small Spark jobs only
     when there is some."""

@@ -349,13 +349,20 @@ def plan_log_ranges(cluster_id: str, index: LogDirIndex, lo: int, hi: int,
     """Byte ranges covering log offsets [lo, hi), at most `split_bytes` each (batch aligned).
 
     A rolled segment that ends in damage has its unreadable tail read too, so the
-    damaged region reaches the quarantine instead of vanishing.
+    damaged region reaches the quarantine instead of vanishing. Offsets no segment holds
+    between two segments (a segment missing from the copy, one that ends before the next
+    one starts) are a `gap` range (`hole`): Kafka's log has no holes, so they are offsets
+    the input lost.
     """
     out: list[ReadRange] = []
     segs = index.ordered()
     seg_lo = lo
     for i, seg in enumerate(segs):
         nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+        if i and segs[i - 1].status == "ok":  # a damaged or cut tail is its own problem row
+            missing = hole(cluster_id, segs[i - 1], seg, seg_lo, hi)
+            if missing is not None:
+                out.append(missing)
         lo = seg_lo  # overlapping segments: an offset is taken from the first file holding it
         if seg.entries:
             seg_lo = max(seg_lo, seg.next_offset)
@@ -386,3 +393,17 @@ def plan_log_ranges(cluster_id: str, index: LogDirIndex, lo: int, hi: int,
             out.append(ReadRange(cluster_id, path, "segment", cur[0].position,
                                  -1 if rolled else end, lo, hi, note="rolled" if rolled else ""))
     return out
+
+
+def hole(cluster_id: str, before: SegmentIndex, after: SegmentIndex, lo: int,
+         hi: int) -> ReadRange | None:
+    """The `gap` range of the offsets in [lo, hi) between segment `before`'s last batch
+    and segment `after`'s base offset (None: the two segments meet or overlap there)."""
+    start, end = max(before.next_offset, lo), min(after.base_offset, hi)
+    if start >= end:
+        return None
+    return ReadRange(cluster_id, "", "gap", lo=start, hi=end, note=(
+        f"log offsets [{start}, {end}) are missing from the input: "
+        f"{uris.basename(before.path)} ends at offset {before.next_offset} and "
+        f"{uris.basename(after.path)} starts at {after.base_offset}; the state they "
+        f"changed is unknown"))
