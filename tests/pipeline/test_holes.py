@@ -104,3 +104,42 @@ def test_a_head_lost_without_a_snapshot_is_an_unknown_gap(spark, tmp_path):
     [q] = _rows(spark, tmp_path / "lake", "quarantine")
     assert (q["kind"], q["offset"], q["end_offset"], q["state_unknown"]) == (
         "gap", 0, start, True)
+
+
+def _cut(dest: Path, end: int) -> Path:
+    """A copy of `BUSY` whose one segment ends at byte `end` (a transfer that stopped)."""
+    log = _segmented(dest, [])
+    full = _batches()[0]
+    (log / "00000000000000000000.log").write_bytes(full[:end])
+    return log
+
+
+def test_a_last_segment_ending_inside_a_batch_waits_for_it(spark, tmp_path):
+    full, batches = _batches()
+    last = batches[-1]  # offsets 131..187
+    log = _cut(tmp_path / "log", last.position + 100)
+    code, output = _ingest(log, tmp_path / "lake")
+    assert code == 0, output
+    assert (f"100 byte(s) from offset {last.base_offset} wait for the rest of their batch"
+            in output)
+    assert {r["offset"] for r in _rows(spark, tmp_path / "lake", "records")} == set(
+        range(last.base_offset))
+    (log / "00000000000000000000.log").write_bytes(full)  # the batch is complete now
+    code, output = _ingest(log, tmp_path / "lake")
+    assert code == 0, output
+    assert "wait" not in output
+    assert {r["offset"] for r in _rows(spark, tmp_path / "lake", "records")} == set(
+        range(last.last_offset + 1))
+    assert _rows(spark, tmp_path / "lake", "quarantine") == []
+
+
+def test_decode_says_the_same_of_a_waiting_batch(tmp_path):
+    _full, batches = _batches()
+    last = batches[-1]
+    log = _cut(tmp_path / "log", last.position + 100)
+    out = CliRunner().invoke(main, ["decode", str(log), "--count"])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert (f"100 byte(s) from offset {last.base_offset} wait for the rest of their batch"
+            in text)
+    assert "warning" not in text

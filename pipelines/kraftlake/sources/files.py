@@ -301,6 +301,16 @@ class LogDirIndex:
             end = max(end, s.next_offset if s.entries else s.base_offset)
         return end
 
+    def waiting(self) -> tuple[int, int] | None:
+        """(offset, bytes) of a batch the last segment holds only the start of (being
+        written, or a copy cut inside it): not read until it is complete; None when the
+        last segment ends with a whole batch."""
+        segs = self.ordered()
+        if not segs or segs[-1].status != "partial":
+            return None
+        last = segs[-1]
+        return last.next_offset, last.size - last.end
+
     def batch_before(self, offset: int) -> BatchEntry | None:
         for s in reversed(self.ordered()):
             if s.base_offset <= offset - 1:
