@@ -53,3 +53,9 @@ def test_importing_the_package_imports_no_spark() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_dir_lists_the_face_only() -> None:
+    """`dir(kraftlake)` in a notebook lists what the package offers, not the helpers its
+    module imports for itself (`importlib`, `Any`, `TYPE_CHECKING`, `annotations`)."""
+    assert dir(kraftlake) == sorted(kraftlake.__all__)

@@ -145,3 +145,24 @@ def test_timeline_of_a_recreated_topic_is_its_live_incarnation(batch_lake):
     shown = [int(w) for w in (ln.split("│")[1].strip() for ln in first.splitlines()
                               if ln.count("│") > 3) if w.isdigit()]
     assert shown and max(shown) <= lives[0]["deleted_offset"]
+
+
+def test_the_report_shows_one_incarnation_of_a_recreated_topic(batch_lake, tmp_path):
+    """The report's partition section of test-topic:0 holds the live topic's states only:
+    the earlier incarnations' (their own epochs from 0) are another topic's."""
+    import re
+
+    from kraftlake.cli import main
+
+    cfg, lake, _ = batch_lake
+    live = next(t for t in table_dicts(lake.path("topics"))
+                if t["topic_name"] == "test-topic" and t["deleted_offset"] is None)
+    page = tmp_path / "report.html"
+    out = CliRunner().invoke(main, ["report", "--lake", str(cfg.lake), "--out", str(page),
+                                    "--partition", "test-topic:0"])
+    assert out.exit_code == 0, out.output
+    html = page.read_text()
+    section = html.split(f"test-topic:0 <small>topic id {live['topic_id']}</small></h3>")[1]
+    offsets = [int(o) for o in re.findall(r"<tr><td>[^<]*</td><td>(\d+)</td>",
+                                          section.split("</details>")[0])]
+    assert offsets and min(offsets) >= live["created_offset"]

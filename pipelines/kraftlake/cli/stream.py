@@ -88,7 +88,8 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
             query = start_stream(spark, cfg, source, cluster_id, trigger, available_now,
                                  max_offsets, on_batch, failures)
             if not in_a_row:
-                console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
+                stop = "until it is read" if available_now else "Ctrl-C to stop"
+                console.print(f"streaming {source} into {cfg.lake} ({stop})")
             try:
                 signum = wait_for_signal(partial(_terminated, query))
                 break

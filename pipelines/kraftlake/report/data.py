@@ -178,11 +178,15 @@ def _states(timeline: DataFrame, partitions: list[tuple[str, int]]
         cond = c if cond is None else cond | c
     assert cond is not None  # partitions is not empty
     rows = _rows(timeline.filter(cond).select(
-        "topic_name", "partition_id", "valid_from_offset", "valid_from_ts", "valid_to_ts",
+        "topic_name", "topic_id", "partition_id", "valid_from_offset", "valid_from_ts",
+        "valid_to_ts",
         "leader", "leader_epoch", "partition_epoch", "isr", "eligible_leader_replicas",
         "last_known_elr", "replicas", "leader_recovery_state", "uncertain_since").orderBy(
         "valid_from_offset", "seq"))
     out: dict[tuple[str, int], list[dict[str, Any]]] = {p: [] for p in partitions}
     for r in rows:
         out[(r["topic_name"], r["partition_id"])].append(r)
-    return out
+    # a topic is its id: of a name deleted and created again, the newest incarnation only
+    # (its states are another topic's, epochs from 0 again), as `kraftlake timeline` shows
+    return {p: [r for r in states if r["topic_id"] == states[-1]["topic_id"]]
+            for p, states in out.items()}

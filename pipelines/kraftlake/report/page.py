@@ -180,7 +180,8 @@ def render(data: ReportData, generated: dt.datetime) -> str:
                  str(s["replicas"]),
                  "RECOVERING" if s["leader_recovery_state"] == RECOVERING else ""]
                 for s in states]
-        body += [f"<h3 id='p-{escape(name)}'>{escape(name)}</h3>",
+        ident = f" <small>topic id {escape(states[-1]['topic_id'])}</small>" if states else ""
+        body += [f"<h3 id='p-{escape(name)}'>{escape(name)}{ident}</h3>",
                  _figure(partition_figure(data, part), f"p-{len(body)}"),
                  "<details><summary>states</summary>",
                  _table(["from (UTC)", "offset", "leader", "epochs L/P", "ISR", "ELR",
