@@ -79,7 +79,8 @@ def test_the_ingest_exits_1_and_says_how_many_offsets_are_unknown(lakes) -> None
     n = victim.last_offset - victim.base_offset + 1
     assert code == 1
     assert (f"{n} offset(s) unknown: offsets "
-            f"[{victim.base_offset}, {victim.next_offset}) (damaged, or missing from the input) "
+            f"[{victim.base_offset}, {victim.next_offset}) (damaged, missing from the input, or "
+            f"failing a record-level check) "
             f"may have held partition changes"
             in " ".join(output.split()))
 

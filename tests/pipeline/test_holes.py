@@ -143,3 +143,17 @@ def test_decode_says_the_same_of_a_waiting_batch(tmp_path):
     assert (f"100 byte(s) from offset {last.base_offset} wait for the rest of their batch"
             in text)
     assert "warning" not in text
+
+
+def test_a_record_failing_a_record_level_check_is_an_unknown_offset(spark, tmp_path):
+    """A PartitionChangeRecord whose LeaderRecoveryState is 5 (crafted segment bytes): Kafka
+    refuses it and so does silver; the fold never sees it, so its offset is unknown."""
+    from tests.quality.crafted import write_log
+
+    log = write_log(tmp_path / "log", "bad_lrs")
+    code, output = _ingest(log, tmp_path / "lake")
+    assert code == 1, output
+    assert "1 offset(s) unknown: offsets [7, 8)" in output
+    [q] = _rows(spark, tmp_path / "lake", "quarantine")
+    assert (q["kind"], q["offset"], q["end_offset"], q["state_unknown"]) == (
+        "invariant", 7, 8, True)

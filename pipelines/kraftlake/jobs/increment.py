@@ -381,12 +381,17 @@ class _Increment:
             F.count(F.when(F.col("record_type").isin(*types), 1)).alias(name)
             for name, types in (("brokers", BROKER_TYPES), ("configs", CONFIG_TYPES),
                                 ("topics", TOPIC_TYPES))])
-        answers = {"counts": counts, "configs": configs_of(effective)}
+        answers = {"counts": counts, "configs": configs_of(effective),
+                   "invalid": invalid.filter(F.col("state_unknown")).select(
+                       "offset", "end_offset")}
         made, got = self.work.frames(frames, answers)
         if "committed" in made:
             done = made["committed"]
             effective = _effective(done)
         n = got["counts"].to_pylist()[0]
+        # a record kept out of silver by a record-level check: what it changed is unknown
+        res.unknown = sorted({*res.unknown, *((r["offset"], r["end_offset"], None)
+                                              for r in got["invalid"].to_pylist())})
         return _Silver(records, invalid, done, old_topics, made.get("topics", topics),
                        topic_records, brokers_of(effective), got["configs"],
                        made.get("partition_changes"), read_back, n["brokers"], n["configs"],

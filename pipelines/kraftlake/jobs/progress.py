@@ -46,17 +46,17 @@ class IncrementResult:
         return sum(hi - lo for lo, hi, _ts in self.unknown)
 
     def loss_note(self) -> str | None:
-        """The line a user reads when damage or a gap took offsets that may have held
-        changes."""
+        """The line a user reads when damage, a gap or a record-level check took offsets
+        that may have held changes."""
         if not self.unknown:
             return None
         where = ", ".join(f"[{lo}, {hi})" for lo, hi, _ts in self.unknown[:5])
         more = f" and {len(self.unknown) - 5} more" if len(self.unknown) > 5 else ""
         return (f"{self.cluster_id}: {self.unknown_offsets} offset(s) unknown: offsets "
-                f"{where}{more} (damaged, or missing from the input) may have held partition "
-                f"changes; every partition state carried across them is marked uncertain "
-                f"(uncertain_since) until a PartitionRecord or a snapshot re-anchors it; see "
-                f"table `quarantine`")
+                f"{where}{more} (damaged, missing from the input, or failing a record-level "
+                f"check) may have held partition changes; every partition state carried "
+                f"across them is marked uncertain (uncertain_since) until a PartitionRecord "
+                f"or a snapshot re-anchors it; see table `quarantine`")
 
 
 def last_of(rows: list[dict], app_id: str) -> dict | None:
