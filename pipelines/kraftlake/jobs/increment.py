@@ -22,6 +22,7 @@ change bronze alone, so it commits `records`, `quarantine` and `ingest_progress`
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 import time
@@ -286,7 +287,7 @@ class _Increment:
         log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
         (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant,
          n_checks, n_resets, n_reaching, n_topics, n_markers,
-         n_lossy) = _aggregate(src.agg(
+         n_lossy, res.newest_us) = _aggregate(src.agg(
             F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
             F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
             F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
@@ -295,7 +296,8 @@ class _Increment:
             F.count(F.when(is_record & F.col("record_type").isin(*REACHING_KNOWN), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TOPIC_TYPES), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TRANSACTION_MARKERS), 1)),
-            F.count(F.when(_lossy(), 1))))
+            F.count(F.when(_lossy(), 1)),
+            F.max(F.unix_micros(F.when(log_offset.isNotNull(), F.col("timestamp"))))))
         if self.snapshot_high is None:
             self.snapshot_high = snap_hi
         res.start_offset = lo
@@ -694,7 +696,9 @@ class _Increment:
             "records": [res.records], "changes": [res.changes], "events": [res.events],
             "table_versions": pa.array([sorted((t, v) for t, v in versions.items()
                                                if v is not None)],
-                                       pa.map_(pa.string(), pa.int64()))})
+                                       pa.map_(pa.string(), pa.int64())),
+            "newest_record_ts": pa.array([_newest(res.newest_us, prev)],
+                                         pa.timestamp("us", tz="UTC"))})
         self.write("ingest_progress", row, after=lambda: pa.concat_tables(
             [seed.rows("ingest_progress"), as_rows(row, "ingest_progress")]))
 
@@ -843,6 +847,19 @@ def _end_batch(res: IncrementResult, prev: dict | None) -> dict[str, list[int | 
     if res.end_offset is None and prev is not None:
         return {c: [prev.get(c)] for c in ("end_batch_crc", "end_batch_epoch")}
     return {"end_batch_crc": [res.end_batch_crc], "end_batch_epoch": [res.end_batch_epoch]}
+
+
+def _newest(us: int | None, prev: dict | None) -> int | None:
+    """`newest_record_ts` (microseconds) after an increment whose newest log record is at
+    `us`: the newer of it and the previous row's (an increment of snapshots or of older
+    records leaves it as it was; a row written before kraftlake kept it counts as none)."""
+    before = None if prev is None else prev.get("newest_record_ts")
+    if before is not None:  # an Arrow row's time is UTC-aware, a Spark row's naive UTC
+        before = (before.replace(tzinfo=dt.UTC) - _EPOCH) // dt.timedelta(microseconds=1)
+    return max((t for t in (us, before) if t is not None), default=None)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def _aggregate(frame: DataFrame) -> Row:

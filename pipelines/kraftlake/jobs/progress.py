@@ -24,6 +24,7 @@ class IncrementResult:
     orphans: int = 0
     mismatches: int = 0
     pending_txn_from: int | None = None
+    newest_us: int | None = None  # the newest log record read, microseconds since the epoch
     # the header of the log batch holding end_offset - 1, as read (`jobs.batch._check_tail`)
     end_batch_crc: int | None = None
     end_batch_epoch: int | None = None
