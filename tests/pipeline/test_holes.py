@@ -157,3 +157,20 @@ def test_a_record_failing_a_record_level_check_is_an_unknown_offset(spark, tmp_p
     [q] = _rows(spark, tmp_path / "lake", "quarantine")
     assert (q["kind"], q["offset"], q["end_offset"], q["state_unknown"]) == (
         "invariant", 7, 8, True)
+
+
+def test_a_directory_of_snapshots_alone_starts_from_the_latest(spark, tmp_path):
+    """A real controller's log directory holding one snapshot and no segment (the corpus's
+    ogs59 kafka-3): Kafka starts from its latest snapshot, and so does the ingest."""
+    from kraftlake.codec.logfiles import iter_path
+    from tests.conftest import real
+
+    log = real("ogs59__docker-compose-kafka4.10/data/kafka-3/__cluster_metadata-0")
+    (snapshot,) = log.glob("*.checkpoint")
+    held = {(r.data["topic_id"], r.data["partition_id"])
+            for r in iter_path(snapshot, []) if r.type == "PartitionRecord"}
+    code, output = _ingest(log, tmp_path / "lake")
+    assert code == 0, output
+    cur = {(r["topic_id"], r["partition_id"])
+           for r in _rows(spark, tmp_path / "lake", "partition_current")}
+    assert held and cur == held

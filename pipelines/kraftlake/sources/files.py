@@ -31,7 +31,13 @@ from ..codec.batch import (
     scan_batches,
 )
 from ..codec.errors import NotAKafkaLogError, NotTheMetadataLogError
-from ..codec.logfiles import METADATA_LOG_DIR, LogFile, log_files, records_of_batch
+from ..codec.logfiles import (
+    METADATA_LOG_DIR,
+    LogFile,
+    classify,
+    log_files,
+    records_of_batch,
+)
 
 _LEN = struct.Struct(">qi")
 
@@ -74,14 +80,21 @@ def find_log_dirs(path: str | Path) -> list[str]:
     if kind == pafs.FileType.NotFound:
         raise NotAKafkaLogError(f"{path}: no such file or directory")
     if kind == pafs.FileType.Directory:
-        if any(i.path.endswith(".log") for i in uris.listing(uri)):
+        if any(_log_file(i.path) for i in uris.listing(uri)):
             return [uri]
         found = sorted({uris.parent(i.path) for i in uris.listing(uri, recursive=True)
-                        if i.path.endswith(".log") and
+                        if _log_file(i.path) and
                         uris.basename(uris.parent(i.path)) == METADATA_LOG_DIR})
         if found:
             return [uris.to_location(uri, p) for p in found]
     raise NotAKafkaLogError(f"{path}: not a metadata-log directory and none below it")
+
+
+def _log_file(path: str) -> bool:
+    """A segment or a snapshot of a metadata log (a directory of snapshots alone is one: Kafka
+    starts from its latest); `bootstrap.checkpoint` beside the log directory is neither."""
+    found = classify(PurePosixPath(path))
+    return path.endswith(".log") or (found is not None and found.kind == "snapshot")
 
 
 # Kafka names a partition's directory `<topic>-<partition>`, with a `.<id>-delete`,
