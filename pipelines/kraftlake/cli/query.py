@@ -212,9 +212,10 @@ def timeline(lake: str | None, topic: str | None, topic_id: str | None, partitio
                 title=f"{name}-{partition} (topic id {shown})")
     doubts = sorted({s.uncertain_since for s in states if s.uncertain_since is not None})
     if doubts:
-        click.echo(f"?: state carried across unknown offsets from {doubts[0]} (a damaged batch "
-                   f"that may have held changes, see `quarantine`): leader, epochs and ISR may "
-                   f"be wrong until a PartitionRecord or a snapshot re-anchors it")
+        click.echo(f"?: state carried across unknown offsets from {doubts[0]} (damaged, missing "
+                   f"from the input or failing a record-level check: see `quarantine`): leader, "
+                   f"epochs and ISR may be wrong until a PartitionRecord or a snapshot "
+                   f"re-anchors it")
     if shown in deleted:
         click.echo(f"deleted at offset {deleted[shown]}")
     for life in lives[:-1]:

@@ -108,13 +108,16 @@ def _doubt(state: dict[str, Any]) -> str:
 
 
 def _gaps(data: ReportData) -> str:
-    """The damaged batches that may have held changes: what the history does not know."""
+    """The offsets that may have held changes and were not read (damaged batches, offsets
+    the input lacks, records failing a record-level check): what the history does not
+    know."""
     if not data.gaps:
         return ""
     where = ", ".join(f"{g['offset']}..{g['end_offset'] - 1} ({_t(g['timestamp'])})"
                       for g in data.gaps)
     return (f"<p class='loss'>{data.unknown_offsets} offset(s) of this cluster's log are "
-            f"unknown (damaged batches that may have held partition changes, kept in the "
+            f"unknown (damaged batches, offsets missing from the input or records failing "
+            f"a record-level check, which may have held partition changes; kept in the "
             f"quarantine table): "
             f"{escape(where)}. Partition states carried across them are marked ? below and "
             f"in the timeline until a PartitionRecord or a snapshot re-anchors them; the "
