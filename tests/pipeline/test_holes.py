@@ -174,3 +174,7 @@ def test_a_directory_of_snapshots_alone_starts_from_the_latest(spark, tmp_path):
     cur = {(r["topic_id"], r["partition_id"])
            for r in _rows(spark, tmp_path / "lake", "partition_current")}
     assert held and cur == held
+    records = len(_rows(spark, tmp_path / "lake", "records"))
+    code, output = _ingest(log, tmp_path / "lake")  # read once, not again
+    assert code == 0, output
+    assert len(_rows(spark, tmp_path / "lake", "records")) == records
