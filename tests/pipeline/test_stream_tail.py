@@ -163,7 +163,8 @@ def test_retention_gap_then_snapshot(spark, tmp_path, cfg_factory):
         q.stop()
     assert spark_progress_end(slake, cid) == end2
     gaps = slake.read(spark, "quarantine").filter("kind = 'gap'").collect()
-    assert [(g.offset, g.end_offset) for g in gaps] == [(end1, 20475)]
+    # the offsets retention took are unknown; Kafka's snapshot re-anchors every state at once
+    assert [(g.offset, g.end_offset, g.state_unknown) for g in gaps] == [(end1, 20475, True)]
     blake = batch_lake(spark, cfg_factory, tmp_path / "batch", log.dir)
     assert table_rows(slake, "partition_current") == table_rows(blake, "partition_current")
     assert slake.read(spark, "snapshot_reconciliation").count() == 0
