@@ -161,6 +161,7 @@ def timeline(lake: str | None, topic: str | None, topic_id: str | None, partitio
     if (topic is None) == (topic_id is None):
         raise click.UsageError("give --topic NAME or --topic-id ID (one of them)")
     column, value = ("topic_name", topic) if topic is not None else ("topic_id", topic_id)
+    assert value is not None  # one of the two, checked above
     if remote is None and cluster_id is None:
         _ask_which_cluster(lake_config(conf_file, lake).lake, column, value, partition)
     spark, lk, _ = _session(lake, master, conf_file, remote)
