@@ -91,3 +91,9 @@ def test_the_docstring_examples_run() -> None:
         for test in _doctests(name):
             runner.run(test)
     assert runner.failures == 0, f"{runner.failures} of {runner.tries} examples failed"
+
+
+def test_dir_lists_the_face_only() -> None:
+    """`dir(kraftlake)` in a notebook lists what the package offers, not the helpers its
+    module imports for itself (`importlib`, `Any`, `TYPE_CHECKING`, `annotations`)."""
+    assert dir(kraftlake) == sorted(kraftlake.__all__)

@@ -89,4 +89,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_FACE})
+    """The face only: not the helpers this module itself imports (`importlib`, `Any`)."""
+    return sorted({*__all__, "__version__"})

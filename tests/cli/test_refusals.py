@@ -129,6 +129,14 @@ def test_a_reader_on_a_directory_without_a_lake(tmp_path: Path, args: list[str])
     assert list(empty.iterdir()) == []  # nothing was written
 
 
+def test_a_reader_on_a_file_is_told_it_is_a_file(tmp_path: Path) -> None:
+    """Not to run `ingest` first, which refuses a file as a lake as well."""
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"")
+    line = _one_error(kraftlake(tmp_path, "sql", "SELECT 1", "--lake", str(segment)), 2)
+    assert "is a file, not a directory" in line and "ingest" not in line
+
+
 def test_a_reader_on_a_missing_directory(tmp_path: Path) -> None:
     gone = tmp_path / "gone"
     line = _one_error(kraftlake(tmp_path, "report", "--lake", str(gone), "--out", "r.html"), 2)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -187,7 +187,19 @@ def test_three_clusters_ingested_at_once_into_a_new_lake_equal_their_own_ingests
         still_open = sum(i["end_offset"] is None for i in incidents)
         row = summary.split(f"{cid}</a>", 1)[1].split("</tr>", 1)[0]
         cells = [re.sub("<[^>]+>", "", c.split("</td>")[0]) for c in row.split("<td>")[1:]]
-        assert cells[2:4] == [str(len(incidents)), str(still_open)], cells
+        assert cells[3:5] == [str(len(incidents)), str(still_open)], cells
+        # freshness: the newest log record (not the last change), when it was ingested,
+        # and the partitions offline and under min ISR now (their open intervals)
+        log = [r["timestamp"] for r in table_dicts(
+            shared / "records", ["timestamp", "source"], [("cluster_id", "=", cid)])
+            if r["source"] == "log" and r["timestamp"] is not None]
+        assert cells[1] == f"{max(log):%Y-%m-%d %H:%M:%S}", cells
+        assert cells[2] >= f"{datetime.now(UTC) - timedelta(hours=1):%Y-%m-%d %H:%M:%S}"
+        open_iv = [i["kind"] for i in table_dicts(
+            shared / "partition_intervals", ["kind", "is_open"], [("cluster_id", "=", cid)])
+            if i["is_open"]]
+        assert cells[7:] == ["0", str(open_iv.count("offline")),
+                             str(open_iv.count("under_min_isr"))], cells
 
 
 @pytest.mark.parametrize("seed", [1, 2])

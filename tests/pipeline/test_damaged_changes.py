@@ -78,8 +78,10 @@ def test_the_ingest_exits_1_and_says_how_many_offsets_are_unknown(lakes) -> None
     _clean, _bad, victim, code, output = lakes
     n = victim.last_offset - victim.base_offset + 1
     assert code == 1
-    assert (f"{n} offset(s) unknown: damaged batch(es) at offsets "
-            f"[{victim.base_offset}, {victim.next_offset}) may have held partition changes"
+    assert (f"{n} offset(s) unknown: offsets "
+            f"[{victim.base_offset}, {victim.next_offset}) (damaged, missing from the input, or "
+            f"failing a record-level check) "
+            f"may have held partition changes"
             in " ".join(output.split()))
 
 
@@ -194,3 +196,30 @@ def test_the_report_draws_the_unknown_offsets(lakes, tmp_path: Path) -> None:
     assert f"{lo}..{last} (" in html  # the paragraph, with the damage's time
     assert f"offsets {lo}..{last} unknown" in html  # the chart's mark
     assert "0/0?" in html  # a state carried across it, in the partition's table
+
+
+def test_each_check_snapshot_removes_what_it_lacks(spark, tmp_path: Path) -> None:
+    """A real log (IndusWargods: test-topic deleted and created again twice, six snapshots)
+    whose batch deleting the second incarnation is damaged: its partition is carried
+    across uncertain, and the first snapshot after the damage (Kafka's, at offset 10744)
+    has it no more, so it ends there, not at a later snapshot read in the same increment."""
+    from tests.pipeline.test_ingest import INDUS
+
+    seg = INDUS / "00000000000000000000.log"
+    batches = [b for b in scan_batches(seg.read_bytes()) if isinstance(b, Batch)]
+    victim = next(b for b in batches if any(
+        r.type == "RemoveTopicRecord" for r in records_of_batch(b)) and b.base_offset > 2000)
+    gone = next(r.data["topic_id"] for r in records_of_batch(victim)
+                if r.type == "RemoveTopicRecord")
+    log = tmp_path / "log" / "__cluster_metadata-0"
+    shutil.copytree(INDUS.parent, tmp_path / "log")
+    bad = log / seg.name
+    bad.chmod(0o644)
+    buf = bytearray(bad.read_bytes())
+    buf[victim.position + victim.size - 5] ^= 0x10  # in the record's value: the CRC fails
+    bad.write_bytes(bytes(buf))
+    code, output = _ingest(spark, log, tmp_path / "lake")
+    assert code == 1, output
+    states = [r for r in _rows(spark, tmp_path / "lake", "partition_timeline")
+              if r["topic_id"] == gone]
+    assert states and max(r["valid_to_offset"] for r in states) == 10744 - 1

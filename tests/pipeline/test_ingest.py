@@ -110,3 +110,59 @@ def test_sql_cli_json(batch_lake):
     assert out.exit_code == 0, out.output
     rows = {r["event_type"]: r["n"] for r in json.loads(out.output)}
     assert rows["unclean_election"] == 1 and rows["partition_created"] == 5
+
+
+def _timeline(cfg, *args: str) -> str:
+    from kraftlake.cli import main
+
+    out = CliRunner().invoke(main, ["timeline", "--lake", str(cfg.lake), "--partition", "0",
+                                    *args], env={"COLUMNS": "250"})
+    assert out.exit_code == 0, out.output
+    return out.output
+
+
+def test_timeline_of_a_recreated_topic_is_its_live_incarnation(batch_lake):
+    """test-topic was deleted and created again twice: three topics (ids) of one name. The
+    timeline by name is the live one's; the earlier ones are listed by id and lifetime, and
+    each is shown by its id alone."""
+    cfg, lake, _ = batch_lake
+    lives = sorted((t for t in table_dicts(lake.path("topics"))
+                    if t["topic_name"] == "test-topic"), key=lambda t: t["created_offset"])
+    assert len(lives) == 3 and lives[-1]["deleted_offset"] is None
+    out = _timeline(cfg, "--topic", "test-topic")
+    assert f"topic id {lives[-1]['topic_id']}" in out
+    table = out.split("earlier incarnation")[0]
+    assert "deleted at offset" not in table  # the live incarnation is not deleted
+    for t in lives[:-1]:
+        assert (f"earlier incarnation of test-topic-0: topic id {t['topic_id']}, from offset"
+                in out)
+        assert f"deleted at offset {t['deleted_offset']} (" in out
+    first = _timeline(cfg, "--topic-id", lives[0]["topic_id"])
+    assert f"topic id {lives[0]['topic_id']}" in first
+    assert f"deleted at offset {lives[0]['deleted_offset']}" in first
+    assert lives[-1]["topic_id"] not in first and "earlier incarnation" not in first
+    # every state shown is the first incarnation's: none from the later ones' offsets
+    shown = [int(w) for w in (ln.split("│")[1].strip() for ln in first.splitlines()
+                              if ln.count("│") > 3) if w.isdigit()]
+    assert shown and max(shown) <= lives[0]["deleted_offset"]
+
+
+def test_the_report_shows_one_incarnation_of_a_recreated_topic(batch_lake, tmp_path):
+    """The report's partition section of test-topic:0 holds the live topic's states only:
+    the earlier incarnations' (their own epochs from 0) are another topic's."""
+    import re
+
+    from kraftlake.cli import main
+
+    cfg, lake, _ = batch_lake
+    live = next(t for t in table_dicts(lake.path("topics"))
+                if t["topic_name"] == "test-topic" and t["deleted_offset"] is None)
+    page = tmp_path / "report.html"
+    out = CliRunner().invoke(main, ["report", "--lake", str(cfg.lake), "--out", str(page),
+                                    "--partition", "test-topic:0"])
+    assert out.exit_code == 0, out.output
+    html = page.read_text()
+    section = html.split(f"test-topic:0 <small>topic id {live['topic_id']}</small></h3>")[1]
+    offsets = [int(o) for o in re.findall(r"<tr><td>[^<]*</td><td>(\d+)</td>",
+                                          section.split("</details>")[0])]
+    assert offsets and min(offsets) >= live["created_offset"]

@@ -176,3 +176,44 @@ def test_a_transaction_open_at_the_end_of_a_run_is_settled_by_the_next(
     ingest(spark, cfg_factory(once), [sim])
     for name in GOLD:
         assert table_rows(Lake(tmp_path / "lake"), name) == table_rows(Lake(once), name), name
+
+
+def _readme_as_of_query() -> str:
+    """The README's query of the partitions offline between two times across the fleet."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (found,) = [q for q in re.findall(r'kraftlake sql "(.*?)"', readme, re.S) if "as_of" in q]
+    return found
+
+
+def test_the_readmes_offline_query_closes_open_intervals_at_the_newest_record(busy_once):
+    """BUSY ends with its brokers fenced: partitions offline still. The README's query
+    closes each open interval at the cluster's newest record (`ingest_progress`'s
+    `newest_record_ts`), so a window after the last change still finds them."""
+    import json
+    import re
+
+    from click.testing import CliRunner
+
+    from kraftlake.cli import main
+
+    lake = busy_once
+    log = [r["timestamp"] for r in table_dicts(lake.path("records"), ["timestamp", "source"])
+           if r["source"] == "log"]
+    newest = max(log)
+    offline = [i for i in table_dicts(lake.path("partition_intervals"))
+               if i["kind"] == "offline"]
+    still = {(i["topic_name"], i["partition_id"]) for i in offline if i["is_open"]}
+    assert still and max(i["start_ts"] for i in offline) < newest
+    progress = table_dicts(lake.path("ingest_progress"), ["newest_record_ts"])
+    assert max(r["newest_record_ts"] for r in progress) == newest
+    # a window of one instant, the newest record: after every change
+    t1 = f"{newest:%Y-%m-%d %H:%M:%S.%f}"
+    query = re.sub(r"TIMESTAMP '[^']*'", f"TIMESTAMP '{t1}'", _readme_as_of_query())
+    out = CliRunner().invoke(main, ["sql", query, "--lake", lake.root, "--format", "json"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)
+    assert {(r["topic_name"], r["partition_id"]) for r in rows} == still
+    assert {r["end_ts"] for r in rows} == {f"{newest:%Y-%m-%dT%H:%M:%S.%f}Z"}
+    assert all(r["open_at_as_of"] for r in rows)

@@ -171,25 +171,26 @@ def test_compact_every_comes_from_the_config(tmp_path):
 # How kraftlake up to a88c476 partitioned the tables an increment now replaces per cluster
 # (their schemas' `partition_by` then); `incidents` had no `is_open` column.
 OLD_LAYOUT = {"partition_timeline": ["is_current"], "partition_intervals": ["is_open"],
-              "incidents": [], "partition_current": [], "topics": []}
+              "incidents": [], "partition_current": [], "topics": [], "ingest_progress": []}
+# columns a table gained since: dropped to write it as an older kraftlake did
+NEWER_COLUMNS = {"incidents": ["is_open"], "ingest_progress": ["newest_record_ts"]}
 
 
 def _as_an_older_kraftlake_wrote_it(spark, lake: Lake) -> None:
     """Rewrite the tables of `lake` into the old layout, each by one overwrite (Delta keeps
     their transaction ids across it, as it kept the old lakes' own)."""
     for name, parts in OLD_LAYOUT.items():
-        rows = lake.read(spark, name)
-        if name == "incidents":
-            rows = rows.drop("is_open")
+        rows = lake.read(spark, name).drop(*NEWER_COLUMNS.get(name, []))
         (rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
          .partitionBy(*parts).save(lake.path(name)))
 
 
 def test_upgrade_rewrites_a_lake_of_the_old_layout_and_the_next_increment_goes_on(
         spark, tmp_path, cfg_factory, busy_once, busy_runs):
-    """A lake an older kraftlake laid out (cluster-less partitions, no `incidents.is_open`):
+    """A lake an older kraftlake laid out (cluster-less partitions, no `incidents.is_open`,
+    no `ingest_progress.newest_record_ts`, which the upgrade derives as a run would have):
     the next scheduled run is refused before its first commit with the command that
-    rewrites it; `kraftlake upgrade` rewrites the five tables, keeping every row and every
+    rewrites it; `kraftlake upgrade` rewrites the six tables, keeping every row and every
     transaction id; the run then goes on as on a lake that never was old, and a second
     upgrade has nothing to do."""
     from kraftlake.cli import main

@@ -80,3 +80,16 @@ def test_partition_option(scenario_lakes, tmp_path) -> None:
     res = CliRunner().invoke(main, ["report", "--lake", str(lake), "--out", str(out),
                                     "--partition", "nope"])
     assert res.exit_code == 2 and "not topic:N" in res.output
+
+
+def test_the_time_range_runs_to_the_newest_record(report, scenario_lakes) -> None:
+    """Not to the last partition or broker change: the heartbeats after it say the cluster
+    was watched until then."""
+    from tests.lake_rows import table_dicts
+
+    _log, lake = scenario_lakes["mixed"]
+    newest = max(r["timestamp"] for r in table_dicts(lake / "records", ["timestamp", "source"])
+                 if r["source"] == "log")
+    changes = max(r["timestamp"] for r in table_dicts(lake / "partition_events", ["timestamp"]))
+    assert newest > changes
+    assert f" .. {newest:%Y-%m-%d %H:%M:%S}" in report[0].read_text()

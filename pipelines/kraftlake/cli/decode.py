@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kraftlake.codec.batch import Problem
+from kraftlake.codec.batch import Problem, waiting_note
 from kraftlake.codec.dumplog import looks_like_dump_log
 from kraftlake.codec.errors import KraftCodecError, NotTheMetadataLogError
 from kraftlake.codec.logfiles import METADATA_LOG_DIR, iter_path
@@ -140,4 +140,17 @@ def decode(paths: tuple[Path, ...], mode: str | None) -> None:
         click.echo(f"\n{sum(counts.values()):,} records: "
                    + ", ".join(f"{n:,} {t}" for t, n in counts.most_common()))
     for p in problems:
-        click.echo(f"warning: {p}", err=True)
+        if isinstance(p, Problem) and _waits(p):
+            click.echo(waiting_note(p.source, p.base_offset, len(p.raw)), err=True)
+        else:
+            click.echo(f"warning: {p}", err=True)
+
+
+def _waits(p: Problem) -> bool:
+    """`p` is the start of a batch the last segment of its log ends inside: the batch being
+    written (or a copy cut in it), said as `ingest` says it, not as damage. A segment that
+    has another after it and ends inside a batch is damage."""
+    seg = Path(p.source)
+    if p.kind != "truncated" or seg.suffix != ".log":
+        return False
+    return max(q.name for q in seg.parent.glob("*.log")) == seg.name

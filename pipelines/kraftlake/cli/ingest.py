@@ -34,9 +34,12 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
 
     Exit status 0 when every input was ingested; 1 when an input was refused (not a
     metadata log, or it diverges from what the lake holds for its cluster id) and the
-    others were ingested, or when a damaged batch may have held partition changes (its
-    offsets are unknown, the states after it are marked uncertain, the rest is ingested);
-    2 when nothing could be ingested (nothing is written then)."""
+    others were ingested, or when offsets that may have held partition changes are
+    unknown (a damaged batch, a segment missing or ending before the next one starts, a
+    retention gap: kept in `quarantine`, the states after them are marked uncertain, the
+    rest is ingested); 2 when nothing could be ingested (nothing is written then). A last
+    segment that ends inside a batch is said in one line (exit 0): those bytes are read by
+    a later run, once the batch is complete."""
     from ..config import load_config
     from ..jobs.inputs import find_inputs
     from ..lake.location import require_lake_location
@@ -85,8 +88,23 @@ def ingest(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
         if r.pending_txn_from is not None:
             console.print(f"{r.cluster_id}: metadata transaction open since offset "
                           f"{r.pending_txn_from}; its records are published when it ends")
+    _say_waiting(inputs, console)
     if any(r.refused or r.unknown for r in results):
         raise SystemExit(1)
+
+
+def _say_waiting(inputs: list[Input], console: Console) -> None:
+    """One line per log directory whose last segment ends inside a batch (not an error:
+    `codec.batch.waiting_note`), from its batch headers."""
+    from ..codec.batch import waiting_note
+    from ..sources.files import LogDirIndex
+
+    for inp in inputs:
+        if inp.refused is None and inp.kind == "dir":
+            waiting = LogDirIndex(inp.location).refresh().waiting()
+            if waiting is not None:
+                console.print(waiting_note(f"{inp.cluster_id} ({inp.source})", *waiting),
+                              soft_wrap=True, highlight=False)
 
 
 def _ingest(cfg: Config, sources: tuple[str, ...], cluster_id: str | None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -53,7 +54,7 @@ def _one_cluster(topic: str, partition: int, ids: set[str]) -> None:
                        f"one with --cluster-id: {', '.join(sorted(ids))}")
 
 
-def _ask_which_cluster(root: str, topic: str, partition: int) -> None:
+def _ask_which_cluster(root: str, column: str, topic: str, partition: int) -> None:
     """`timeline` without --cluster-id on a lake of several clusters: `_one_cluster`'s
     question answered from the Delta logs and the partition's timeline rows, read without a
     JVM (`lake.deltalog`), so that asking which cluster costs no Spark start.
@@ -72,7 +73,7 @@ def _ask_which_cluster(root: str, topic: str, partition: int) -> None:
                 or log.held("partition_timeline", clusters)):
             return
         ids = log.rows("partition_timeline", ["cluster_id"], [
-            ("topic_name", "=", topic), ("partition_id", "=", partition)]).column("cluster_id")
+            (column, "=", topic), ("partition_id", "=", partition)]).column("cluster_id")
     except UnreadableError:
         return
     _one_cluster(topic, partition, set(ids.to_pylist()) & clusters)
@@ -142,18 +143,30 @@ def sql(query: str | None, script: Path | None, lake: str | None, fmt: str, limi
 @main.command(epilog="""\b
 Examples:
   kraftlake timeline --lake lake --topic orders --partition 0
+  kraftlake timeline --lake lake --topic-id 4o0BL0ZFQTmMRrJnKyAcKg --partition 0
   kraftlake timeline --remote sc://127.0.0.1:15002 --topic orders --partition 0""")
 @lake_option
-@click.option("--topic", required=True, help="topic name")
+@click.option("--topic", default=None,
+              help="topic name: its live incarnation (the newest when none is live)")
+@click.option("--topic-id", default=None, help="one incarnation of a topic, by its id")
 @click.option("--partition", "partition", required=True, type=int)
 @click.option("--cluster-id", default=None)
 @remote_option
 @spark_options
-def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | None,
-             remote: str | None, master: str | None, conf_file: str | None) -> None:
-    """One partition's history: every state with its events, oldest first."""
+def timeline(lake: str | None, topic: str | None, topic_id: str | None, partition: int,
+             cluster_id: str | None, remote: str | None, master: str | None,
+             conf_file: str | None) -> None:
+    """One partition's history: every state with its events, oldest first.
+
+    A topic is its id: a topic deleted and created again under the same name is another
+    topic, whose epochs start again. --topic shows its live incarnation and lists the
+    earlier ones by id and lifetime; --topic-id picks one."""
+    if (topic is None) == (topic_id is None):
+        raise click.UsageError("give --topic NAME or --topic-id ID (one of them)")
+    column, value = ("topic_name", topic) if topic is not None else ("topic_id", topic_id)
+    assert value is not None  # one of the two, checked above
     if remote is None and cluster_id is None:
-        _ask_which_cluster(lake_config(conf_file, lake).lake, topic, partition)
+        _ask_which_cluster(lake_config(conf_file, lake).lake, column, value, partition)
     spark, lk, catalog = _session(lake, master, conf_file, remote)
     if catalog is not None:  # here: the states and their events as of the same increments
         # (`lake.cut`), as a server's views are
@@ -162,7 +175,7 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
 
     # DataFrame filters, not SQL with named parameters: Spark leaves those unbound once
     # Delta's SQL extension is in the session ([UNBOUND_SQL_PARAMETER])
-    cond = (F.col("topic_name") == topic) & (F.col("partition_id") == partition)
+    cond = (F.col(column) == value) & (F.col("partition_id") == partition)
     if cluster_id:
         cond &= F.col("cluster_id") == cluster_id
     states = (lk.read(spark, "partition_timeline").filter(cond)
@@ -170,6 +183,13 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
     evs = lk.read(spark, "partition_events").filter(cond).select(
         "cluster_id", "topic_id", "offset", "seq", "event_type", "detection",
         "recovery_duration_ms").collect()
+    _one_cluster(value, partition, {s.cluster_id for s in states})
+    deleted = {e.topic_id: e.offset for e in evs if e.event_type == "partition_deleted"}
+    lives = incarnations(states, deleted)
+    shown = lives[-1].topic_id
+    states = [s for s in states if s.topic_id == shown]
+    evs = [e for e in evs if e.topic_id == shown]
+    name = states[0].topic_name or shown
     by: dict[tuple[str, str, int, int], list[str]] = {}
     for e in evs:
         label = e.event_type + (f"({e.detection})" if e.detection and
@@ -177,7 +197,6 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
         if e.recovery_duration_ms is not None:
             label += f" after {e.recovery_duration_ms / 1000:.1f}s"
         by.setdefault((e.cluster_id, e.topic_id, e.offset, e.seq), []).append(label)
-    _one_cluster(topic, partition, {s.cluster_id for s in states})
     rows = []
     for s in states:
         fmt = lambda a: "" if a is None else ",".join(map(str, a))  # noqa: E731
@@ -194,12 +213,48 @@ def timeline(lake: str | None, topic: str, partition: int, cluster_id: str | Non
                      ", ".join(by.get((s.cluster_id, s.topic_id, s.valid_from_offset, s.seq),
                                       []))])
     print_table(["offset", "time (UTC)", "change", "leader", "epochs L/P", "isr", "elr", "lke",
-                 "replicas", "recovery", "events"], rows, title=f"{topic}-{partition}")
+                 "replicas", "recovery", "events"], rows,
+                title=f"{name}-{partition} (topic id {shown})")
     doubts = sorted({s.uncertain_since for s in states if s.uncertain_since is not None})
     if doubts:
-        click.echo(f"?: state carried across unknown offsets from {doubts[0]} (a damaged batch "
-                   f"that may have held changes, see `quarantine`): leader, epochs and ISR may "
-                   f"be wrong until a PartitionRecord or a snapshot re-anchors it")
-    dels = [e for e in evs if e.event_type == "partition_deleted"]
-    for e in dels:
-        click.echo(f"deleted at offset {e.offset}")
+        click.echo(f"?: state carried across unknown offsets from {doubts[0]} (damaged, missing "
+                   f"from the input or failing a record-level check: see `quarantine`): leader, "
+                   f"epochs and ISR may be wrong until a PartitionRecord or a snapshot "
+                   f"re-anchors it")
+    if shown in deleted:
+        click.echo(f"deleted at offset {deleted[shown]}")
+    for life in lives[:-1]:
+        click.echo(f"earlier incarnation of {name}-{partition}: topic id {life.topic_id}, "
+                   f"{life.span()} (show it with --topic-id {life.topic_id})")
+
+
+@dataclass(frozen=True)
+class Incarnation:
+    """One topic id's lifetime in a partition's timeline rows: a topic re-created under the
+    same name is another topic (another id, epochs from 0 again)."""
+
+    topic_id: str
+    first_offset: int
+    first_ts: dt.datetime | None
+    deleted_offset: int | None
+    deleted_ts: dt.datetime | None
+
+    def span(self) -> str:
+        end = ("live" if self.deleted_offset is None else
+               f"deleted at offset {self.deleted_offset} ({_utc(self.deleted_ts)})")
+        return f"from offset {self.first_offset} ({_utc(self.first_ts)}), {end}"
+
+
+def incarnations(states: list, deleted: dict[str, int]) -> list[Incarnation]:
+    """The incarnations of `states` (one partition's timeline rows, by offset), the one to
+    show last: the live one (none deleted), else the newest; earlier ones before it, oldest
+    first. `deleted`: the offset of each topic id's partition_deleted event."""
+    found: dict[str, Incarnation] = {}
+    for s in states:
+        if s.topic_id not in found:
+            end = deleted.get(s.topic_id)
+            ts = next((x.valid_to_ts for x in states if x.topic_id == s.topic_id
+                       and x.valid_to_offset == end), None) if end is not None else None
+            found[s.topic_id] = Incarnation(s.topic_id, s.valid_from_offset, s.valid_from_ts,
+                                            end, ts)
+    return sorted(found.values(), key=lambda i: (i.deleted_offset is None, i.first_offset))

@@ -114,7 +114,8 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
                                  max_offsets, on_batch, failures, on_start,
                                  None if watch is None else watch.events)
             if not in_a_row:
-                console.print(f"streaming {source} into {cfg.lake} (Ctrl-C to stop)")
+                stop = "until it is read" if available_now else "Ctrl-C to stop"
+                console.print(f"streaming {source} into {cfg.lake} ({stop})")
             try:
                 signum = wait_for_signal(partial(_terminated, query))
                 break

@@ -103,6 +103,15 @@ class Problem:
         return f"{where}{off}: {self.message}"
 
 
+def waiting_note(where: str, offset: int | None, size: int) -> str:
+    """What is said of a log whose last segment ends inside a batch: normal for a live log
+    (Kafka is writing that batch) and for a copy taken meanwhile, so no error, but the
+    user must know that those bytes are not read yet (a later run reads them complete)."""
+    at = "" if offset is None else f"from offset {offset} "
+    return (f"{where}: {size} byte(s) {at}wait for the rest of their batch (the last "
+            f"segment ends inside it); a later run reads it once it is complete")
+
+
 # ---------------------------------------------------------------- reading
 
 

@@ -304,14 +304,19 @@ def _removes_and_clears(rec: DataFrame, direct: DataFrame, known: DataFrame,
 
 
 def snapshot_removals(rec: DataFrame, seed_keys: DataFrame) -> DataFrame:
-    """Delete rows for seeded partitions a *reset* snapshot no longer has (1.9: full reset)."""
+    """Delete rows for seeded partitions a *reset* snapshot no longer has (1.9: full reset),
+    each at the end of the snapshot that lacks it: several snapshots read as full states
+    (the check snapshots anchoring uncertain states, `jobs.increment._anchors`) each remove
+    what they lack, not only the newest."""
     resets = rec.filter(F.col("snapshot_role") == "reset")
-    snaps = resets.select("cluster_id", "offset", "timestamp").groupBy("cluster_id").agg(
-        F.max("offset").alias("offset"), F.max("timestamp").alias("timestamp"))
+    snap = ["cluster_id", "snapshot_end_offset"]
+    snaps = resets.groupBy(*snap).agg(F.max("offset").alias("offset"),
+                                      F.max("timestamp").alias("timestamp"))
     present = resets.filter(F.col("record_type") == PARTITION_RECORD).select(
-        "cluster_id", field("topic_id").alias("topic_id"),
+        *snap, field("topic_id").alias("topic_id"),
         field("partition_id").alias("partition_id"))
-    gone = seed_keys.select(*KEY).join(present, KEY, "left_anti").join(snaps, ["cluster_id"])
+    gone = seed_keys.select(*KEY).join(snaps, ["cluster_id"]).join(
+        present, [*KEY, "snapshot_end_offset"], "left_anti")
     return gone.select(*KEY, "offset", F.lit(1).alias("seq"), "timestamp",
                        F.lit("SnapshotRemoval").alias("record_type"),
                        F.lit("snapshot").alias("source"), F.lit(False).alias("is_reset"),

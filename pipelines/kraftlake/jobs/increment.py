@@ -22,6 +22,7 @@ change bronze alone, so it commits `records`, `quarantine` and `ingest_progress`
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 import time
@@ -298,7 +299,7 @@ class _Increment:
         log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
         (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.end_timestamp, res.records,
          snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_topics, n_markers,
-         n_lossy) = _aggregate(src.agg(
+         n_lossy, res.newest_us) = _aggregate(src.agg(
             F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
             F.max_by("epoch", log_offset), F.max_by("timestamp", log_offset),
             F.count(F.when(is_record, 1)),
@@ -308,7 +309,8 @@ class _Increment:
             F.count(F.when(is_record & F.col("record_type").isin(*FAN_OUT_TYPES), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TOPIC_TYPES), 1)),
             F.count(F.when(is_record & F.col("record_type").isin(*TRANSACTION_MARKERS), 1)),
-            F.count(F.when(_lossy(), 1))))
+            F.count(F.when(_lossy(), 1)),
+            F.max(F.unix_micros(F.when(log_offset.isNotNull(), F.col("timestamp"))))))
         if self.snapshot_high is None:
             self.snapshot_high = snap_hi
         res.start_offset = lo
@@ -394,12 +396,17 @@ class _Increment:
             F.count(F.when(F.col("record_type").isin(*types), 1)).alias(name)
             for name, types in (("brokers", BROKER_TYPES), ("configs", CONFIG_TYPES),
                                 ("topics", TOPIC_TYPES))])
-        answers = {"counts": counts, "configs": configs_of(effective)}
+        answers = {"counts": counts, "configs": configs_of(effective),
+                   "invalid": invalid.filter(F.col("state_unknown")).select(
+                       "offset", "end_offset")}
         made, got = self.work.frames(frames, answers)
         if "committed" in made:
             done = made["committed"]
             effective = _effective(done)
         n = got["counts"].to_pylist()[0]
+        # a record kept out of silver by a record-level check: what it changed is unknown
+        res.unknown = sorted({*res.unknown, *((r["offset"], r["end_offset"], None)
+                                              for r in got["invalid"].to_pylist())})
         return _Silver(records, invalid, done, old_topics, made.get("topics", topics),
                        topic_records, brokers_of(effective), got["configs"],
                        made.get("partition_changes"), read_back, n["brokers"], n["configs"],
@@ -700,7 +707,9 @@ class _Increment:
             "records": [res.records], "changes": [res.changes], "events": [res.events],
             "table_versions": pa.array([sorted((t, v) for t, v in versions.items()
                                                if v is not None)],
-                                       pa.map_(pa.string(), pa.int64()))})
+                                       pa.map_(pa.string(), pa.int64())),
+            "newest_record_ts": pa.array([_newest(res.newest_us, prev)],
+                                         pa.timestamp("us", tz="UTC"))})
         self.write("ingest_progress", row, after=lambda: pa.concat_tables(
             [seed.rows("ingest_progress"), as_rows(row, "ingest_progress")]))
 
@@ -813,17 +822,20 @@ def _problems(src: DataFrame) -> DataFrame:
 
 
 def _lossy() -> Column:
-    """A damaged region that may have held state (`codec.damage`), placed in the log."""
-    return ((F.col("row_kind") == "problem") & F.col("state_unknown")
+    """A damaged region that may have held state (`codec.damage`), or offsets the input
+    lacks (a `gap`: retention, a missing segment), placed in the log."""
+    return (F.col("row_kind").isin("problem", "gap") & F.col("state_unknown")
             & (F.col("source") == "log") & F.col("offset").isNotNull())
 
 
 def unknown_ranges(src: DataFrame) -> list[tuple[int, int, int | None]]:
-    """The log offsets the source's damaged regions took with them, in order: [lo, hi) and
-    the region's time in microseconds (None when its header could not be read).
+    """The log offsets the source's damaged regions and gaps took with them, in order:
+    [lo, hi) and the region's time in microseconds (None when its header could not be read,
+    and for a gap, which has no bytes).
 
-    A region spans from its base offset to the end its header claims, or, when the header
-    cannot be believed, to the next offset the source did read. Offsets the source read
+    A region spans from its base offset to the end its header claims (a gap: the offsets
+    it lacks), or, when the header cannot be believed, to the next offset the source did
+    read. Offsets the source read
     anyway (another copy, a segment that overlaps) are known, so a region whose every offset
     was read costs nothing. Damage is rare and its rows few: a few small Spark jobs only
     when there is some."""
@@ -848,6 +860,19 @@ def _end_batch(res: IncrementResult, prev: dict | None) -> dict[str, list[int | 
     if res.end_offset is None and prev is not None:
         return {c: [prev.get(c)] for c in ("end_batch_crc", "end_batch_epoch")}
     return {"end_batch_crc": [res.end_batch_crc], "end_batch_epoch": [res.end_batch_epoch]}
+
+
+def _newest(us: int | None, prev: dict | None) -> int | None:
+    """`newest_record_ts` (microseconds) after an increment whose newest log record is at
+    `us`: the newer of it and the previous row's (an increment of snapshots or of older
+    records leaves it as it was; a row written before kraftlake kept it counts as none)."""
+    before = None if prev is None else prev.get("newest_record_ts")
+    if before is not None:  # an Arrow row's time is UTC-aware, a Spark row's naive UTC
+        before = (before.replace(tzinfo=dt.UTC) - _EPOCH) // dt.timedelta(microseconds=1)
+    return max((t for t in (us, before) if t is not None), default=None)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def _aggregate(frame: DataFrame) -> Row:

@@ -25,13 +25,15 @@ class IncrementResult:
     orphans: int = 0
     mismatches: int = 0
     pending_txn_from: int | None = None
+    newest_us: int | None = None  # the newest log record read, microseconds since the epoch
     # the header of the log batch holding end_offset - 1, as read (`jobs.batch._check_tail`)
     end_batch_crc: int | None = None
     end_batch_epoch: int | None = None
     # the time of the log record at end_offset - 1 (a stream's live gauges: its age)
     end_timestamp: dt.datetime | None = None
-    # offsets a damaged batch that may have held changes took with it: [lo, hi) and the
-    # batch's time; every state carried across them is marked uncertain (`unknown_ranges`)
+    # offsets a damaged batch that may have held changes took with it, or the input lacks
+    # (a gap): [lo, hi) and the batch's time (None for a gap); every state carried across
+    # them is marked uncertain (`jobs.increment.unknown_ranges`)
     unknown: list[tuple[int, int, int | None]] = field(default_factory=list)
     refused: str | None = None  # why the input was not ingested (not a metadata log, diverged)
     source: str = ""  # the input as the user named it
@@ -49,15 +51,17 @@ class IncrementResult:
         return sum(hi - lo for lo, hi, _ts in self.unknown)
 
     def loss_note(self) -> str | None:
-        """The line a user reads when damage took offsets that may have held changes."""
+        """The line a user reads when damage, a gap or a record-level check took offsets
+        that may have held changes."""
         if not self.unknown:
             return None
         where = ", ".join(f"[{lo}, {hi})" for lo, hi, _ts in self.unknown[:5])
         more = f" and {len(self.unknown) - 5} more" if len(self.unknown) > 5 else ""
-        return (f"{self.cluster_id}: {self.unknown_offsets} offset(s) unknown: damaged "
-                f"batch(es) at offsets {where}{more} may have held partition changes; every "
-                f"partition state carried across them is marked uncertain (uncertain_since) "
-                f"until a PartitionRecord or a snapshot re-anchors it; see table `quarantine`")
+        return (f"{self.cluster_id}: {self.unknown_offsets} offset(s) unknown: offsets "
+                f"{where}{more} (damaged, missing from the input, or failing a record-level "
+                f"check) may have held partition changes; every partition state carried "
+                f"across them is marked uncertain (uncertain_since) until a PartitionRecord "
+                f"or a snapshot re-anchors it; see table `quarantine`")
 
 
 def last_of(rows: list[dict], app_id: str) -> dict | None:

@@ -28,8 +28,13 @@ from collections.abc import Iterable
 def reset_snapshot(snapshot_ends: Iterable[int], log_start: int | None,
                    next_offset: int = 0) -> int | None:
     """The end offset of the snapshot a read that needs `next_offset` next (0: a read from
-    the beginning) resets from; None when the log still holds `next_offset` (or has no
-    segment: `log_start` None), or when no snapshot is at or above the log start."""
-    if log_start is None or next_offset >= log_start:
+    the beginning) resets from; None when the log still holds `next_offset`, or when no
+    snapshot is at or above the log start. A log with no segment (`log_start` None: a
+    directory of snapshots alone) resets from its latest snapshot, as Kafka starts from it,
+    unless the read is past it already."""
+    if log_start is None:
+        latest = max(snapshot_ends, default=None)
+        return latest if latest is not None and next_offset < latest else None
+    if next_offset >= log_start:
         return None
     return min((end for end in snapshot_ends if end >= log_start), default=None)

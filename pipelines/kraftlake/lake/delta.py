@@ -26,6 +26,7 @@ the versions current when it was called: one increment reads all its inputs at o
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -260,6 +261,14 @@ class Lake:
         v, info, _meta = found
         metrics = info.get("operationMetrics") or {}
         return v, {k: int(x) for k, x in metrics.items() if str(x).isdigit()}
+
+    def committed_at(self, name: str, app_id: str, version: int) -> dt.datetime | None:
+        """When (naive UTC) the commit of (app_id, version) to `name` was made, from its
+        commitInfo (None: not among the last COMMIT_LOOKBACK commits)."""
+        found = self._commit_info(name, app_id, version, COMMIT_LOOKBACK)
+        ms = None if found is None else found[1].get("timestamp")
+        return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.UTC).replace(
+            tzinfo=None)
 
     def _commit_info(self, name: str, app_id: str, version: int, lookback: int | None
                      ) -> tuple[int, dict, dict] | None:

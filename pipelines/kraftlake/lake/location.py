@@ -31,13 +31,14 @@ def require_lake_location(root: str) -> str:
     refused here, before Spark starts, rather than by Hadoop once it tries to write there."""
     uri = to_uri(root)
     if is_local(uri) and Path(uri).exists() and not Path(uri).is_dir():
-        raise NotALakeError(f"{uri}: is a file, not a directory a lake can be written to")
+        raise NotALakeError(f"{uri}: is a file, not a directory a lake is (or can be) kept in")
     return uri
 
 
 def require_lake(root: str) -> str:
-    """The lake's URI, or `NotALakeError` when `root` has no `ingest_progress` Delta log."""
-    uri = to_uri(root)
+    """The lake's URI, or `NotALakeError` when `root` has no `ingest_progress` Delta log
+    (a local file is said to be one: `ingest` would refuse it as a lake too)."""
+    uri = require_lake_location(root)
     try:
         found = bool(listing(join(uri, PROGRESS_TABLE, "_delta_log")))
     except OSError as exc:  # an unreachable store or a refused credential: say which

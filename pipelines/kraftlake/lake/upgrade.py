@@ -11,17 +11,19 @@ command) instead of mixing layouts.
 
 Each table in another layout is rewritten by one Delta commit, an overwrite with the new
 partitioning and schema, of its rows at the version read, the new columns derived
-(`DERIVED`). Delta keeps a table's transaction ids across an overwrite, which exactly-once
-relies on: a re-run of an increment after the upgrade must still find its commits; the ids
-and the row count are checked after each table. A table already in this layout is left
-alone, so the command can be run again after a failure, and on a current lake it does
-nothing. No job may write the lake meanwhile (the overwrite would win over its commit).
+(`DERIVED`; `ingest_progress.newest_record_ts` from `records`). Delta keeps a table's
+transaction ids across an overwrite, which exactly-once relies on: a re-run of an
+increment after the upgrade must still find its commits; the ids and the row count are
+checked after each table. A table already in this layout is left alone, so the command can
+be run again after a failure, and on a current lake it does nothing. No job may write the
+lake meanwhile (the overwrite would win over its commit).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .delta import Lake, conform
@@ -53,8 +55,7 @@ def upgrade(lake: Lake) -> list[TableUpgrade]:
         version = lake.version(name)
         txns = txn_versions(lake, name, app_ids)
         rows = count_rows(lake, name, version)
-        old = lake.read(None, name, version).withColumns(
-            {c: F.expr(sql) for c, sql in DERIVED.get(name, {}).items()})
+        old = _derived(lake, name, lake.read(None, name, version))
         (conform(old, name).write.format("delta").mode("overwrite")
          .option("overwriteSchema", "true").partitionBy(*after).save(lake.path(name)))
         kept = count_rows(lake, name)
@@ -65,3 +66,23 @@ def upgrade(lake: Lake) -> list[TableUpgrade]:
                                    f"({rows} -> {kept} rows; transaction ids {moved})")
         done.append(TableUpgrade(name, before, after, rows))
     return done
+
+
+def _derived(lake: Lake, name: str, old: DataFrame) -> DataFrame:
+    """The rows of table `name` an older kraftlake wrote, with the columns it lacked."""
+    old = old.withColumns({c: F.expr(sql) for c, sql in DERIVED.get(name, {}).items()})
+    if name == "ingest_progress" and "newest_record_ts" not in old.columns:
+        old = _with_newest(lake, old)
+    return old
+
+
+def _with_newest(lake: Lake, progress: DataFrame) -> DataFrame:
+    """`ingest_progress.newest_record_ts` of rows kept before it was: what each increment
+    would have kept, the newest of the cluster's log records below the row's end offset
+    (a running maximum of their times in log order, read from `records`)."""
+    upto = Window.partitionBy("cluster_id").orderBy("offset").rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    newest = lake.read(None, "records").filter(F.col("source") == "log").select(
+        "cluster_id", (F.col("offset") + 1).alias("end_offset"),
+        F.max("timestamp").over(upto).alias("newest_record_ts"))
+    return progress.join(newest, ["cluster_id", "end_offset"], "left")

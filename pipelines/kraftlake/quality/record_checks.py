@@ -11,7 +11,8 @@ Signature (what the ingest and stream jobs call, once per increment / micro-batc
     check; feed these to the silver layer;
   - `quarantined`: one row per failing record, in the columns of the `quarantine` table
     (kind `invariant`, `reason` naming each failed check and what was found, `raw` = the
-    record's value bytes); append it to `quarantine`.
+    record's value bytes, `state_unknown`: the offset is unknown to the fold, which never
+    sees the record); append it to `quarantine`.
 
 Write *all* rows to bronze `records` as before: the record stays in the lake, the
 quarantine row says why it was kept out of silver, so nothing is dropped.
@@ -82,8 +83,9 @@ def check_records(records: DataFrame) -> tuple[DataFrame, DataFrame]:
     bad = flagged.filter(F.col("_dq_reason").isNotNull()).select(
         "cluster_id", F.coalesce(F.col("source_file"), F.lit("")).alias("source_file"),
         F.lit(-1).cast("long").alias("byte_position"), F.col("offset").cast("long"),
-        F.lit(None).cast("long").alias("end_offset"), F.lit(KIND).alias("kind"),
+        (F.col("offset") + 1).cast("long").alias("end_offset"), F.lit(KIND).alias("kind"),
         F.col("_dq_reason").alias("reason"), F.col("value").alias("raw"),
-        # a record that decodes but breaks a check: what it says is known, not lost
-        F.lit(None).cast("boolean").alias("state_unknown"))
+        # a record kept out of silver: the change it made (if any) is unknown, as a damaged
+        # batch's would be (`jobs.increment` counts its offset as unknown)
+        F.lit(True).alias("state_unknown"))
     return good, bad

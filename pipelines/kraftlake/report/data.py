@@ -5,6 +5,8 @@ cluster's incidents, intervals, broker records and the chosen partitions' states
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from pyspark.sql import functions as F
 
 from ..kraft.events import ELR_EVENTS, HARM_EVENTS
 from ..kraft.records import GAP_SOURCE
+from ..kraft.troubles import OFFLINE, UNDER_MIN_ISR
 from ..lake.delta import Lake
 from ..lake.served import ServedLake
 
@@ -55,6 +58,9 @@ class ReportData:
     # offsets a damaged batch took with it: offset, end_offset and the time the states were
     # carried across them (`timestamp`, from the timeline's `gap` rows)
     gaps: list[dict[str, Any]] = field(default_factory=list)
+    newest_record_ts: dt.datetime | None = None  # the log's newest record the lake holds
+    last_ingested: dt.datetime | None = None  # the commit of the cluster's last increment
+    troubles_now: dict[str, int] = field(default_factory=dict)  # open intervals by kind
 
     @property
     def unknown_offsets(self) -> int:
@@ -128,8 +134,11 @@ def load(spark: SparkSession, lake: Lake | ServedLake, cluster_id: str, window: 
     ts = events.agg(F.min("timestamp"), F.max("timestamp")).first()
     b_ts = read("brokers").agg(F.min("timestamp"), F.max("timestamp")).first()
     assert ts is not None and b_ts is not None  # an aggregate has one row
+    newest, ingested = _freshness(lake, read)
     first = min((t for t in (ts[0], b_ts[0]) if t is not None), default=None)
-    last = max((t for t in (ts[1], b_ts[1]) if t is not None), default=None)
+    # the time range runs to the newest record, not to the last change: a quiet cluster's
+    # heartbeats say it was watched until then
+    last = max((t for t in (ts[1], b_ts[1], newest) if t is not None), default=None)
     in_window = events
     if window.since is not None:
         in_window = in_window.filter(F.col("timestamp") >= F.lit(window.since))
@@ -151,8 +160,38 @@ def load(spark: SparkSession, lake: Lake | ServedLake, cluster_id: str, window: 
     gaps = [g for g in _rows(read("quarantine").filter(F.col("state_unknown")).select(
         "offset", "end_offset").join(carried, "offset", "left").orderBy("offset"))
         if window.overlaps(g["timestamp"], g["timestamp"])]
+    now = Counter(i["kind"] for i in intervals if i["end_ts"] is None)
     return ReportData(cluster_id, window, first, last, incidents, intervals, brokers, unclean,
-                      incident_events, partitions, states, gaps)
+                      incident_events, partitions, states, gaps, newest, ingested,
+                      {k: now.get(k, 0) for k in (OFFLINE, UNDER_MIN_ISR)})
+
+
+def _freshness(lake: Lake | ServedLake, read: Callable[[str], DataFrame]
+               ) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """(the cluster's newest record, when its last increment committed, naive UTC like
+    Spark's rows). The newest record
+    is in the last increment that read log records: only its offsets are scanned (Delta
+    skips the older files by their offset statistics). The commit time is read from the
+    progress table's Delta log, which a served lake's client cannot read (None then)."""
+    rows = _rows(read("ingest_progress").select(
+        "app_id", "version", "start_offset", "end_offset"))
+    if not rows:
+        return None, None
+    since = max((r["start_offset"] for r in rows if r["start_offset"] is not None),
+                default=None)
+    log = read("records").filter(F.col("source") == "log")
+    if since is not None:
+        log = log.filter(F.col("offset") >= since)
+    newest = log.agg(F.max("timestamp")).first()
+    assert newest is not None  # an aggregate has one row
+    ingested = None
+    if isinstance(lake, Lake):  # each job kind's last increment (ingest, stream)
+        last: dict[str, int] = {}
+        for r in rows:
+            last[r["app_id"]] = max(last.get(r["app_id"], -1), r["version"])
+        ingested = max((t for t in (lake.committed_at("ingest_progress", a, v)
+                                    for a, v in last.items()) if t is not None), default=None)
+    return newest[0], ingested
 
 
 def recovery_of(unclean: dict[str, Any], events: list[dict[str, Any]]
@@ -198,11 +237,15 @@ def _states(timeline: DataFrame, partitions: list[tuple[str, int]]
         cond = c if cond is None else cond | c
     assert cond is not None  # partitions is not empty
     rows = _rows(timeline.filter(cond).select(
-        "topic_name", "partition_id", "valid_from_offset", "valid_from_ts", "valid_to_ts",
+        "topic_name", "topic_id", "partition_id", "valid_from_offset", "valid_from_ts",
+        "valid_to_ts",
         "leader", "leader_epoch", "partition_epoch", "isr", "eligible_leader_replicas",
         "last_known_elr", "replicas", "leader_recovery_state", "uncertain_since").orderBy(
         "valid_from_offset", "seq"))
     out: dict[tuple[str, int], list[dict[str, Any]]] = {p: [] for p in partitions}
     for r in rows:
         out[(r["topic_name"], r["partition_id"])].append(r)
-    return out
+    # a topic is its id: of a name deleted and created again, the newest incarnation only
+    # (its states are another topic's, epochs from 0 again), as `kraftlake timeline` shows
+    return {p: [r for r in states if r["topic_id"] == states[-1]["topic_id"]]
+            for p, states in out.items()}

@@ -13,7 +13,7 @@ from plotly.offline import get_plotlyjs
 
 from ..kraft.events import ELR_EVENTS
 from ..kraft.partition import RECOVERING
-from ..kraft.troubles import REASSIGNING, RECOVERING_KIND
+from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR
 from .charts import cluster_figure, partition_figure
 from .data import ReportData, recovery_of
 
@@ -108,17 +108,25 @@ def _doubt(state: dict[str, Any]) -> str:
 
 
 def _gaps(data: ReportData) -> str:
-    """The damaged batches that may have held changes: what the history does not know."""
+    """The offsets that may have held changes and were not read (damaged batches, offsets
+    the input lacks, records failing a record-level check): what the history does not
+    know."""
     if not data.gaps:
         return ""
     where = ", ".join(f"{g['offset']}..{g['end_offset'] - 1} ({_t(g['timestamp'])})"
                       for g in data.gaps)
     return (f"<p class='loss'>{data.unknown_offsets} offset(s) of this cluster's log are "
-            f"unknown (damaged batches that may have held partition changes, kept in the "
+            f"unknown (damaged batches, offsets missing from the input or records failing "
+            f"a record-level check, which may have held partition changes; kept in the "
             f"quarantine table): "
             f"{escape(where)}. Partition states carried across them are marked ? below and "
             f"in the timeline until a PartitionRecord or a snapshot re-anchors them; the "
             f"chart marks where.</p>")
+
+
+def _loss(n: int) -> str:
+    """A count that is bad news when not 0, marked so."""
+    return f"<span class='loss'>{n}</span>" if n else "0"
 
 
 def render_fleet(pages: list[tuple[ReportData, str]], generated: dt.datetime) -> str:
@@ -128,18 +136,20 @@ def render_fleet(pages: list[tuple[ReportData, str]], generated: dt.datetime) ->
     for data, href in pages:
         open_ = sum(i["end_ts"] is None for i in data.incidents)
         rows.append([f"<a href='{escape(href)}'>{escape(data.cluster_id)}</a>",
-                     _t(data.first_ts), _t(data.last_ts), str(len(data.incidents)),
-                     f"<span class='loss'>{open_}</span>" if open_ else "0",
-                     f"<span class='loss'>{len(data.unclean)}</span>" if data.unclean else "0",
-                     str(data.unknown_offsets)])
+                     _t(data.first_ts), _t(data.newest_record_ts), _t(data.last_ingested),
+                     str(len(data.incidents)), _loss(open_), _loss(len(data.unclean)),
+                     _loss(len(data.gaps)), _loss(data.unknown_offsets),
+                     _loss(data.troubles_now.get(OFFLINE, 0)),
+                     _loss(data.troubles_now.get(UNDER_MIN_ISR, 0))])
     w = pages[0][0].window if pages else None
     span = "" if w is None or (w.since is None and w.until is None) else (
         f" Range {_t(w.since)} .. {_t(w.until)} UTC.")
     body = [f"<h1>kraftlake fleet report: {len(pages)} clusters</h1>",
             f"<p class='muted'>Generated {_t(generated)} UTC.{escape(span)} One report per "
             "cluster, linked below; times are the log's own (UTC).</p>",
-            _table(["cluster", "first record", "newest record", "incidents",
-                    "open incidents", "unclean elections", "unknown offsets"], rows)]
+            _table(["cluster", "first record", "newest record", "last ingested", "incidents",
+                    "open incidents", "unclean elections", "gaps", "unknown offsets",
+                    "offline now", "under min ISR now"], rows)]
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>kraftlake fleet report</title><style>{STYLE}</style></head><body>"
             + "".join(body) + "</body></html>")
@@ -180,7 +190,8 @@ def render(data: ReportData, generated: dt.datetime) -> str:
                  str(s["replicas"]),
                  "RECOVERING" if s["leader_recovery_state"] == RECOVERING else ""]
                 for s in states]
-        body += [f"<h3 id='p-{escape(name)}'>{escape(name)}</h3>",
+        ident = f" <small>topic id {escape(states[-1]['topic_id'])}</small>" if states else ""
+        body += [f"<h3 id='p-{escape(name)}'>{escape(name)}{ident}</h3>",
                  _figure(partition_figure(data, part), f"p-{len(body)}"),
                  "<details><summary>states</summary>",
                  _table(["from (UTC)", "offset", "leader", "epochs L/P", "ISR", "ELR",

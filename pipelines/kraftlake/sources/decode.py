@@ -3,7 +3,8 @@
 This is the only per-record Python of the pipeline, and it runs inside Spark tasks. Rows
 are bronze `records` columns plus a `row_kind`: `record`, `problem` (a damaged byte region,
 kept raw for the quarantine, with the offsets and time its header claims and whether it may
-have held state: `state_unknown`, `codec.damage`), `gap` (offsets lost to retention) or
+have held state: `state_unknown`, `codec.damage`), `gap` (offsets the input lacks: lost to
+retention, a missing segment; always `state_unknown`) or
 `diverged` (bytes at an ingested offset changed).
 
 Records are decoded by the columnar decoder (`codec.columnar.decode_columns`): runs of NoOp
@@ -85,9 +86,10 @@ def read_range(r: ReadRange, max_rows: int = 50_000) -> Iterator[pa.RecordBatch]
     rows = _Rows()
     name = basename(r.path) if r.path else ""
     if r.kind in ("gap", "diverged"):
+        # a gap's offsets may have held any change: the state across them is unknown
         rows.add(cluster_id=r.cluster_id, row_kind=r.kind, offset=r.lo, end_offset=r.hi,
                  position=-1, byte_position=-1, source="log", source_file=name,
-                 problem_kind=r.kind, error=r.note)
+                 problem_kind=r.kind, error=r.note, state_unknown=r.kind == "gap")
         yield rows.batch()
         return
     try:

@@ -31,7 +31,13 @@ from ..codec.batch import (
     scan_batches,
 )
 from ..codec.errors import NotAKafkaLogError, NotTheMetadataLogError
-from ..codec.logfiles import METADATA_LOG_DIR, LogFile, log_files, records_of_batch
+from ..codec.logfiles import (
+    METADATA_LOG_DIR,
+    LogFile,
+    classify,
+    log_files,
+    records_of_batch,
+)
 
 _LEN = struct.Struct(">qi")
 
@@ -91,14 +97,21 @@ def find_log_dirs(path: str | Path) -> list[str]:
     if kind == pafs.FileType.NotFound:
         raise NotAKafkaLogError(f"{path}: no such file or directory")
     if kind == pafs.FileType.Directory:
-        if any(i.path.endswith(".log") for i in uris.listing(uri)):
+        if any(_log_file(i.path) for i in uris.listing(uri)):
             return [uri]
         found = sorted({uris.parent(i.path) for i in uris.listing(uri, recursive=True)
-                        if i.path.endswith(".log") and
+                        if _log_file(i.path) and
                         uris.basename(uris.parent(i.path)) == METADATA_LOG_DIR})
         if found:
             return [uris.to_location(uri, p) for p in found]
     raise NotAKafkaLogError(f"{path}: not a metadata-log directory and none below it")
+
+
+def _log_file(path: str) -> bool:
+    """A segment or a snapshot of a metadata log (a directory of snapshots alone is one: Kafka
+    starts from its latest); `bootstrap.checkpoint` beside the log directory is neither."""
+    found = classify(PurePosixPath(path))
+    return path.endswith(".log") or (found is not None and found.kind == "snapshot")
 
 
 # Kafka names a partition's directory `<topic>-<partition>`, with a `.<id>-delete`,
@@ -318,6 +331,16 @@ class LogDirIndex:
             end = max(end, s.next_offset if s.entries else s.base_offset)
         return end
 
+    def waiting(self) -> tuple[int, int] | None:
+        """(offset, bytes) of a batch the last segment holds only the start of (being
+        written, or a copy cut inside it): not read until it is complete; None when the
+        last segment ends with a whole batch."""
+        segs = self.ordered()
+        if not segs or segs[-1].status != "partial":
+            return None
+        last = segs[-1]
+        return last.next_offset, last.size - last.end
+
     def batch_before(self, offset: int) -> BatchEntry | None:
         for s in reversed(self.ordered()):
             if s.base_offset <= offset - 1:
@@ -366,13 +389,20 @@ def plan_log_ranges(cluster_id: str, index: LogDirIndex, lo: int, hi: int,
     """Byte ranges covering log offsets [lo, hi), at most `split_bytes` each (batch aligned).
 
     A rolled segment that ends in damage has its unreadable tail read too, so the
-    damaged region reaches the quarantine instead of vanishing.
+    damaged region reaches the quarantine instead of vanishing. Offsets no segment holds
+    between two segments (a segment missing from the copy, one that ends before the next
+    one starts) are a `gap` range (`hole`): Kafka's log has no holes, so they are offsets
+    the input lost.
     """
     out: list[ReadRange] = []
     segs = index.ordered()
     seg_lo = lo
     for i, seg in enumerate(segs):
         nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+        if i and segs[i - 1].status == "ok":  # a damaged or cut tail is its own problem row
+            missing = hole(cluster_id, segs[i - 1], seg, seg_lo, hi)
+            if missing is not None:
+                out.append(missing)
         lo = seg_lo  # overlapping segments: an offset is taken from the first file holding it
         if seg.entries:
             seg_lo = max(seg_lo, seg.next_offset)
@@ -403,3 +433,17 @@ def plan_log_ranges(cluster_id: str, index: LogDirIndex, lo: int, hi: int,
             out.append(ReadRange(cluster_id, path, "segment", cur[0].position,
                                  -1 if rolled else end, lo, hi, note="rolled" if rolled else ""))
     return out
+
+
+def hole(cluster_id: str, before: SegmentIndex, after: SegmentIndex, lo: int,
+         hi: int) -> ReadRange | None:
+    """The `gap` range of the offsets in [lo, hi) between segment `before`'s last batch
+    and segment `after`'s base offset (None: the two segments meet or overlap there)."""
+    start, end = max(before.next_offset, lo), min(after.base_offset, hi)
+    if start >= end:
+        return None
+    return ReadRange(cluster_id, "", "gap", lo=start, hi=end, note=(
+        f"log offsets [{start}, {end}) are missing from the input: "
+        f"{uris.basename(before.path)} ends at offset {before.next_offset} and "
+        f"{uris.basename(after.path)} starts at {after.base_offset}; the state they "
+        f"changed is unknown"))

@@ -49,7 +49,9 @@ def latest(index: LogDirIndex, start: dict, max_offsets: int | None = None,
         elif e is None and log_start is not None and log_start < nxt \
                 and index.log_end < nxt:
             diverged_at = nxt  # the log was truncated below what we already read
-    found = reset_snapshot((s.offset for s in index.snapshots), log_start, max(nxt, 0))
+    # with no segment, the offsets a read has reached are its snapshots' (none is read twice)
+    reached = max(nxt, 0) if log_start is not None else max(nxt, start.get("snap", -1), 0)
+    found = reset_snapshot((s.offset for s in index.snapshots), log_start, reached)
     reset = -1 if found is None else found
     lo = reset if reset >= 0 else max(nxt, 0 if log_start is None else
                                       (log_start if nxt == FRESH else nxt))
