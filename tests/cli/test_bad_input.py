@@ -184,8 +184,8 @@ def test_a_lake_that_is_a_file_is_refused_before_spark_starts(tmp_path: Path,
     lake.write_text("lake: somewhere\n")
     out = kraftlake(command, str(EXAMPLE), "--lake", str(lake))
     assert out.returncode == 2, out
-    assert out.stderr.strip() == (f"Error: {lake}: is a file, not a directory a lake can be "
-                                  f"written to"), out.stderr
+    assert out.stderr.strip() == (f"Error: {lake}: is a file, not a directory a lake is (or "
+                                  f"can be) kept in"), out.stderr
     assert lake.read_text() == "lake: somewhere\n"
 
 

@@ -12,6 +12,11 @@ from __future__ import annotations
 # refused input's `quarantine` row (`refusals`) and a quality run's results are not.
 INCREMENT_KINDS = ("ingest", "stream")
 _PREFIX = "kraftlake-"
+# what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts
+META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"
+# How many commits back an increment's commit of a table is looked for: jobs of other
+# clusters may have committed to it since, one commit per table and increment each.
+COMMIT_LOOKBACK = 200
 
 
 def app_id_for(cluster_id: str, kind: str = "ingest") -> str:

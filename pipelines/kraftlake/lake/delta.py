@@ -26,7 +26,6 @@ the versions current when it was called: one increment reads all its inputs at o
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -41,6 +40,7 @@ from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from ..uris import join, to_uri
+from .apps import COMMIT_LOOKBACK, META_APP, META_VERSION
 from .conflicts import SliceMovedError
 from .cut import Cut, cut_query, take_cut
 from .hadoopfs import HadoopFS
@@ -56,8 +56,6 @@ from .transaction import (
     slice_values,
 )
 
-# what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts
-META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"
 _TXN_CONF = ("spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion")
 _USER_META_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 # A MERGE first copies its source unless Delta can prove it immutable (only Delta tables
@@ -94,9 +92,6 @@ CHECKPOINT_INTERVALS = dict(zip(
 # the only ones removed (`replace`).
 _REPLACE_CHECK_CONF = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
 UPGRADE_COMMAND = "kraftlake upgrade --lake {root}"
-# How many commits back `commit_of` looks for an increment's commit of a table: jobs of other
-# clusters may have committed to it since, one commit per table and increment each.
-COMMIT_LOOKBACK = 200
 # Attempts of a write whose commit Delta refused for another writer's (`_retrying`).
 WRITE_ATTEMPTS = 3
 
@@ -261,14 +256,6 @@ class Lake:
         v, info, _meta = found
         metrics = info.get("operationMetrics") or {}
         return v, {k: int(x) for k, x in metrics.items() if str(x).isdigit()}
-
-    def committed_at(self, name: str, app_id: str, version: int) -> dt.datetime | None:
-        """When (naive UTC) the commit of (app_id, version) to `name` was made, from its
-        commitInfo (None: not among the last COMMIT_LOOKBACK commits)."""
-        found = self._commit_info(name, app_id, version, COMMIT_LOOKBACK)
-        ms = None if found is None else found[1].get("timestamp")
-        return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.UTC).replace(
-            tzinfo=None)
 
     def _commit_info(self, name: str, app_id: str, version: int, lookback: int | None
                      ) -> tuple[int, dict, dict] | None:

@@ -18,6 +18,8 @@ nothing is never taken for a lake without that table.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -29,7 +31,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
 from ..uris import S3_SCHEMES, is_local, join, listing, s3_options, to_uri
-from .apps import INCREMENT_KINDS, app_id_for
+from .apps import COMMIT_LOOKBACK, INCREMENT_KINDS, META_APP, META_VERSION, app_id_for
 from .location import PROGRESS_TABLE
 from .schema import layout_problem, table_rows
 
@@ -96,6 +98,21 @@ class LakeLog:
         """The last transaction version `app_id` committed to table `name` (None: never)."""
         dt = self.table(name)
         return None if dt is None else dt.transaction_version(app_id)
+
+    def committed_at(self, name: str, app_id: str, version: int) -> dt.datetime | None:
+        """When (naive UTC) the commit of increment (app_id, version) to table `name` was
+        made, from its commitInfo (None: not among the last COMMIT_LOOKBACK commits)."""
+        table = self.table(name)
+        for info in [] if table is None else table.history(COMMIT_LOOKBACK):
+            try:
+                meta = json.loads(info.get("userMetadata") or "{}")
+            except ValueError:  # another engine's commit, its own metadata
+                continue
+            if (isinstance(meta, dict) and meta.get(META_APP) == app_id
+                    and meta.get(META_VERSION) == str(version) and "timestamp" in info):
+                return dt.datetime.fromtimestamp(info["timestamp"] / 1000, dt.UTC).replace(
+                    tzinfo=None)
+        return None
 
     def layout_problem(self, name: str) -> str | None:
         """How the table's layout differs from this kraftlake's (`schema.layout_problem`);

@@ -4,6 +4,7 @@ cluster's incidents, intervals, broker records and the chosen partitions' states
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections import Counter
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from ..kraft.events import ELR_EVENTS, HARM_EVENTS
 from ..kraft.records import GAP_SOURCE
 from ..kraft.troubles import OFFLINE, UNDER_MIN_ISR
 from ..lake.delta import Lake
+from ..lake.location import PROGRESS_TABLE
 from ..lake.served import ServedLake
 
 TOP_PARTITIONS = 10
@@ -185,12 +187,18 @@ def _freshness(lake: Lake | ServedLake, read: Callable[[str], DataFrame]
     newest = log.agg(F.max("timestamp")).first()
     assert newest is not None  # an aggregate has one row
     ingested = None
-    if isinstance(lake, Lake):  # each job kind's last increment (ingest, stream)
+    if isinstance(lake, Lake):  # each job kind's last increment (ingest, stream), read from
+        # the Delta log without Spark (the session may be a Connect client's)
+        from ..lake.deltalog import LakeLog, UnreadableError
+
         last: dict[str, int] = {}
         for r in rows:
             last[r["app_id"]] = max(last.get(r["app_id"], -1), r["version"])
-        ingested = max((t for t in (lake.committed_at("ingest_progress", a, v)
-                                    for a, v in last.items()) if t is not None), default=None)
+        commits = LakeLog(lake.root)
+        with contextlib.suppress(UnreadableError):  # then not said
+            ingested = max((t for t in (commits.committed_at(PROGRESS_TABLE, a, v)
+                                        for a, v in last.items()) if t is not None),
+                           default=None)
     return newest[0], ingested
 
 
