@@ -35,11 +35,11 @@ class Record:
     (snake_case names), `epoch` its batch's Raft epoch. `iter_path` yields them.
 
     Example:
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> from kraftlake import simulate_cluster
-    >>> sim = Path(tempfile.mkdtemp()) / "sim"
-    >>> summary = simulate_cluster(sim, scenario="broker-crash", seed=1, hours=0.1)
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from kraftlake import simulate_cluster
+        >>> sim = Path(tempfile.mkdtemp()) / "sim"
+        >>> summary = simulate_cluster(sim, scenario="broker-crash", seed=1, hours=0.1)
         >>> from kraftlake import iter_path
         >>> first = next(iter_path(sim / "__cluster_metadata-0", []))
         >>> first.offset, first.type, first.control
