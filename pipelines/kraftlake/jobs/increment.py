@@ -297,12 +297,11 @@ class _Increment:
         res, src = self.res, self.src
         is_record = F.col("row_kind") == "record"
         log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
-        (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.end_timestamp, res.records,
-         snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_topics, n_markers,
+        (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant,
+         n_checks, n_resets, n_reaching, n_topics, n_markers,
          n_lossy, res.newest_us) = _aggregate(src.agg(
             F.min(log_offset), F.max(log_offset), F.max_by("batch_crc", log_offset),
-            F.max_by("epoch", log_offset), F.max_by("timestamp", log_offset),
-            F.count(F.when(is_record, 1)),
+            F.max_by("epoch", log_offset), F.count(F.when(is_record, 1)),
             F.max("snapshot_end_offset"), F.count(F.when(is_relevant(), 1)),
             F.count(F.when(is_record & (F.col("snapshot_role") == "check"), 1)),
             F.count(F.when(is_record & (F.col("snapshot_role") == "reset"), 1)),

@@ -6,7 +6,6 @@ before Spark is loaded (`jobs.nothing_new`), with the rules the increments follo
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 
 
@@ -29,8 +28,6 @@ class IncrementResult:
     # the header of the log batch holding end_offset - 1, as read (`jobs.batch._check_tail`)
     end_batch_crc: int | None = None
     end_batch_epoch: int | None = None
-    # the time of the log record at end_offset - 1 (a stream's live gauges: its age)
-    end_timestamp: dt.datetime | None = None
     # offsets a damaged batch that may have held changes took with it, or the input lacks
     # (a gap): [lo, hi) and the batch's time (None for a gap); every state carried across
     # them is marked uncertain (`jobs.increment.unknown_ranges`)

@@ -56,8 +56,8 @@ class StreamWatch:
         changes: dict[str, object] = {"batches": now.batches + 1,
                                       "batch_seconds": now.batch_seconds + res.seconds,
                                       "last_batch_seconds": res.seconds}
-        if res.end_timestamp is not None:  # Spark's is naive, in this process's zone
-            changes["last_timestamp"] = res.end_timestamp.astimezone(dt.UTC)
+        if res.newest_us is not None:  # the newest log record read
+            changes["last_timestamp"] = dt.datetime.fromtimestamp(res.newest_us / 1e6, dt.UTC)
         self.fleet.update(cid, **changes)
         self._recount(cid)
 
