@@ -185,18 +185,18 @@ def forget_endpoint(lake_root: str, url: str) -> None:
     """Remove the lake's record, if it is still this endpoint's (another server may have
     recorded itself since)."""
     uri = join(lake_root, *RECORD)
-    text = read_text(uri)
-    if text is not None and _record_url(text) == url:
+    if _record(uri).get("url") == url:
         fs, path = filesystem(uri)
         fs.delete_file(path)
 
 
-def _record_url(text: str) -> str | None:
+def _record(uri: str) -> dict:
+    """The record at `uri` (empty: none, or not a record)."""
     try:
-        url = json.loads(text).get("url")
-    except (ValueError, AttributeError):
-        return None
-    return url if isinstance(url, str) else None
+        record = json.loads(read_text(uri) or "{}")
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def resident_endpoint(lake_root: str) -> str | None:
@@ -205,11 +205,10 @@ def resident_endpoint(lake_root: str) -> str | None:
     this host whose process is gone is stale even if something else took the port."""
     if os.environ.get(NO_RESIDENT_ENV):
         return None
-    text = read_text(join(lake_root, *RECORD))
-    url = None if text is None else _record_url(text)
-    if url is None:
+    record = _record(join(lake_root, *RECORD))
+    url = record.get("url")
+    if not isinstance(url, str):
         return None
-    record = json.loads(text or "{}")
     if record.get("host") == socket.gethostname() and isinstance(record.get("pid"), int):
         try:
             os.kill(record["pid"], 0)
