@@ -8,12 +8,27 @@ increment under way there (`lake.cut`).
 
 from __future__ import annotations
 
+import json
+
 # The job kinds whose transactions are increments ending in an `ingest_progress` row; a
 # refused input's `quarantine` row (`refusals`) and a quality run's results are not.
 INCREMENT_KINDS = ("ingest", "stream")
 _PREFIX = "kraftlake-"
 # what a commit says of itself (Delta's `userMetadata`): which increment wrote it, and counts
 META_APP, META_VERSION = "kraftlake.app_id", "kraftlake.version"
+
+
+def increment_metadata(info: dict, app_id: str, version: int) -> dict | None:
+    """The user metadata of a Delta commitInfo if it is the commit of increment (app_id,
+    version), else None (another increment's, or another engine's own metadata)."""
+    try:
+        meta = json.loads(info.get("userMetadata") or "{}")
+    except ValueError:
+        return None
+    return meta if (isinstance(meta, dict) and meta.get(META_APP) == app_id
+                    and meta.get(META_VERSION) == str(version)) else None
+
+
 # How many commits back an increment's commit of a table is looked for: jobs of other
 # clusters may have committed to it since, one commit per table and increment each.
 COMMIT_LOOKBACK = 200

@@ -40,7 +40,7 @@ from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from ..uris import join, to_uri
-from .apps import COMMIT_LOOKBACK, META_APP, META_VERSION
+from .apps import COMMIT_LOOKBACK, META_APP, META_VERSION, increment_metadata
 from .conflicts import SliceMovedError
 from .cut import Cut, cut_query, take_cut
 from .hadoopfs import HadoopFS
@@ -270,14 +270,8 @@ class Lake:
         for v in range(latest, stop, -1):
             for line in (self.fs.read_text(join(log, f"{v:020d}.json")) or "").splitlines():
                 info = json.loads(line).get("commitInfo")
-                if info is None:
-                    continue
-                try:
-                    meta = json.loads(info.get("userMetadata") or "{}")
-                except ValueError:  # another engine's commit, its own metadata
-                    continue
-                if (isinstance(meta, dict) and meta.get(META_APP) == app_id
-                        and meta.get(META_VERSION) == str(version)):
+                if info is not None and (
+                        meta := increment_metadata(info, app_id, version)) is not None:
                     return v, info, meta
         return None
 

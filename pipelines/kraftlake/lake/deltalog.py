@@ -19,7 +19,6 @@ nothing is never taken for a lake without that table.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -31,7 +30,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
 from ..uris import S3_SCHEMES, is_local, join, listing, s3_options, to_uri
-from .apps import COMMIT_LOOKBACK, INCREMENT_KINDS, META_APP, META_VERSION, app_id_for
+from .apps import COMMIT_LOOKBACK, INCREMENT_KINDS, app_id_for, increment_metadata
 from .location import PROGRESS_TABLE
 from .schema import layout_problem, table_rows
 
@@ -104,12 +103,7 @@ class LakeLog:
         made, from its commitInfo (None: not among the last COMMIT_LOOKBACK commits)."""
         table = self.table(name)
         for info in [] if table is None else table.history(COMMIT_LOOKBACK):
-            try:
-                meta = json.loads(info.get("userMetadata") or "{}")
-            except ValueError:  # another engine's commit, its own metadata
-                continue
-            if (isinstance(meta, dict) and meta.get(META_APP) == app_id
-                    and meta.get(META_VERSION) == str(version) and "timestamp" in info):
+            if increment_metadata(info, app_id, version) is not None and "timestamp" in info:
                 return dt.datetime.fromtimestamp(info["timestamp"] / 1000, dt.UTC).replace(
                     tzinfo=None)
         return None
