@@ -47,6 +47,7 @@ class Config:
     trigger: str = "1s"
     checkpoint: str | None = None
     compact_every: int = 100  # a stream compacts the lake every N micro-batches (0 = never)
+    discover_every: float = 10.0  # seconds between a stream's looks for new log directories
     spark_master: str = "local[*]"
     spark_app_name: str = "kraftlake"
     spark_conf: dict[str, str] = field(default_factory=dict)
@@ -123,6 +124,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         trigger=str(raw["stream"]["trigger"]),
         checkpoint=str(raw["stream"]["checkpoint"]) if raw["stream"].get("checkpoint") else None,
         compact_every=int(raw["stream"].get("compact_every") or 0),
+        discover_every=float(raw["stream"]["discover_every"]),
         spark_master=os.environ.get("KRAFTLAKE_SPARK_MASTER", spark["master"]),
         spark_app_name=spark["app_name"],
         spark_conf={str(k): str(v) for k, v in (spark.get("conf") or {}).items()},

@@ -1,7 +1,8 @@
 """The lake and the log on an S3-compatible object store (moto's server on loopback), through
 `s3a://` URIs and the real CLI: ingest, sql, quality and maintain work there, and the lake
 holds what a local ingest of the same log holds; a store that refuses a write in the middle
-of an ingest ends it with one line, and the next run completes the lake."""
+of an ingest ends it with one line, and the next run completes the lake; a stream of the
+log directories a pattern matches there holds the same rows."""
 
 from __future__ import annotations
 
@@ -63,9 +64,11 @@ def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake, tmp_path) -> 
         .collect()]
     ingest = ["ingest", "s3a://kraftlake/logs/real-3-broker", "--lake", lake]
     with FaultyStore(s3["AWS_ENDPOINT_URL"], lambda m, p: m == "PUT" and refused in p) as store:
-        failed, done, sql, quality, maintain = cli_commands([
+        failed, done, streamed, sql, quality, maintain = cli_commands([
             [*cmd, "--master", "local[2]"] for cmd in (
                 ingest, ingest,
+                ["stream", "s3a://kraftlake/log*/*", "--lake", "s3a://kraftlake/streamed",
+                 "--available-now"],
                 ["sql", CURRENT, "--lake", lake, "--format", "json"],
                 ["quality", "--lake", lake, "--suite", "partition_current"],
                 ["maintain", "--lake", lake, "--table", "records", "--table",
@@ -82,6 +85,13 @@ def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake, tmp_path) -> 
                  "partition_current", "partition_intervals", "incidents", "quarantine",
                  "topics", "brokers", "configs"):
         assert _s3_rows(s3, f"{lake}/{name}") == table_rows(Lake(local_lake), name), name
+    # a stream of the log directories a pattern matches on the store: the same rows
+    assert streamed.returncode == 0, streamed.stderr[-3000:]
+    assert "streaming s3a://kraftlake/logs/real-3-broker/__cluster_metadata-0 (" in \
+        streamed.stderr, streamed.stderr
+    for name in ("records", "partition_events", "partition_current", "incidents"):
+        assert _s3_rows(s3, f"s3a://kraftlake/streamed/{name}") == table_rows(
+            Lake(local_lake), name), name
 
     assert sql.returncode == 0, sql.stderr[-3000:]
     assert json.loads(sql.stdout) == want and want

@@ -1,9 +1,9 @@
-"""`kraftlake stream SOURCE --lake DIR`: tail a metadata log into the lake."""
+"""`kraftlake stream SOURCE... --lake URI`: tail metadata logs into the lake, one streaming
+query per cluster in this one process (`jobs.streams`)."""
 
 from __future__ import annotations
 
 import signal
-import time
 from functools import partial
 
 import click
@@ -13,34 +13,39 @@ from rich.markup import escape
 from .group import BadInput, lake_option, main, spark_options
 
 
-def _terminated(query) -> bool:
-    """Whether the streaming query ended, waiting at most a second (its failure raised)."""
-    return bool(query.awaitTermination(1))
-
-
 @main.command(epilog="""\b
 Examples:
   kraftlake stream /var/lib/kafka/data/__cluster_metadata-0 --lake lake --trigger 5s
   kraftlake stream /tmp/cluster/__cluster_metadata-0 --lake lake --available-now
-  kraftlake stream /var/lib/kafka/data/__cluster_metadata-0 --lake lake --metrics-port 9464""")
-@click.argument("source")
+  kraftlake stream /var/lib/kafka/data/__cluster_metadata-0 --lake lake --metrics-port 9464
+  kraftlake stream /srv/clusters --lake lake --metrics-port 9464
+  kraftlake stream 's3a://logs/*/__cluster_metadata-0' @more-clusters.txt --lake s3a://lake""")
+@click.argument("sources", nargs=-1, required=True)
 @lake_option
-@click.option("--cluster-id", default=None)
+@click.option("--cluster-id", default=None, help="the cluster id when meta.properties is "
+              "absent (one log directory only)")
 @click.option("--trigger", default=None, help="micro-batch interval, e.g. 1s (default: configured)")
 @click.option("--available-now", is_flag=True, help="ingest what is there now, then stop")
 @click.option("--max-offsets", type=int, default=None,
               help="at most this many log offsets per micro-batch")
-@click.option("--checkpoint", default=None, help="checkpoint location (default under the lake)")
+@click.option("--checkpoint", default=None, help="checkpoint location (default under the "
+              "lake); when several clusters are streamed, the directory of theirs")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="serve live gauges for Prometheus at http://HOST:PORT/metrics")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True,
               help="the address --metrics-port listens on (0.0.0.0: every interface)")
 @spark_options
-def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str | None,
-           available_now: bool, max_offsets: int | None, checkpoint: str | None,
-           metrics_port: int | None, metrics_host: str, master: str | None,
-           conf_file: str | None) -> None:
-    """Stream new records of a __cluster_metadata-0 directory into the lake (exactly once)."""
+def stream(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
+           trigger: str | None, available_now: bool, max_offsets: int | None,
+           checkpoint: str | None, metrics_port: int | None, metrics_host: str,
+           master: str | None, conf_file: str | None) -> None:
+    """Stream new records of __cluster_metadata-0 directories into the lake (exactly once).
+
+    SOURCES: a log directory; or a directory, an s3a:// prefix or a pattern (quoted:
+    'DIR/*/__cluster_metadata-0') with log directories below it, watched for new ones;
+    or @FILE, a file listing sources one a line. Each cluster is a streaming query of its
+    own in this one process, with its own checkpoint; one that fails starts again from it
+    after a growing wait while the others go on."""
     from ..config import load_config
     from ..jobs.trigger import processing_time
     from ..lake.location import require_lake_location
@@ -52,103 +57,105 @@ def stream(source: str, lake: str | None, cluster_id: str | None, trigger: str |
             processing_time(trigger or cfg.trigger)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--trigger") from None
-    from ..jobs.inputs import find_inputs, input_bytes
+    from ..jobs.inputs import expand_sources, find_inputs, input_bytes, watched
 
     console = Console(stderr=True)
-    (first, *_) = find_inputs([source], cluster_id, cfg)
-    if first.refused or first.kind != "dir":  # before Spark starts or the lake is created
-        why = first.refused or f"{source}: a stream tails a metadata-log directory, not a text"
-        raise BadInput(why)
+    try:
+        named = expand_sources(list(sources))
+    except OSError as exc:  # a list file that cannot be read
+        raise BadInput(f"{exc.filename}: {exc.strerror}") from None
+    watching = watched(list(sources))
+    found = find_inputs(named, cluster_id, cfg)
+    accepted = [i for i in found if not i.refused and i.kind == "dir"]
+    if not accepted:  # before Spark starts or the lake is created
+        for i in found:
+            why = i.refused or f"{i.source}: a stream tails a metadata-log directory, not a text"
+            console.print(f"Error: {why}", soft_wrap=True, highlight=False)
+        if not found:  # a pattern or a list naming nothing
+            console.print(f"Error: {' '.join(sources)}: names no metadata-log directory",
+                          soft_wrap=True, highlight=False)
+        raise SystemExit(2)
+    if len(accepted) > 1 and (cluster_id or cfg.cluster_id):
+        raise click.BadParameter(f"names one cluster, and {len(accepted)} log directories "
+                                 f"were found", param_hint="--cluster-id")
     fleet, server = _metrics_server(metrics_host, metrics_port, console)  # before Spark too
-    from ..jobs.stream import MAX_RESTARTS, start_stream, transient  # pyspark: source accepted
+    from ..jobs.streams import StreamOptions, Streams  # pyspark: the sources accepted
     from ..serve import wait_for_signal
     from ..spark import get_spark
 
     try:
-        spark = get_spark(cfg, master=master, uris=[source], input_bytes=input_bytes([first]))
+        spark = get_spark(cfg, master=master, uris=named, input_bytes=input_bytes(accepted))
     except BaseException:
         if server is not None:
             server.close()
         raise
 
-    def report(r) -> None:
-        if r.records or r.quarantined:
-            ev = ", ".join(f"{k} {v}" for k, v in sorted(r.event_counts.items()))
-            console.print(f"batch {r.version}: offsets {r.start_offset}..{r.end_offset}, "
-                          f"{r.records} records, {r.changes} changes, {r.events} events"
-                          + (f" ({ev})" if ev else "")
-                          + (f", {r.quarantined} quarantined" if r.quarantined else ""))
-        if r.unknown:
-            console.print(f"[red]Error:[/red] {r.loss_note()}", soft_wrap=True,
-                          highlight=False)
-        for err in r.maintenance_errors:
-            console.print(f"[yellow]compaction skipped, retried later:[/yellow] {err}")
-
     from ..codec.errors import KraftCodecError
     from ..jobs.batch import DivergedLogError
 
-    failures: list[BaseException] = []
-    in_a_row = 0  # restarts since the last completed micro-batch
     watch = None
     if fleet is not None:
         from ..metrics.watch import StreamWatch
         watch = StreamWatch(spark, fleet)
-    cid: str | None = None  # the cluster streamed, once its query started
-
-    def on_start(lake_, cluster) -> None:
-        nonlocal cid
-        cid = cluster
-        if watch is not None:
-            watch.started(lake_, cluster)
-
-    def on_batch(r) -> None:
-        nonlocal in_a_row
-        in_a_row = 0
-        if watch is not None:
-            watch.batch(r)
-        report(r)
-
+    say = partial(console.print, soft_wrap=True, highlight=False, markup=False)
+    streams = Streams(spark, cfg, list(sources), found,
+                      StreamOptions(cluster_id, trigger, available_now, max_offsets),
+                      watching, _Told(console, watch), say)
     try:
-        while True:
-            query = start_stream(spark, cfg, source, cluster_id, trigger, available_now,
-                                 max_offsets, on_batch, failures, on_start,
-                                 None if watch is None else watch.events)
-            if not in_a_row:
-                stop = "until it is read" if available_now else "Ctrl-C to stop"
-                console.print(f"streaming {source} into {cfg.lake} ({stop})")
-            try:
-                signum = wait_for_signal(partial(_terminated, query))
-                break
-            except Exception as exc:
-                # a micro-batch's own exception, not Spark's wrapping of it
-                failure = failures[-1] if failures else exc
-                if watch is not None and cid is not None:
-                    watch.failed(cid)
-                cause = transient(failure)
-                if cause is None or in_a_row >= MAX_RESTARTS:
-                    raise failure from None
-                in_a_row += 1
-                if watch is not None and cid is not None:
-                    watch.restarted(cid)
-                failures.clear()
-                console.print(f"[yellow]stream failed, restarting from its checkpoint "
-                              f"({in_a_row} of {MAX_RESTARTS}):[/yellow] {escape(cause)}",
-                              soft_wrap=True, highlight=False)
-                time.sleep(2 ** in_a_row)
+        signum = wait_for_signal(streams.step)
     except (DivergedLogError, ValueError, KraftCodecError) as exc:
         raise BadInput(str(exc)) from None
     finally:
         if server is not None:
             server.close()
     if signum is not None:
-        # A micro-batch under way is interrupted: its tables that committed keep their
-        # transaction ids, and the next start runs it again from Spark's offset log.
-        query.stop()
+        streams.stop()
         name = signal.Signals(signum).name
         console.print(f"stopped by {name}; the next start resumes from the last complete "
                       f"micro-batch")
         raise SystemExit(128 + signum)
 
+
+class _Told:
+    """What the streams say: a line per micro-batch on the console, and the live gauges
+    (`metrics.watch.StreamWatch`) when `--metrics-port` serves them."""
+
+    def __init__(self, console: Console, watch) -> None:
+        self.console, self.watch = console, watch
+
+    def started(self, lake, cluster_id: str) -> None:
+        if self.watch is not None:
+            self.watch.started(lake, cluster_id)
+
+    def events(self, res) -> None:
+        if self.watch is not None:
+            self.watch.events(res)
+
+    def batch(self, r) -> None:
+        if self.watch is not None:
+            self.watch.batch(r)
+        if r.records or r.quarantined:
+            ev = ", ".join(f"{k} {v}" for k, v in sorted(r.event_counts.items()))
+            self.console.print(
+                f"batch {r.version} of {r.cluster_id}: offsets {r.start_offset}.."
+                f"{r.end_offset}, {r.records} records, {r.changes} changes, {r.events} events"
+                + (f" ({ev})" if ev else "")
+                + (f", {r.quarantined} quarantined" if r.quarantined else ""),
+                soft_wrap=True, highlight=False)
+        if r.unknown:
+            self.console.print(f"[red]Error:[/red] {escape(r.loss_note())}", soft_wrap=True,
+                               highlight=False)
+        for err in r.maintenance_errors:
+            self.console.print(f"[yellow]compaction skipped, retried later:[/yellow] "
+                               f"{escape(err)}", soft_wrap=True, highlight=False)
+
+    def failed(self, cluster_id: str) -> None:
+        if self.watch is not None:
+            self.watch.failed(cluster_id)
+
+    def restarted(self, cluster_id: str) -> None:
+        if self.watch is not None:
+            self.watch.restarted(cluster_id)
 
 
 def _metrics_server(host: str, port: int | None, console: Console):

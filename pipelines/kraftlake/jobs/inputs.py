@@ -8,6 +8,8 @@ without loading Spark (`jobs.batch` ingests the accepted inputs).
 
 from __future__ import annotations
 
+import fnmatch
+import glob
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +23,9 @@ from ..sources.files import (
     read_cluster_id,
     require_metadata_log,
 )
-from ..uris import file_size, is_local, to_uri
+from ..uris import file_size, is_local, listing, parent, to_location, to_uri
+
+_WILDCARDS = "*?["
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,59 @@ def find_inputs(sources: list[str | Path], cluster_id: str | None,
                     raise ValueError(no_cluster_id(d, "pass --cluster-id"))
                 found.append(Input(src, d, "dir", cid))
         except (ValueError, OSError, KraftCodecError) as exc:
-            found.append(Input(src, src, "", None, refused=_one_line(exc)))
+            found.append(Input(src, src, "", None, refused=one_line(exc)))
     return found
+
+
+def expand_sources(sources: list[str]) -> list[str]:
+    """The sources a stream watches, each a directory, a log directory or a text: `@FILE`
+    is the sources FILE lists (one a line; blank lines and `#` comments skipped), a pattern
+    with `*`, `?` or `[` is the paths that match it now (local or `s3a://`; a wildcard
+    stays within a path segment, as in a shell), in order; anything else is itself. Asked
+    again later, the same sources may give more: that is how a stream finds a cluster that
+    appeared."""
+    out: list[str] = []
+    for src in sources:
+        if src.startswith("@"):
+            listed = Path(src[1:]).read_text().splitlines()
+            out += expand_sources([s.strip() for s in listed
+                                   if s.strip() and not s.strip().startswith("#")])
+        elif any(c in src for c in _WILDCARDS):
+            out += _matches(src)
+        else:
+            out.append(src)
+    return out
+
+
+def watched(sources: list[str]) -> bool:
+    """Whether `sources` can name more log directories later than now: a list file, a
+    pattern, or a directory that holds log directories rather than being one."""
+    if len(sources) != 1 or sources[0].startswith("@") or any(
+            c in sources[0] for c in _WILDCARDS):
+        return True
+    try:
+        return find_log_dirs(sources[0]) != [to_uri(sources[0])]
+    except (ValueError, OSError, KraftCodecError):
+        return False
+
+
+def _matches(pattern: str) -> list[str]:
+    """The paths matching a wildcard pattern (`expand_sources`), as a shell's glob: a
+    wildcard stays within one path segment."""
+    uri = to_uri(pattern)
+    if is_local(uri):
+        return sorted(glob.glob(pattern))
+    head = uri[:min(uri.index(c) for c in _WILDCARDS if c in uri)]
+    base = head if head.endswith("/") else parent(head)
+    want = uri.split("/")
+    found: set[str] = set()
+    for info in listing(base, recursive=True):
+        path = to_location(base, info.path)
+        while len(path) > len(base):  # the entry and every directory above it
+            found.add(path)
+            path = parent(path)
+    return sorted(p for p in found if len(p.split("/")) == len(want) and all(
+        fnmatch.fnmatchcase(got, w) for got, w in zip(p.split("/"), want, strict=True)))
 
 
 def input_bytes(inputs: list[Input]) -> int:
@@ -75,6 +130,7 @@ def input_bytes(inputs: list[Input]) -> int:
     return total
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (its type's name if it has none)."""
     text = str(exc) or type(exc).__name__
     return " ".join(text.split())
