@@ -83,17 +83,19 @@ def _s3a_conf(conf: dict[str, str]) -> dict[str, str]:
 
 def _jars(conf: dict[str, str], uris: list[str]) -> str | None:
     """`spark.jars` for this session, or None when the launcher or the conf brings them.
-    With the s3a jars comes the s3a LogStore's, which `conf` then names (unless it names
-    one already): delta-storage's default for s3a lets two writer processes of one lake
-    replace each other's commit files (`jvm/logstore.py`)."""
+    With the s3a jars comes the s3a LogStore's, which `conf` then names, unless it names
+    one already (then none is built): delta-storage's default for s3a lets two writer
+    processes of one lake replace each other's commit files (`jvm/logstore.py`)."""
     submitted = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if "spark.jars" in conf or "--packages" in submitted or "--jars" in submitted:
         return None
     try:
         jars = resolve("delta")
         if any(str(u).startswith("s3a://") for u in uris):
-            jars += [*resolve("s3"), log_store_jar()]
-            conf.setdefault(LOG_STORE_CONF, LOG_STORE_CLASS)
+            jars += resolve("s3")
+            if LOG_STORE_CONF not in conf:
+                jars.append(log_store_jar())
+                conf[LOG_STORE_CONF] = LOG_STORE_CLASS
     except JarResolutionError as exc:  # one line and exit status 1, not a traceback
         raise SystemExit(f"kraftlake: {exc}") from None
     return ",".join(jars)

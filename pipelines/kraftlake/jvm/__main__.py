@@ -1,6 +1,7 @@
 """`python -m kraftlake.jvm [SET...]`: resolve the pinned jar sets once (setup), and build the
 s3a lake's LogStore (`jvm/logstore.py`) with them; `s3-logstore` alone builds it and prints
-its jar (what to give `spark-submit --jars`)."""
+its jar (what to give `spark-submit --jars`). Setup without a JDK's javac says so in one line
+and succeeds: only an `s3a://` lake needs the LogStore, and its first job says the same."""
 
 import sys
 
@@ -19,7 +20,7 @@ def _main(argv: list[str]) -> int:
             jar = log_store_jar()
         except JarResolutionError as exc:
             print(f"kraftlake: {exc}", file=sys.stderr)
-            return 1
+            return 1 if argv else 0
         print(jar if LOG_STORE_SET in argv else f"{LOG_STORE_SET}: {jar}")
     return 0
 
