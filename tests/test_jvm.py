@@ -1,13 +1,16 @@
-"""The pinned jar sets: resolved once, offline afterwards, and a failure is one clear line."""
+"""The pinned jar sets: resolved once, offline afterwards, and a failure is one clear line; the
+s3a LogStore compiled once, found offline afterwards."""
 
 from __future__ import annotations
 
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from kraftlake import jvm
+from kraftlake.jvm import logstore
 
 MISSING = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -44,3 +47,20 @@ def test_an_unresolvable_artifact_is_one_line_naming_it(tmp_path, monkeypatch) -
     assert "\n" not in msg
     assert "io.delta:delta-spark_4.2_2.13:0.0.404" in msg
     assert "spark.jars" in msg and "--packages" in msg
+
+
+def test_the_s3a_log_store_is_compiled_once_and_found_offline(tmp_path, monkeypatch) -> None:
+    """Setup compiles the s3a lake's LogStore into the cache (its class in the jar); later
+    runs find it there with neither javac nor Maven on the PATH. (The jar lists resolved
+    at setup are copied into the test's cache: resolving them again is Maven's work.)"""
+    for listing in jvm._cache_dir().glob("*.classpath"):
+        shutil.copy(listing, tmp_path)
+    monkeypatch.setenv("KRAFTLAKE_JVM_CACHE", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    jar = logstore.log_store_jar()
+    assert Path(jar).parent == tmp_path
+    assert f"{logstore.LOG_STORE_CLASS.replace('.', '/')}.class" in \
+        zipfile.ZipFile(jar).namelist()
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert shutil.which("javac") is None
+    assert logstore.log_store_jar() == jar

@@ -6,8 +6,10 @@ another Python that cannot import kraftlake and fail to connect back.
 
 Delta is Spark's own connector (delta-spark): its SQL extension and catalog are set here,
 and its jars come from the pinned set resolved at setup (`kraftlake.jvm`), plus hadoop-aws
-when a URI the job touches is `s3a://`. A launcher that already brings jars (`spark-submit
---packages io.delta:...`, or `spark.jars` in the conf) is left to do so.
+when a URI the job touches is `s3a://`, with kraftlake's own Delta LogStore for s3a
+(`jvm/logstore.py`: commit files created by S3's conditional PUT, so writer processes on one
+lake cannot replace each other's commits). A launcher that already brings jars
+(`spark-submit --packages io.delta:...`, or `spark.jars` in the conf) is left to do so.
 
 Quiet by default: the JVM kraftlake launches writes its stdout and stderr (Spark's log4j
 lines, the JVM's own warnings, what Delta prints, such as VACUUM's "Deleted N files") to a
@@ -39,6 +41,7 @@ from pyspark.sql import SparkSession
 
 from .config import Config, load_config
 from .jvm import JarResolutionError, resolve
+from .jvm.logstore import LOG_STORE_CLASS, LOG_STORE_CONF, log_store_jar
 from .uris import s3_options
 
 if TYPE_CHECKING:
@@ -79,7 +82,10 @@ def _s3a_conf(conf: dict[str, str]) -> dict[str, str]:
 
 
 def _jars(conf: dict[str, str], uris: list[str]) -> str | None:
-    """`spark.jars` for this session, or None when the launcher or the conf brings them."""
+    """`spark.jars` for this session, or None when the launcher or the conf brings them.
+    With the s3a jars comes the s3a LogStore's, which `conf` then names, unless it names
+    one already (then none is built): delta-storage's default for s3a lets two writer
+    processes of one lake replace each other's commit files (`jvm/logstore.py`)."""
     submitted = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if "spark.jars" in conf or "--packages" in submitted or "--jars" in submitted:
         return None
@@ -87,6 +93,9 @@ def _jars(conf: dict[str, str], uris: list[str]) -> str | None:
         jars = resolve("delta")
         if any(str(u).startswith("s3a://") for u in uris):
             jars += resolve("s3")
+            if LOG_STORE_CONF not in conf:
+                jars.append(log_store_jar())
+                conf[LOG_STORE_CONF] = LOG_STORE_CLASS
     except JarResolutionError as exc:  # one line and exit status 1, not a traceback
         raise SystemExit(f"kraftlake: {exc}") from None
     return ",".join(jars)

@@ -1,5 +1,6 @@
 """Servers the cluster tests start themselves on 127.0.0.1: an S3-compatible object store
-(moto's server mode), a proxy in front of it that refuses a chosen request (`FaultyStore`),
+(moto's server mode), a proxy in front of it that refuses a chosen request (`FaultyStore`)
+or holds two writers' PUTs of one Delta commit file until both are there (`CommitRace`),
 and a Spark standalone cluster (master + workers, each its own JVM and
 work directory, from pyspark's own classes). Each is stopped when its test module ends; a
 server that does not come up fails the test with its own log."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -127,6 +129,9 @@ class FaultyStore:
             self.failed.append((method, path))
             return True
 
+    def _hold(self, method: str, path: str) -> None:
+        """Called with each request before it is answered or passed on; keeps none."""
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         store = self
 
@@ -148,6 +153,7 @@ class FaultyStore:
 
             def _any(self) -> None:
                 body = self._body()
+                store._hold(self.command, self.path)
                 if store._refuse(self.command, self.path):
                     doc = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{store.code}'
                            f"</Code><Message>refused by the test's faulty store</Message>"
@@ -192,3 +198,39 @@ class FaultyStore:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class CommitRace(FaultyStore):
+    """A proxy in front of an S3 server that makes two writers race for one Delta commit:
+    a PUT of a commit file (`_delta_log/NNN.json`) of table `table` is held until a PUT of
+    the same file arrives from another connection, or `wait` seconds pass, and then both go
+    on to the store at once, as two writer processes that each found version N free would
+    send them. At most `races` times; every other request passes through unchanged.
+    `raced`: the commit files so raced, `alone`: those whose wait ran out."""
+
+    def __init__(self, target: str, table: str, wait: float = 30, races: int = 2) -> None:
+        super().__init__(target, lambda _method, _path: False)
+        self.commit = re.compile(rf"/{re.escape(table)}/_delta_log/\d{{20}}\.json$")
+        self.wait, self.races = wait, races
+        self.waiting: dict[str, threading.Event] = {}
+        self.raced: list[str] = []
+        self.alone: list[str] = []
+
+    def _hold(self, method: str, path: str) -> None:
+        key = urlsplit(path).path
+        if method != "PUT" or not self.commit.search(key):
+            return
+        with self.lock:
+            if len(self.raced) >= self.races:
+                return
+            partner = self.waiting.pop(key, None)
+            if partner is not None:  # the second writer: release the first, go on with it
+                self.raced.append(key)
+                partner.set()
+                return
+            arrived = self.waiting[key] = threading.Event()
+        if not arrived.wait(self.wait):
+            with self.lock:
+                if self.waiting.get(key) is arrived:
+                    del self.waiting[key]
+                    self.alone.append(key)
