@@ -14,9 +14,13 @@ Each case starts on a new lake and waits until every cluster's log is in it (its
 `ingest_progress` row at the log's end, read with delta-rs every 0.1 s); then appends the
 held-back records to the first cluster at batch boundaries, one append at a time, and takes
 the time from the append to its increment's `ingest_progress` row, which is when `kraftlake
-sql`, serve and the report show it. Peak memory is the resident memory of this process and
-every descendant (the JVMs, their Python workers), sampled every 0.5 s over the whole case,
-the first catch-up included. Prints figures; asserts nothing.
+sql`, serve and the report show it. Meanwhile every other cluster's log gets a NoOpRecord
+batch every 500 ms, as an idle active controller writes one (Kafka's
+`metadata.max.idle.interval.ms`), so each of them has a micro-batch every trigger too
+(`--no-heartbeats`: the other logs stay still). Peak memory is the resident memory of this
+process and every descendant (the JVMs, their Python workers), sampled every 0.5 s over the
+whole case, the first catch-up included (`bench_pipeline.PeakMemory`). Prints figures;
+asserts nothing.
 
     .venv/bin/python benchmarks/bench_fleet.py                     # 8 clusters
     .venv/bin/python benchmarks/bench_fleet.py --clusters 8 --processes
@@ -31,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -40,7 +45,9 @@ sys.path.insert(0, str(REPO))
 import deltalake  # noqa: E402
 from benchmarks.bench_pipeline import PeakMemory  # noqa: E402
 
-from kraftlake.codec.batch import Batch, scan_batches  # noqa: E402
+from kraftlake.codec.batch import Batch, build_batch, encode_batch, scan_batches  # noqa: E402
+from kraftlake.codec.records import encode_metadata_value  # noqa: E402
+from kraftlake.kraft.records import NO_OP_RECORD  # noqa: E402
 from kraftlake.simulate.run import simulate_cluster  # noqa: E402
 
 
@@ -80,6 +87,34 @@ class Log:
         return self.end()
 
 
+    def heartbeat(self) -> None:
+        """Append one NoOpRecord batch at the log's end, now, in the last batch's epoch."""
+        last = self.batches[self.cut - 1]
+        batch = build_batch(self.next, last.partition_leader_epoch, int(time.time() * 1000),
+                            [NOOP])
+        with open(self.file, "ab") as fh:
+            fh.write(encode_batch(batch))
+        self.next += 1
+
+
+class Heartbeats:
+    """A NoOpRecord batch every `every` s into each of `logs` (a thread), until stopped."""
+
+    def __init__(self, logs: list[Log], every: float = 0.5) -> None:
+        self.logs, self.every, self.stop = logs, every, threading.Event()
+        for log in logs:
+            log.next = log.end()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every):
+            for log in self.logs:
+                log.heartbeat()
+
+
+NOOP = encode_metadata_value(NO_OP_RECORD, 0, {})
+
+
 def progress_end(lake: Path, cid: str) -> int:
     """The end offset of the cluster's newest `ingest_progress` row (-1 without one)."""
     path = lake / "ingest_progress"
@@ -113,7 +148,7 @@ def wait(cond, procs: list[subprocess.Popen], log: Path, timeout: float = 1800) 
 
 
 def case(name: str, work: Path, sims: list[Path], groups: list[list[int]], appends: int,
-         records: int, held: int) -> tuple[float, list[float]]:
+         records: int, held: int, heartbeats: bool) -> tuple[float, list[float]]:
     """One case: `groups` lists the clusters each stream process watches (by index)."""
     root = work / name
     lives = [root / "clusters" / f"c{i}" for i in range(len(sims))]
@@ -129,6 +164,7 @@ def case(name: str, work: Path, sims: list[Path], groups: list[list[int]], appen
         wait(lambda: all(progress_end(lake, logs[i].cluster_id) == logs[i].end()
                          for i in streamed), procs, out)
         caught_up = time.perf_counter() - t0
+        beats = Heartbeats(logs[1:]) if heartbeats and len(logs) > 1 else None
         took = []
         for _ in range(appends + 1):  # the first warms the stream up: not counted
             end = logs[0].append(records)
@@ -136,6 +172,8 @@ def case(name: str, work: Path, sims: list[Path], groups: list[list[int]], appen
             wait(lambda e=end: progress_end(lake, logs[0].cluster_id) == e, procs, out)
             took.append(time.perf_counter() - t1)
         warm_up, took = took[0], took[1:]
+        if beats is not None:
+            beats.stop.set()
     finally:
         for p in procs:
             p.terminate()
@@ -156,6 +194,8 @@ def main() -> None:
     ap.add_argument("--appends", type=int, default=4)
     ap.add_argument("--records", type=int, default=1000)
     ap.add_argument("--processes", action="store_true", help="also one process per cluster")
+    ap.add_argument("--no-heartbeats", dest="heartbeats", action="store_false",
+                    help="the other clusters' logs stay still")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
     sims = []
@@ -166,10 +206,13 @@ def main() -> None:
         sims.append(sim)
     held = (args.appends + 1) * args.records
     n = range(args.clusters)
-    alone = case("alone", work, sims[:1], [[0]], args.appends, args.records, held)
-    fleet = case("one process", work, sims, [list(n)], args.appends, args.records, held)
+    alone = case("alone", work, sims[:1], [[0]], args.appends, args.records, held,
+                 args.heartbeats)
+    fleet = case("one process", work, sims, [list(n)], args.appends, args.records, held,
+                 args.heartbeats)
     if args.processes:
-        case("a process each", work, sims, [[i] for i in n], args.appends, args.records, held)
+        case("a process each", work, sims, [[i] for i in n], args.appends, args.records,
+             held, args.heartbeats)
     ratio = statistics.median(fleet[1]) / statistics.median(alone[1])
     print(f"{args.clusters} clusters in one process: peak {fleet[0]:.2f} GiB (goal <= 3); "
           f"append -> ingest_progress median {statistics.median(fleet[1]):.2f} s, "

@@ -21,7 +21,9 @@ that exactly once.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -128,8 +130,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
                  on_batch: Callable[[IncrementResult], None] | None = None,
                  failures: list[BaseException] | None = None,
                  on_start: Callable[[Lake, str], None] | None = None,
-                 on_events: Callable[[IncrementResult], None] | None = None
-                 ) -> StreamingQuery:
+                 on_events: Callable[[IncrementResult], None] | None = None,
+                 slots: threading.Semaphore | None = None) -> StreamingQuery:
     """Start the streaming query for one metadata-log directory (one cluster).
 
     `failures`: receives the exception a micro-batch raised before the query stops with it.
@@ -153,6 +155,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
         on_batch: called with each micro-batch's `IncrementResult`.
         on_start: called before the first micro-batch, with the lake and the cluster id.
         on_events: called with each micro-batch's result once its events are committed.
+        slots: held while a micro-batch runs, shared by the queries of one process
+            (`jobs.streams`): at most so many run at once.
 
     Returns:
         The running StreamingQuery.
@@ -182,7 +186,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
 
     def each(batch: DataFrame, batch_id: int) -> None:
         try:
-            _each(batch, batch_id, time.perf_counter())
+            with slots or contextlib.nullcontext():
+                _each(batch, batch_id, time.perf_counter())
         except Exception as exc:
             if failures is not None:
                 failures.append(exc)

@@ -18,7 +18,9 @@ alone is one stream, as before: a failure a new query does not cure (`stream.tra
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,6 +84,10 @@ class Streams:
         self.spark, self.cfg, self.sources, self.opts = spark, cfg, sources, opts
         self.watching, self.listener, self.say = watching, listener, say
         self.clusters: dict[str, Watched] = {}
+        # micro-batches of different clusters at once: more than the driver's cores only
+        # adds memory (each holds its increment), and a catch-up of many clusters would
+        # hold all of theirs together
+        self.slots = threading.BoundedSemaphore(cfg.concurrent_batches or os.cpu_count() or 1)
         self._said: set[str] = set()
         self._next_look = time.monotonic() + cfg.discover_every
         self._add(found)
@@ -145,7 +151,7 @@ class Streams:
             w.query = start_stream(
                 self.spark, cfg, w.log_dir, w.cluster_id, self.opts.trigger,
                 self.opts.available_now, self.opts.max_offsets, self._batch, w.failures,
-                self.listener.started, self.listener.events)
+                self.listener.started, self.listener.events, self.slots)
         except Exception as exc:
             if not self.watching:
                 raise
