@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,7 @@ class Input:
     refused: str | None = None
 
 
-def find_inputs(sources: list[str | Path], cluster_id: str | None,
+def find_inputs(sources: Sequence[str | Path], cluster_id: str | None,
                 cfg: Config) -> list[Input]:
     """Every metadata-log directory and dump-log text named by `sources`, in order.
 
