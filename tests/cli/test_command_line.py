@@ -1,7 +1,11 @@
 """One command line: the same option names, defaults and help in every command, read from
-the real click command group (no Spark)."""
+the real click command group (no Spark); every module that registers a command is imported
+and every command has its README section (docs/architecture.md "How to add ...")."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -25,6 +29,26 @@ def _options(name: str) -> dict[str, click.Option]:
 def test_the_command_list_is_what_this_test_knows() -> None:
     assert set(SPARK) | set(LAKE) <= set(COMMANDS)
     assert {c for c in COMMANDS if "--master" in _options(c)} == set(SPARK)
+    # `demo --lake` is a new directory of its own (default a temporary one), not a lake's URI
+    assert {c for c in COMMANDS if "--lake" in _options(c)} == {*LAKE, "demo"}
+
+
+def test_every_module_that_registers_a_command_is_imported() -> None:
+    """A module of `kraftlake.cli` that registers a command is imported by `cli/__init__.py`:
+    one left out would be a command silently missing, every other test still passing."""
+    cli = Path(sys.modules["kraftlake.cli"].__file__).parent
+    registering = {p.stem for p in cli.glob("*.py") if "@main.command(" in p.read_text()}
+    assert registering
+    assert sorted(m for m in registering if f"kraftlake.cli.{m}" not in sys.modules) == []
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_readme_has_a_section_for_every_command() -> None:
+    """README's "Commands" has a section headed "### `kraftlake NAME ..." for each command."""
+    text = README.read_text(encoding="utf-8")
+    assert [c for c in COMMANDS if f"### `kraftlake {c}" not in text] == []
 
 
 @pytest.mark.parametrize("name", ["", *COMMANDS])

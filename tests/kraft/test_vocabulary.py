@@ -1,7 +1,11 @@
 """Every place that lists the event types, the trouble kinds or the tables' layers says what
 the code says: a new event type or trouble kind fails here until the expectation suites,
-the tables' column docs and the README name it too, and the README's and the architecture
-page's layer of each table is its schema's."""
+the tables' column docs and the README name it too (an event type also the simulator's
+label rules and docs/testing.md's row of what Kafka holds it against), the README's and the
+architecture page's layer of each table is its schema's, and a new table fails here until
+an increment writes it (or the cut leaves it out, as `quality_results`), it has a
+checkpoint interval and its suite, if it has one, is run (docs/architecture.md "How to
+add ...")."""
 
 from __future__ import annotations
 
@@ -10,9 +14,13 @@ import re
 
 import pytest
 
+from kraftlake.jobs.increment import ORDER
 from kraftlake.kraft.events import EVENT_TYPES
 from kraftlake.kraft.troubles import KINDS
+from kraftlake.lake.cut import CUT_EXCLUDED
+from kraftlake.lake.delta import CHECKPOINT_INTERVALS
 from kraftlake.lake.schema import table_names, table_schema
+from kraftlake.quality.suites import SUITES
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text()
@@ -82,3 +90,29 @@ def test_the_pages_give_each_table_its_schemas_layer(page: str) -> None:
              for table in re.findall(r"`(\w+)`", cell) if table in table_names()}
     assert set(shown) == set(table_names()), page
     assert {t: table_schema(t).layer for t in shown} == shown, page
+
+
+def test_every_event_type_has_a_label_rule_and_a_kafka_check() -> None:
+    """The simulator's label rules (a line `* name — ...` each) and the first column of
+    docs/testing.md's "What each event type is held against" name every event type."""
+    rules = (REPO / "pipelines" / "kraftlake" / "simulate" / "README.md").read_text()
+    labelled = set(re.findall(r"`(\w+)` —", rules))
+    testing = (REPO / "docs" / "testing.md").read_text()
+    section = testing.split("### What each event type is held against", 1)[1].split("\n#", 1)[0]
+    held = {word for cell in re.findall(r"^\| ([^|]+) \|", section, flags=re.M)
+            for word in re.findall(r"`(\w+)`", cell)}
+    assert sorted(set(EVENT_TYPES) - labelled) == [], "pipelines/kraftlake/simulate/README.md"
+    assert sorted(set(EVENT_TYPES) - held) == [], "docs/testing.md"
+
+
+def test_every_table_is_written_checkpointed_and_checked() -> None:
+    """A table an increment does not write is read outside the cut (`CUT_EXCLUDED`, as
+    `kraftlake quality`'s `quality_results` is); every table has its own checkpoint
+    interval (`lake/delta.py`); every suite file is in `SUITES`, which
+    `kraftlake quality` runs (a file missing there would be silently skipped)."""
+    assert sorted(CHECKPOINT_INTERVALS) == table_names(), "lake/delta.py CHECKPOINT_INTERVALS"
+    assert set(table_names()) - set(ORDER) == set(CUT_EXCLUDED) - set(ORDER), \
+        "jobs/increment.py ORDER or lake/cut.py CUT_EXCLUDED"
+    suites = sorted(p.stem for p in (REPO / "expectations").glob("*.json"))
+    assert sorted(SUITES) == suites, "quality/suites.py SUITES"
+    assert set(SUITES) <= set(table_names())
