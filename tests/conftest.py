@@ -139,7 +139,9 @@ def _conf_file(conf: dict[str, str]) -> str:
     """`conf` as the Spark settings of a kraftlake YAML file (removed when the process ends)."""
     fd, path = tempfile.mkstemp(prefix="kraftlake-test-", suffix=".yaml")
     with os.fdopen(fd, "w") as fh:
-        yaml.safe_dump({"spark": {"conf": conf}}, fh)
+        # a stream reads a tail of NoOps at every trigger, as the tests' waits for a log's
+        # end expect (tests/pipeline/test_stream_tail.py holds `stream.noop_every` itself)
+        yaml.safe_dump({"spark": {"conf": conf}, "stream": {"noop_every": 0}}, fh)
     atexit.register(os.unlink, path)
     return path
 

@@ -49,6 +49,7 @@ class Config:
     compact_every: int = 100  # a stream compacts the lake every N micro-batches (0 = never)
     discover_every: float = 10.0  # seconds between a stream's looks for new log directories
     concurrent_batches: int | None = None  # a fleet stream's micro-batches at once (None: cores)
+    noop_every: float = 10.0  # a stream reads a tail of NoOpRecords alone at most every N s
     spark_master: str = "local[*]"
     spark_app_name: str = "kraftlake"
     spark_conf: dict[str, str] = field(default_factory=dict)
@@ -127,6 +128,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         compact_every=int(raw["stream"].get("compact_every") or 0),
         discover_every=float(raw["stream"]["discover_every"]),
         concurrent_batches=int(raw["stream"]["concurrent_batches"] or 0) or None,
+        noop_every=float(raw["stream"]["noop_every"] or 0),
         spark_master=os.environ.get("KRAFTLAKE_SPARK_MASTER", spark["master"]),
         spark_app_name=spark["app_name"],
         spark_conf={str(k): str(v) for k, v in (spark.get("conf") or {}).items()},

@@ -60,7 +60,7 @@ def test_one_process_streams_a_directory_of_clusters(spark, tmp_path, cfg_factor
     twin.write(0, 10)
     conf = tmp_path / "conf.yaml"  # a look for new clusters every second
     conf.write_text(yaml.safe_dump({"spark": {"conf": SHORT_JOB_CONF},
-                                    "stream": {"discover_every": 1}}))
+                                    "stream": {"discover_every": 1, "noop_every": 2}}))
     lake, port, out = Lake(str(tmp_path / "lake")), free_port(), tmp_path / "stream.out"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "COLUMNS": "200"}
     with open(out, "wb") as fh:

@@ -10,6 +10,7 @@ an increment costs tens of seconds on two shared cores.
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -245,6 +246,37 @@ def test_an_increment_of_noops_commits_its_records_and_its_progress_alone(
         if name not in ("records", "ingest_progress"):
             assert table_rows(lake, name) == rows[name], name
     assert cluster_progress(lake, "quiet-test")["end_offset"] == end
+
+
+def test_a_tail_of_noops_waits_for_the_next_record_that_is_not_one(
+        spark, tmp_path, cfg_factory):
+    """A stream holds a tail of NoOpRecords (an idle controller's heartbeats) for
+    `stream.noop_every` seconds instead of committing it at every trigger; the first record
+    of another kind is read at the next trigger, with the NoOps before it, as one increment.
+    A stream catching up is never held: the log read at its start goes in at once."""
+    from kraftlake.jobs.stream import start_stream
+
+    cid = "noop-tail"
+    log = GrowingLog(tmp_path / "kafka", NOMAN / "00000000000000000000.log", cid)
+    assert {r.type for b in log.batches[300:960] for r in records_of_batch(b)} == \
+        {"NoOpRecord"}
+    assert "PartitionRecord" in {r.type for r in records_of_batch(log.batches[961])}
+    end1 = log.write(0, 300)
+    lake = Lake(tmp_path / "stream")
+    q = start_stream(spark, cfg_factory(lake.root, noop_every=600.0), log.dir, trigger="1s")
+    try:
+        wait_for(lambda: progress_end(lake, cid) == end1, q, "the log read at the start")
+        log.write(300, 320)  # NoOps alone: held
+        time.sleep(5)  # five triggers
+        assert progress_end(lake, cid) == end1
+        end3 = log.write(320, 963)  # more NoOps, then the topic's partitions
+        wait_for(lambda: progress_end(lake, cid) == end3, q, "the partition records")
+    finally:
+        q.stop()
+    rows = table_dicts(lake.path("ingest_progress"), ["start_offset", "end_offset"])
+    assert {"start_offset": end1, "end_offset": end3} in rows, rows
+    offsets = {r["offset"] for r in table_dicts(lake.path("records"), ["offset"])}
+    assert set(range(end1, end3)) <= offsets
 
 
 def test_diverged_tail_is_reported_not_ingested_twice(spark, tmp_path, cfg_factory):

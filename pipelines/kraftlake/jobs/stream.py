@@ -178,7 +178,8 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
         on_start(lake, cid)
     reader = (spark.readStream.format("kraft-metadata").option("cluster_id", cid)
               .option("startJson", json.dumps(st["start"]))
-              .option("splitBytes", str(cfg.split_bytes)))
+              .option("splitBytes", str(cfg.split_bytes))
+              .option("noopEvery", str(cfg.noop_every)))
     if max_offsets:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets)).option(
             "capAvailableNow", "true")

@@ -15,6 +15,7 @@ offset are reconciliation checks), `splitBytes`.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import cast
 
@@ -31,7 +32,7 @@ from pyspark.sql.types import StructType
 from ..uris import to_uri
 from .decode import read_range, source_spark_schema
 from .files import LogDirIndex, ReadRange, no_cluster_id, read_cluster_id
-from .plan import FRESH, as_value, latest, offset_dict, plan
+from .plan import FRESH, as_value, latest, noops_only, offset_dict, plan
 
 DEFAULT_SPLIT = 32 * 1024 * 1024
 
@@ -122,6 +123,9 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_offsets = int(options.get("maxoffsetspertrigger", 0)) or None
         self.cap_all = options.get("capavailablenow", "false") == "true"
         self.target: int | None = None  # Trigger.AvailableNow: do not read past this offset
+        # a tail of NoOpRecords alone is read at most every so many seconds (0: every trigger)
+        self.noop_every = float(options.get("noopevery", 0) or 0)
+        self.advanced_at: float | None = None  # when latestOffset last moved on
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Fix the end of an AvailableNow run: what is complete on disk now."""
@@ -145,8 +149,22 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         elif limit is not None and type(limit).__name__ == "ReadAllAvailable" \
                 and not self.cap_all:
             cap = None  # Trigger.AvailableNow asks for everything
-        return latest(self.index, start if start is not None else self.initialOffset(), cap,
-                      self.target)
+        start = start if start is not None else self.initialOffset()
+        end = latest(self.index, start, cap, self.target)
+        if end == start or self._held(start, end):
+            return start
+        self.advanced_at = time.monotonic()
+        return end
+
+    def _held(self, start: dict, end: dict) -> bool:
+        """Whether to wait with a tail of NoOps: an idle controller writes one every 500 ms,
+        and each would otherwise be a micro-batch committing two tables, every trigger, for
+        nothing but the log's position. Held at most `noop_every` seconds after the last
+        move, never in an `--available-now` run (it reads to its fixed end)."""
+        return (self.noop_every > 0 and self.target is None
+                and self.advanced_at is not None
+                and time.monotonic() - self.advanced_at < self.noop_every
+                and noops_only(self.index, start, end))
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         self.index.refresh()

@@ -18,8 +18,16 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from .. import uris
+from ..codec.batch import Batch, scan_batches
+from ..codec.logfiles import records_of_batch
+from ..kraft.records import NO_OP_RECORD
 from ..kraft.snapshots import reset_snapshot
 from .files import LogDirIndex, ReadRange, plan_log_ranges
+
+# the most bytes of a log's tail `noops_only` reads: a tail of NoOps is a few dozen bytes a
+# batch, and a longer one holds other records (it is read at once, not held)
+NOOP_TAIL_BYTES = 64 * 1024
 
 FRESH = -1
 
@@ -67,6 +75,33 @@ def latest(index: LogDirIndex, start: dict, max_offsets: int | None = None,
     if (end == nxt and reset < 0 and snap == start.get("snap", -1) and diverged_at < 0):
         return start
     return offset_dict(end, snap, reset, crc, diverged_at)
+
+
+def noops_only(index: LogDirIndex, start: dict, end: dict) -> bool:
+    """Whether the log between two offset dicts holds nothing but NoOpRecords: the records an
+    idle active controller writes every `metadata.max.idle.interval.ms` (500 ms) so that
+    its followers see it alive. Only the log's tail (a reader catching up is never held), no
+    snapshot, no reset, no divergence between them, and at most `NOOP_TAIL_BYTES` of
+    complete batches."""
+    if (end.get("snap", -1) != start.get("snap", -1) or end.get("reset", -1) >= 0
+            or end.get("diverged_at", -1) >= 0 or end["offset"] <= start["offset"]
+            or end["offset"] < index.log_end):
+        return False
+    lo, hi = max(start["offset"], 0), end["offset"]
+    read = 0
+    for seg in index.ordered():
+        entries = [e for e in seg.entries if e.last_offset >= lo and e.base_offset < hi]
+        if not entries:
+            continue
+        first, last = entries[0].position, entries[-1].position + entries[-1].size
+        read += last - first
+        if read > NOOP_TAIL_BYTES:
+            return False
+        for b in scan_batches(uris.read_bytes(seg.path, first, last)):
+            if not isinstance(b, Batch) or b.is_control or any(
+                    r.type != NO_OP_RECORD for r in records_of_batch(b)):
+                return False
+    return read > 0
 
 
 def plan(cluster_id: str, index: LogDirIndex, start: dict, end: dict,
