@@ -182,6 +182,16 @@ def pad_history(lake: Lake, cluster_id: str, n: int, chunk: int = 1_000_000) -> 
         lake.append("partition_timeline", pa.table(cols, schema=schema))
 
 
+def _jvm_spawning(pid: int, parent: int) -> bool:
+    """Whether `pid` is a JVM's child that has not exec'd yet (`PeakMemory.tree_rss`)."""
+    try:
+        mine = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return mine == Path(f"/proc/{parent}/cmdline").read_bytes() and \
+            mine.split(b"\0", 1)[0].endswith(b"/java")
+    except OSError:
+        return False
+
+
 class PeakMemory:
     """Peak resident memory of this process and all its descendants (the Spark JVM, Python
     workers), sampled every `every` seconds from /proc: what the machine must have."""
@@ -194,26 +204,27 @@ class PeakMemory:
 
     @staticmethod
     def tree_rss(root: int) -> int:
-        """Resident bytes of `root` and its descendants. A child that shares its parent's
-        memory (the JVM starting a command: posix_spawn runs the child in the parent's
-        address space until it execs) has the parent's size and resident set to the byte,
-        and is counted once: sampled in that instant, a 1.7 GiB JVM counted twice."""
+        """Resident bytes of `root` and its descendants. A JVM starts a command (Hadoop's
+        shell calls, jspawnhelper) with posix_spawn, whose child runs in the JVM's own
+        address space until it execs: until then it shows the JVM's command line and its
+        whole resident set, and a sample in that instant counted a 1.7 GiB JVM twice. Such
+        a child is left out."""
         parent: dict[int, int] = {}
-        size: dict[int, tuple[int, int]] = {}  # pid -> (virtual size, resident bytes)
+        rss: dict[int, int] = {}
         for d in Path("/proc").iterdir():
             if not d.name.isdigit():
                 continue
             try:
                 fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
                 parent[int(d.name)] = int(fields[1])
-                size[int(d.name)] = (int(fields[20]), int(fields[21]) * 4096)
+                rss[int(d.name)] = int(fields[21]) * 4096
             except (OSError, IndexError, ValueError):
                 continue
         total, todo = 0, [root]
         while todo:
             pid = todo.pop()
-            if pid == root or size.get(pid) != size.get(parent.get(pid, -1)):
-                total += size.get(pid, (0, 0))[1]
+            if pid == root or not _jvm_spawning(pid, parent.get(pid, -1)):
+                total += rss.get(pid, 0)
             todo += [c for c, p in parent.items() if p == pid]
         return total
 
