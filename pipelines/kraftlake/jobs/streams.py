@@ -99,8 +99,12 @@ class Streams:
         now = time.monotonic()
         if self.watching and not self.opts.available_now and now >= self._next_look:
             self._next_look = now + self.cfg.discover_every
-            self._add(find_inputs(expand_sources(self.sources), self.opts.cluster_id,
-                                  self.cfg))
+            try:
+                named = expand_sources(self.sources)
+            except OSError as exc:  # a list file gone or unreadable: looked at again later
+                self._say_once(f"{exc.filename}: {exc.strerror}")
+            else:
+                self._add(find_inputs(named, self.opts.cluster_id, self.cfg))
         for w in list(self.clusters.values()):
             if w.ended:
                 continue
