@@ -101,8 +101,8 @@ class Streams:
             self._next_look = now + self.cfg.discover_every
             try:
                 named = expand_sources(self.sources)
-            except OSError as exc:  # a list file gone or unreadable: looked at again later
-                self._say_once(f"{exc.filename}: {exc.strerror}")
+            except OSError as err:  # a list file gone or unreadable: looked at again later
+                self._say_once(f"{err.filename}: {err.strerror}")
             else:
                 self._add(find_inputs(named, self.opts.cluster_id, self.cfg))
         for w in list(self.clusters.values()):
@@ -112,11 +112,11 @@ class Streams:
                 if time.monotonic() >= w.start_at:
                     self._start(w)
             elif not w.query.isActive:
-                exc = w.query.exception()
-                if exc is None:  # read to the end (--available-now), or stopped
+                failure = w.query.exception()
+                if failure is None:  # read to the end (--available-now), or stopped
                     w.ended = True
                 else:
-                    self._failed(w, exc)
+                    self._failed(w, failure)
         if self.clusters and all(w.ended for w in self.clusters.values()):
             return True
         time.sleep(POLL_SECONDS)
