@@ -182,16 +182,6 @@ def pad_history(lake: Lake, cluster_id: str, n: int, chunk: int = 1_000_000) -> 
         lake.append("partition_timeline", pa.table(cols, schema=schema))
 
 
-def _jvm_spawning(pid: int, parent: int) -> bool:
-    """Whether `pid` is a JVM's child that has not exec'd yet (`PeakMemory.tree_rss`)."""
-    try:
-        mine = Path(f"/proc/{pid}/cmdline").read_bytes()
-        return mine == Path(f"/proc/{parent}/cmdline").read_bytes() and \
-            mine.split(b"\0", 1)[0].endswith(b"/java")
-    except OSError:
-        return False
-
-
 class PeakMemory:
     """Peak resident memory of this process and all its descendants (the Spark JVM, Python
     workers), sampled every `every` seconds from /proc: what the machine must have."""
@@ -207,15 +197,19 @@ class PeakMemory:
         """Resident bytes of `root` and its descendants. A JVM starts a command (Hadoop's
         shell calls, jspawnhelper) with posix_spawn, whose child runs in the JVM's own
         address space until it execs: until then it shows the JVM's command line and its
-        whole resident set, and a sample in that instant counted a 1.7 GiB JVM twice. Such
-        a child is left out."""
+        whole resident set, and a sample in that instant counted a 1.7 GiB JVM two or three
+        times. Such a child (a `java` command line, its parent's) is left out; each
+        process's command line is read with its size, as the child may be gone a moment
+        later."""
         parent: dict[int, int] = {}
         rss: dict[int, int] = {}
+        cmd: dict[int, bytes] = {}
         for d in Path("/proc").iterdir():
             if not d.name.isdigit():
                 continue
             try:
                 fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                cmd[int(d.name)] = (d / "cmdline").read_bytes()
                 parent[int(d.name)] = int(fields[1])
                 rss[int(d.name)] = int(fields[21]) * 4096
             except (OSError, IndexError, ValueError):
@@ -223,7 +217,10 @@ class PeakMemory:
         total, todo = 0, [root]
         while todo:
             pid = todo.pop()
-            if pid == root or not _jvm_spawning(pid, parent.get(pid, -1)):
+            mine = cmd.get(pid, b"")
+            spawning = (pid != root and mine == cmd.get(parent.get(pid, -1))
+                        and mine.split(b"\0", 1)[0].endswith(b"/java"))
+            if not spawning:
                 total += rss.get(pid, 0)
             todo += [c for c, p in parent.items() if p == pid]
         return total
