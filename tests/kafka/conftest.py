@@ -70,17 +70,8 @@ def incidents(spark, kafka: KafkaCluster,
     return seen
 
 
-# The live stream's trigger interval: the README's own (`--trigger 5s`). The controller writes
-# a NoOp batch every 500 ms (Kafka's metadata.max.idle.interval.ms), so the stream has new
-# offsets at every trigger and runs a micro-batch at each one, all through the scenario and
-# the wait for retention: at 1 s that was a micro-batch about every second, most of them
-# NoOps only, on the worker's session. A step waits for the micro-batch that reaches its view
-# (`catch_up`), a few seconds longer at 5 s than at 1 s.
-TRIGGER = "5s"
-
-
 class LiveStream:
-    """`kraftlake stream --trigger 5s --metrics-port` on the controller's own
+    """`kraftlake stream --trigger 1s --metrics-port` on the controller's own
     `__cluster_metadata-0`, run on the worker's session: the query the command starts
     (jobs/stream.py `start_stream`, with the command's arguments and its live gauges'
     watch and server), without the command's own process. As a process it paid a JVM start
@@ -109,7 +100,7 @@ class LiveStream:
             self.batches.append(r)
 
         self.query = start_stream(spark, cfg, kafka.controller.metadata_log,
-                                  cluster_id=kafka.cluster_id, trigger=TRIGGER,
+                                  cluster_id=kafka.cluster_id, trigger="1s",
                                   on_batch=on_batch, on_start=watch.started,
                                   on_events=watch.events)
 
