@@ -14,19 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.jobs.batch import ingest
 from tests.conftest import REPO
-from tests.pipeline.conftest import cfg_factory  # noqa: F401
+from tests.pipeline.conftest import cfg_factory, ingested_once  # noqa: F401
 
 EXAMPLE = REPO / "examples" / "real-3-broker"
 
 
 @pytest.fixture(scope="package")
 def local_lake(spark, cfg_factory, tmp_path_factory) -> Path:  # noqa: F811
-    """`examples/real-3-broker` ingested on `local[2]` (built once for the package)."""
-    cfg = cfg_factory(tmp_path_factory.mktemp("local") / "lake")
-    ingest(spark, cfg, [EXAMPLE])
-    return Path(cfg.lake)
+    """`examples/real-3-broker` ingested on `local[2]` (built once in the run:
+    `ingested_once`)."""
+    return ingested_once(spark, cfg_factory, tmp_path_factory, EXAMPLE)
 
 
 # The process of `cli_commands`. A script file, not `python -c`: pyspark.sql.connect (which

@@ -30,7 +30,6 @@ import pyarrow.fs as pafs
 import pytest
 import yaml
 
-from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from kraftlake.sources.files import find_log_dirs, read_cluster_id
@@ -38,7 +37,7 @@ from tests.cluster.conftest import cli_commands
 from tests.cluster.servers import CommitRace, s3_server
 from tests.conftest import cli_env
 from tests.lake_rows import comparable, table_rows
-from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy
+from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy, ingested_once
 from tests.pipeline.test_stream_tail import TINY
 
 # two clusters (two cluster ids), each cut before this batch: two increments each
@@ -106,16 +105,17 @@ def _log_store_env(env: dict[str, str], work: Path) -> dict[str, str]:
     return {**env, "KRAFTLAKE_CONF": str(work / "log-store.yaml")}
 
 
-def test_two_writer_processes_lose_no_commit(store, spark, cfg_factory, tmp_path) -> None:
+def test_two_writer_processes_lose_no_commit(store, spark, cfg_factory, tmp_path,
+                                             tmp_path_factory) -> None:
     """Both processes complete, the proxy raced at least one commit between them, and the
     lake holds every increment of both clusters (see the module's docstring)."""
     runs = {read_cluster_id(find_log_dirs(str(log))[0]):
             _increments(log, cuts, tmp_path / f"log-{n}")
             for n, (log, cuts) in enumerate(LOGS.items())}
-    own = {}
-    for cid, dirs in runs.items():
-        own[cid] = Lake(tmp_path / f"own-{cid}")
-        ingest(spark, cfg_factory(tmp_path / f"own-{cid}"), [dirs[-1]])
+    # each log whole, ingested alone (the last of its copies holds all of it)
+    own = {read_cluster_id(find_log_dirs(str(log))[0]):
+           Lake(ingested_once(spark, cfg_factory, tmp_path_factory, log)) for log in LOGS}
+    assert list(own) == list(runs)
 
     started = time.monotonic()
     with CommitRace(store["AWS_ENDPOINT_URL"], "ingest_progress") as race, \

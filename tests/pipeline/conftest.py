@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,44 @@ def growing_copy(log: Path, dest: Path) -> tuple[Path, Path, bytes, list[Batch]]
     return dest, seg, full, [b for b in scan_batches(full) if isinstance(b, Batch)]
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], object]) -> Path:
+    """Directory `name` of the test run, filled by `build(directory)` once in the run, by
+    whichever xdist worker asks first: it lies under the run's temporary directory, which
+    both workers share, and is built behind a file lock (the other worker waits, then reads
+    it). For inputs and lakes that tests only read; a test that writes works on a copy."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "built-once"
+    shared.mkdir(exist_ok=True)
+    out = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / f"{name}.built").exists():
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            build(out)
+            (shared / f"{name}.built").touch()
+    return out
+
+
+def ingested_once(spark, cfg_factory, tmp_path_factory: pytest.TempPathFactory,
+                  log: Path) -> Path:
+    """The lake of `log` ingested alone in one run on the worker's session, with the
+    session's partition settings (TEST_SPARK_CONF's unless a module changed them): built once
+    in a test run (`built_once`) for every test that compares with it, in whichever group
+    and on whichever worker (a warm ingest each, 3-10 CPU s, where busy_once, the cluster
+    tests' reference lake and the one-shot lakes of test_clusters_at_once.py and
+    test_s3_writers.py each ingested the same logs again). Only read it."""
+    from kraftlake.jobs.batch import ingest
+
+    settings = [spark.conf.get(k) for k in ("spark.sql.shuffle.partitions",
+                                            "spark.databricks.delta.snapshotPartitions")]
+    key = hashlib.sha256(f"{Path(log).resolve()}|{settings}".encode()).hexdigest()[:12]
+    built = built_once(tmp_path_factory, f"{Path(log).name}-{key}",
+                       lambda d: ingest(spark, cfg_factory(d / "lake"), [log]))
+    return built / "lake"
+
+
 @pytest.fixture(scope="session")
 def cfg_factory():
     from kraftlake.config import load_config
@@ -43,15 +85,12 @@ def lake_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def busy_once(spark, tmp_path_factory, cfg_factory):
-    """`BUSY` ingested in one run: what every lake built from it in increments must equal.
-    test_maintain.py and test_ingest_growth.py compare with it; they are one scheduling group
-    (tests/conftest.py `JOINED`), so it is built once, not once in each."""
-    from kraftlake.jobs.batch import ingest
+    """`BUSY` ingested in one run: what every lake built from it in increments must equal
+    (test_maintain.py, test_ingest_growth.py; `ingested_once`, which other groups' tests
+    comparing with BUSY's one-shot ingest share)."""
     from kraftlake.lake.delta import Lake
 
-    path = tmp_path_factory.mktemp("busy-once") / "lake"
-    ingest(spark, cfg_factory(path), [BUSY])
-    return Lake(path)
+    return Lake(ingested_once(spark, cfg_factory, tmp_path_factory, BUSY))
 
 
 @dataclass(frozen=True)

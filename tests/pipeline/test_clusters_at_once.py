@@ -32,7 +32,7 @@ from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from kraftlake.sources.files import find_log_dirs, read_cluster_id
 from tests.lake_rows import comparable, table_dicts
-from tests.pipeline.conftest import BUSY
+from tests.pipeline.conftest import BUSY, ingested_once
 from tests.pipeline.test_stream_tail import NOMAN, TINY
 from tests.polling import wait_until
 
@@ -41,14 +41,10 @@ LOGS = [BUSY, NOMAN.parent, TINY]  # three cluster ids
 
 @pytest.fixture(scope="module")
 def own_lakes(spark, tmp_path_factory, cfg_factory) -> dict[str, Path]:
-    """Each log of LOGS ingested alone into a lake of its own: cluster id -> lake."""
-    base = tmp_path_factory.mktemp("own")
-    lakes = {}
-    for log in LOGS:
-        cid = read_cluster_id(find_log_dirs(str(log))[0])
-        ingest(spark, cfg_factory(base / cid), [log])
-        lakes[cid] = base / cid
-    return lakes
+    """Each log of LOGS ingested alone into a lake of its own: cluster id -> lake (built once
+    in the run, `ingested_once`: BUSY's is `busy_once`'s)."""
+    return {read_cluster_id(find_log_dirs(str(log))[0]):
+            ingested_once(spark, cfg_factory, tmp_path_factory, log) for log in LOGS}
 
 
 class PartialIncrement(AssertionError):

@@ -46,7 +46,8 @@ from kraftlake.lake.apps import app_id_for
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import KRAFTLAKE_DIR, table_names
 from tests.conftest import SEVERAL_PARTITIONS, SHORT_JOB_CONF
-from tests.lake_rows import table_rows
+from tests.lake_rows import row_count, table_dicts, table_rows
+from tests.pipeline.conftest import built_once
 from tests.pipeline.test_stream_tail import NOMAN
 
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
@@ -154,7 +155,12 @@ def _tail(out: Path, n: int = 3000) -> str:
     return ANSI.sub(b"", out.read_bytes()).decode(errors="replace").replace("\r", "\n")[-n:]
 
 
-def _log_dir(tmp_path: Path, cluster_id: str) -> Path:
+# the cluster id of every test's log (`_log_dir`): one clean ingest is what each lake is
+# compared with (`clean_lake`)
+CID = "kill-test"
+
+
+def _log_dir(tmp_path: Path, cluster_id: str = CID) -> Path:
     """A Kafka log directory holding the real log `NOMAN` (about 2,000 records, 159 partition
     changes) as cluster `cluster_id`."""
     kafka = tmp_path / "kafka"
@@ -165,18 +171,29 @@ def _log_dir(tmp_path: Path, cluster_id: str) -> Path:
     return log_dir
 
 
+@pytest.fixture(scope="session")
+def clean_lake(spark, cfg_factory, tmp_path_factory: pytest.TempPathFactory) -> Lake:
+    """`NOMAN` as cluster `CID` ingested in one clean run on the worker's session (one
+    partition): what every test's lake must equal. Built once in a test run, whichever worker
+    asks first (each test is a group of its own): `built_once`. It was one warm ingest in
+    each of the five tests."""
+    built = built_once(tmp_path_factory, "kill-restart-clean",
+                       lambda d: ingest(spark, cfg_factory(d / "lake"), [_log_dir(d)]))
+    return Lake(built / "lake")
+
+
 @pytest.mark.slow  # three JVM starts, each killed (a JVM start is most of a run's CPU)
 @pytest.mark.parametrize("seed", kill_seeds(), ids=lambda s: f"KILL_SEED={s}")
 def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
-        spark, tmp_path, cfg_factory, seed):
+        spark, tmp_path, clean_lake, seed):
     """`kraftlake stream --available-now` killed once in each of its micro-batches, each
     kill at another kind of instant (`ANCHORS`, in an order drawn from the seed), then
     restarted. Each restart runs the killed micro-batch again with the offsets Spark logged
     for it and skips the tables it had committed. The last restart runs in this process (the
     same CLI command, on the worker's warm session: a JVM start fewer), as the ingest test's
     run after does."""
-    cid = "kill-test"
-    log_dir = _log_dir(tmp_path, cid)
+    cid = CID
+    log_dir = _log_dir(tmp_path)
     lake = tmp_path / "lake"
     offsets = lake / KRAFTLAKE_DIR / "checkpoints" / cid / "spark" / "offsets"
     app_id = app_id_for(cid, "stream")
@@ -209,14 +226,12 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
     assert sorted(int(f.name) for f in offsets.iterdir() if f.name.isdigit()) == \
         list(range(BATCHES)), f"seed {seed}: the micro-batches are not the ones planned"
 
-    clean = tmp_path / "clean"
-    ingest(spark, cfg_factory(clean), [log_dir])
-    slake, blake = Lake(lake), Lake(clean)
+    slake, blake = Lake(lake), clean_lake
     for name in TABLES:
         assert table_rows(slake, name) == table_rows(blake, name), \
             f"{name} differs (seed {seed}, kills {kills})"
-    recs = slake.read(spark, "records")
-    assert recs.count() == recs.select("offset").distinct().count() == 2067
+    recs = [r["offset"] for r in table_dicts(slake.path("records"), ["offset"])]
+    assert len(recs) == len(set(recs)) == 2067
 
 
 # Stage messages of one increment (jobs/increment.py), in the order they come; each one is
@@ -235,7 +250,7 @@ EARLY_STAGES = ["decode:", "fold:", "kernel:"]
 @pytest.mark.slow  # three JVM starts, each killed (a JVM start is most of a run's CPU)
 @pytest.mark.parametrize("seed", kill_seeds(), ids=lambda s: f"KILL_SEED={s}")
 def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
-        spark, tmp_path, cfg_factory, seed):
+        spark, tmp_path, clean_lake, seed):
     """`kraftlake ingest` of a real log (about 2,000 records, 159 partition changes) killed
     twice at a random instant within a stage (one before any commit, one within the wave of
     concurrent commits), then once just after `partition_current` committed (the window
@@ -244,8 +259,8 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
     worker's warm session: a JVM start fewer), which must complete the increment. A further
     run finds nothing new and commits nothing, and every table, including `ingest_progress`
     (one increment in both lakes), equals one clean ingest's."""
-    log_dir = _log_dir(tmp_path, "kill-ingest")
-    app_id = app_id_for("kill-ingest")
+    log_dir = _log_dir(tmp_path)
+    app_id = app_id_for(CID)
     lake = tmp_path / "lake"
     # The killed runs decode and fold with Spark's tasks, as a large increment does; the
     # stream test above runs its small micro-batches on the driver (`sources.driver`,
@@ -298,10 +313,8 @@ def test_ingest_sigkilled_at_random_instants_is_completed_by_the_next_run(
     assert {n: Lake(lake).version(n) for n in table_names()} == versions, \
         f"seed {seed}: the run after the completed one committed something"
 
-    clean = tmp_path / "clean"
-    ingest(spark, cfg_factory(clean), [log_dir])
-    blake = Lake(clean)
-    assert blake.read(spark, "partition_timeline").count() > 0  # a comparison worth making
+    blake = clean_lake
+    assert row_count(blake.path("partition_timeline")) > 0  # a comparison worth making
     differ = {}
     for name in [*TABLES, "ingest_progress"]:
         got, want = table_rows(klake, name), table_rows(blake, name)
@@ -317,14 +330,14 @@ STOPPED = "stopped by {}; the next start resumes from the last complete micro-ba
 
 @pytest.mark.slow  # two JVM starts, each stopped
 def test_a_stream_stopped_by_a_signal_to_its_process_group_exits_in_one_line_and_resumes(
-        spark, tmp_path, cfg_factory):
+        spark, tmp_path, clean_lake):
     """A stream stopped the documented ways, each while a micro-batch is under way: Ctrl-C
     in a terminal (SIGINT to the whole process group: the driver and its JVM), then a
     service manager's stop (SIGTERM to the group, systemd's default). Each time the stream
     stops its query and exits 130 / 143 with one line and no traceback; the next start
     resumes, and the lake then equals one clean batch ingest of the same log."""
-    cid = "stop-test"
-    log_dir = _log_dir(tmp_path, cid)
+    cid = CID
+    log_dir = _log_dir(tmp_path)
     lake = tmp_path / "lake"
     offsets = lake / KRAFTLAKE_DIR / "checkpoints" / cid / "spark" / "offsets"
     conf = _conf(tmp_path)
@@ -342,23 +355,20 @@ def test_a_stream_stopped_by_a_signal_to_its_process_group_exits_in_one_line_and
     last = CliRunner().invoke(main, [*args, "--available-now"], env={"COLUMNS": "200"})
     assert last.exit_code == 0, last.output[-3000:]
 
-    clean = tmp_path / "clean"
-    ingest(spark, cfg_factory(clean), [log_dir])
-    slake, blake = Lake(lake), Lake(clean)
+    slake, blake = Lake(lake), clean_lake
     for name in TABLES:
         assert table_rows(slake, name) == table_rows(blake, name), name
 
 
 @pytest.mark.slow  # two JVM starts
 def test_a_stream_whose_python_worker_starts_too_slowly_restarts_and_carries_on(
-        spark, tmp_path, cfg_factory):
+        spark, tmp_path, clean_lake):
     """Spark waits a fixed 10 s for a Python streaming source's worker to connect back, and
     on a loaded machine the worker started later: the stream died. Here a `PYSPARK_PYTHON`
     wrapper delays the first such worker by 14 s. The stream says in one line that it
     restarts from its checkpoint, carries on over several micro-batches, exits 0, and the
     lake equals one clean batch ingest of the same log."""
-    cid = "slow-worker"
-    log_dir = _log_dir(tmp_path, cid)
+    log_dir = _log_dir(tmp_path)
     lake = tmp_path / "lake"
     delayed = tmp_path / "delayed"
     wrapper = tmp_path / "python"
@@ -383,9 +393,7 @@ def test_a_stream_whose_python_worker_starts_too_slowly_restarts_and_carries_on(
     assert "Traceback" not in text, text[-3000:]
     assert len([ln for ln in text.splitlines() if ln.startswith("batch ")]) >= BATCHES
 
-    clean = tmp_path / "clean"
-    ingest(spark, cfg_factory(clean), [log_dir])
-    slake, blake = Lake(lake), Lake(clean)
+    slake, blake = Lake(lake), clean_lake
     for name in TABLES:
         assert table_rows(slake, name) == table_rows(blake, name), name
 
@@ -401,13 +409,12 @@ def _mount_small_disk(at: Path, size: str) -> None:
 
 @pytest.mark.slow  # two JVM starts
 def test_a_full_disk_ends_the_ingest_with_its_cause_and_the_run_after_completes_the_lake(
-        spark, tmp_path, cfg_factory):
+        spark, tmp_path, clean_lake):
     """The lake's disk fills up during an ingest: the job ends with exit status 1 and one
     line naming the cause (the operating system's "No space left on device", which Spark's
     own message about the failed write leaves out), no traceback. Once space is freed, the
     next run completes the lake, which then equals one clean ingest of the same log."""
-    cid = "disk-test"
-    log_dir = _log_dir(tmp_path, cid)
+    log_dir = _log_dir(tmp_path)
     disk = tmp_path / "disk"
     _mount_small_disk(disk, "16m")
     try:
@@ -429,9 +436,7 @@ def test_a_full_disk_ends_the_ingest_with_its_cause_and_the_run_after_completes_
         filler.unlink()
         again = CliRunner().invoke(main, args, env={"COLUMNS": "200"})
         assert again.exit_code == 0, again.output[-3000:]
-        clean = tmp_path / "clean"
-        ingest(spark, cfg_factory(clean), [log_dir])
         for name in [*TABLES, "ingest_progress"]:
-            assert table_rows(Lake(lake), name) == table_rows(Lake(clean), name), name
+            assert table_rows(Lake(lake), name) == table_rows(clean_lake, name), name
     finally:
         subprocess.run(["umount", str(disk)], check=False)
