@@ -369,7 +369,7 @@ def build(tmp: Path, cluster: Path, tails: int, memory: PeakMemory,
     print(f"  yardstick, the sequential replay (reference/replay.py) on one core: decode + fold "
           f"in {yard:.1f} s ({steps:,} steps); ingest / replay = {wall / yard:.1f}")
     # rows each stage handles (jobs/increment.py says what each stage does)
-    stage_rows = {"decode": r.records, "fold": r.changes, "kernel": r.changes,
+    stage_rows = {"decode": r.records, "silver": r.changes, "kernel": r.changes,
                   "commit": r.records, "current": r.timeline}
     for name, secs in r.stage_seconds.items():
         n = stage_rows.get(name)

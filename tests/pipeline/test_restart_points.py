@@ -87,9 +87,9 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
     assert Lake(lake).committed(point, app_id, 1) == Lake(setup["clean"]).committed(point,
                                                                                    app_id, 1)
     assert not Lake(lake).committed("ingest_progress", app_id, 1)
-    wave = {t: Lake(lake).committed(t, app_id, 1) for t in increment.WAVE}
+    wave = {t: Lake(lake).committed(t, app_id, 1) for t in increment.TOGETHER}
     if threads == 1:  # the tables after the point in the wave's order had not started
-        clean = {t for t in increment.WAVE if Lake(setup["clean"]).committed(t, app_id, 1)}
+        clean = {t for t in increment.TOGETHER if Lake(setup["clean"]).committed(t, app_id, 1)}
         assert wave[point] and {t for t in clean if not wave[t]}, (wave, clean)
     print(f"stopped after {point}: wave tables committed {wave}")
     # a reader sees none of the stopped increment: every table as the first one left it

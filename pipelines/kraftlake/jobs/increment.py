@@ -68,11 +68,11 @@ from ..sources.decode import with_fields
 from .progress import IncrementResult, furthest
 from .seed import Rows, Seed, as_rows, forget, progress
 
-# The tables in the order of their commits (module docstring): the wave's, `partition_events`
-# to `incidents`, are under way together.
-WAVE = ("partition_events", "records", "quarantine", "brokers", "configs", "partition_changes",
+# The tables in the order of their commits (module docstring): the commit stage's,
+# `partition_events` to `incidents`, are under way together.
+TOGETHER = ("partition_events", "records", "quarantine", "brokers", "configs", "partition_changes",
         "partition_timeline", "snapshot_reconciliation", "partition_intervals", "incidents")
-ORDER = [*WAVE, "partition_current", "topics", "ingest_progress"]
+ORDER = [*TOGETHER, "partition_current", "topics", "ingest_progress"]
 # the tables an increment's gold step commits: gold's, and the partition changes it reads
 MADE_WITH_GOLD = [t for t in ORDER
                   if table_schema(t).layer == "gold" or t == "partition_changes"]
@@ -80,7 +80,7 @@ MADE_WITH_GOLD = [t for t in ORDER
 ALWAYS_COMMITTED = ("partition_current", "ingest_progress")
 GOLD_COUNTS = ("changes", "timeline", "events", "orphans", "mismatches")
 
-# Threads committing the tables of one wave (`commit_concurrently`). A commit is mostly the
+# Threads committing the tables of one stage (`commit_concurrently`). A commit is mostly the
 # driver's work (planning, writing the Delta log entry, bringing the snapshot up to date),
 # during which the executors idle; with several tables in flight one table's commit overlaps
 # another's tasks. 1: one table after another.
@@ -107,7 +107,7 @@ def cluster_progress(lake: Lake, cluster_id: str) -> dict | None:
 
 
 class _Stages:
-    """Progress messages that also time the increment: a stage ("fold: ...") lasts from its
+    """Progress messages that also time the increment: a stage ("silver: ...") lasts from its
     message to the next one. Spark is lazy, so a stage's time includes the computing its
     first action triggers, which is what a reader of the figures wants to know. Each stage
     also names the Spark jobs it runs (`describe`): Spark's UI and event log show them."""
@@ -177,7 +177,7 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
 
 
 @dataclass
-class _Extent:
+class _Decoded:
     """What one pass over the source says of the increment: how many of its records each
     later stage has to look at, which decides the stages it runs."""
 
@@ -227,7 +227,7 @@ class _Kernel:
 
 class _Increment:
     """The stages of one increment, in order (`run`): what the source holds, silver, the
-    kernel, the wave of every table made from them, `partition_current`,
+    kernel, the commit of every table made from them, `partition_current`,
     `topics`, `ingest_progress`. Every input is read as of the increment's start (`seed`):
     a table committed meanwhile (by this very increment) does not change what a later
     stage reads."""
@@ -254,7 +254,7 @@ class _Increment:
         self.open_first: int | None = None
 
     def run(self) -> None:
-        x = self.extent()
+        x = self.decode()
         records = self.src.filter(F.col("row_kind") == "record")
         # Every record stays in bronze; those breaking a record-level invariant are also
         # quarantined with the reason and kept out of silver and gold (nothing is dropped).
@@ -274,10 +274,10 @@ class _Increment:
                                             self.res.version)
             s = self.silver(x, records, checked, invalid, gold=not gold_done)
             if gold_done:
-                self.wave_after_gold(s)
+                self.commit_after_gold(s)
             else:
                 k = self.kernel(x, s)
-                self.wave(x, s, k)
+                self.commit(x, s, k)
                 self.current(k)
             if s.topic_records:  # the cluster's topics as the increment leaves them
                 self.write("topics", s.topics, "replace",
@@ -286,7 +286,7 @@ class _Increment:
 
     # ------------------------------------------------------------------ stages
 
-    def extent(self) -> _Extent:
+    def decode(self) -> _Decoded:
         """One pass over the source: its offsets, the header of its last batch, and how
         many records of each kind later stages look at."""
         self.say("decode: read and decode the source")
@@ -316,10 +316,10 @@ class _Increment:
         res.end_offset = None if hi is None else hi + 1
         if n_lossy:
             res.unknown = unknown_ranges(src)
-        return _Extent(snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_topics,
+        return _Decoded(snap_hi, n_relevant, n_checks, n_resets, n_reaching, n_topics,
                        n_markers)
 
-    def quiet(self, x: _Extent) -> bool:
+    def quiet(self, x: _Decoded) -> bool:
         return (not x.relevant and x.snapshot_high is None and self.pending_from is None
                 and not self.res.unknown)
 
@@ -339,13 +339,13 @@ class _Increment:
         return {"records": lambda: self.write("records", rows()["records"], count=res.records),
                 "quarantine": quarantine}
 
-    def silver(self, x: _Extent, records: DataFrame, checked: DataFrame,
+    def silver(self, x: _Decoded, records: DataFrame, checked: DataFrame,
                invalid: DataFrame, *, gold: bool) -> _Silver:
         """Committed records, the cluster's topics, brokers and configs, and (`gold`: the
         gold tables are still to be written) partition changes: computed once, together
         with the answers the later stages need (`Work.frames`: on the driver, one Spark
         job)."""
-        self.say("fold: partition changes")
+        self.say("silver: partition changes")
         res, seed = self.res, self.seed
         # records held back by an open transaction last time are read again from bronze
         read_back, rel_in = 0, checked
@@ -411,7 +411,7 @@ class _Increment:
                        made.get("partition_changes"), read_back, n["brokers"], n["configs"],
                        n["topics"])
 
-    def kernel(self, x: _Extent, s: _Silver) -> _Kernel:
+    def kernel(self, x: _Decoded, s: _Silver) -> _Kernel:
         """The kernel over the partition changes, continuing from the current states and
         open intervals the lake held at the start.
 
@@ -479,7 +479,7 @@ class _Increment:
             return names.toArrow() if got is None else got
         return self.seed.rows("topics")
 
-    def wave(self, x: _Extent, s: _Silver, k: _Kernel) -> None:
+    def commit(self, x: _Decoded, s: _Silver, k: _Kernel) -> None:
         """Every table computed from the pinned seed and this increment's frames: none
         reads another's commit, so they commit together (`commit_concurrently`),
         `partition_events` first (what someone watching a stream waits for), then the
@@ -553,8 +553,8 @@ class _Increment:
             return dict(frames)
         return dict(collect_together({n: conform(df, n) for n, df in frames.items()}))
 
-    def wave_after_gold(self, s: _Silver) -> None:
-        """The wave of a re-run whose gold committed (`partition_current` holds its
+    def commit_after_gold(self, s: _Silver) -> None:
+        """The commit stage of a re-run whose gold committed (`partition_current` holds its
         transaction id): the tables gold is not made of, and gold's counts read back."""
         res = self.res
         res.skipped += MADE_WITH_GOLD
@@ -715,10 +715,10 @@ class _Increment:
     # ------------------------------------------------------------------ commits
 
     def commit_concurrently(self, tasks: dict[str, Callable[[], object]]) -> None:
-        """Run the commits of one wave (table -> task) on `COMMIT_THREADS` threads, each with
+        """Run the commits of one stage (table -> task) on `COMMIT_THREADS` threads, each with
         a session of its own for merges (`Lake.own_session`) and naming its Spark jobs after
-        its table. The first failure stops the wave: commits not started are dropped, those
-        under way finish, and the failure is raised, so a failed wave leaves some of its
+        its table. The first failure stops the stage: commits not started are dropped, those
+        under way finish, and the failure is raised, so a failed stage leaves some of its
         tables committed and others not, which a re-run completes (each table's transaction
         id says whether it holds this increment)."""
         def named(name: str, task: Callable[[], object]) -> Callable[[], object]:
