@@ -83,6 +83,7 @@ class Log:
             total += self.batches[self.cut].last_offset_delta + 1
         self.file.write_bytes(self.data[:self.batches[self.cut].position]
                               if self.cut < len(self.batches) else self.data)
+        self.next = self.end()  # the offset a heartbeat takes (a log not appended to)
 
     def end(self) -> int:
         """The offset after the last batch written."""
@@ -116,8 +117,6 @@ class Heartbeats:
 
     def __init__(self, logs: list[Log], every: float = 0.5) -> None:
         self.logs, self.every, self.stop = logs, every, threading.Event()
-        for log in logs:
-            log.next = log.end()
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from kraftlake.jobs.inputs import expand_sources, watched
+from kraftlake.config import Config
+from kraftlake.jobs.inputs import expand_sources, find_inputs, watched
 from kraftlake.lake.delta import Lake
 from tests.conftest import SHORT_JOB_CONF
 from tests.lake_rows import table_rows
@@ -47,8 +48,12 @@ def test_the_sources_a_stream_watches(tmp_path) -> None:
     assert expand_sources([pattern]) == logs
     assert expand_sources([f"{tmp_path}/*/__cluster_metadata-0"]) == []
     assert expand_sources([f"@{listed}", "z"]) == [str(tmp_path / "fleet" / "y"), *logs, "z"]
-    assert watched([str(tmp_path / "fleet")]) and watched([pattern]) and watched(logs)
-    assert not watched([logs[0]])
+    def watches(*sources: str) -> bool:
+        return watched(list(sources), find_inputs(expand_sources(list(sources)), None,
+                                                  Config(lake=str(tmp_path / "lake"))))
+
+    assert watches(str(tmp_path / "fleet")) and watches(pattern) and watches(*logs)
+    assert not watches(logs[0])
 
 
 def test_one_process_streams_a_directory_of_clusters(spark, tmp_path, cfg_factory) -> None:

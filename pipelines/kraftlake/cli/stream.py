@@ -64,8 +64,8 @@ def stream(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
         named = expand_sources(list(sources))
     except OSError as exc:  # a list file that cannot be read
         raise BadInput(f"{exc.filename}: {exc.strerror}") from None
-    watching = watched(list(sources))
     found = find_inputs(named, cluster_id, cfg)
+    watching = watched(list(sources), found)
     accepted = [i for i in found if not i.refused and i.kind == "dir"]
     if not accepted:  # before Spark starts or the lake is created
         for i in found:

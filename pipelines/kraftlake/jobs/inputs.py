@@ -90,16 +90,14 @@ def expand_sources(sources: list[str]) -> list[str]:
     return out
 
 
-def watched(sources: list[str]) -> bool:
+def watched(sources: list[str], found: list[Input]) -> bool:
     """Whether `sources` can name more log directories later than now: a list file, a
-    pattern, or a directory that holds log directories rather than being one."""
+    pattern, or a directory that holds log directories rather than being one (told from
+    `found`, `find_inputs`'s answer for them: nothing is listed again)."""
     if len(sources) != 1 or sources[0].startswith("@") or any(
             c in sources[0] for c in _WILDCARDS):
         return True
-    try:
-        return find_log_dirs(sources[0]) != [to_uri(sources[0])]
-    except (ValueError, OSError, KraftCodecError):
-        return False
+    return any(i.location != to_uri(sources[0]) for i in found if not i.refused)
 
 
 def _matches(pattern: str) -> list[str]:

@@ -5,7 +5,7 @@ and succeeds: only an `s3a://` lake needs the LogStore, and its first job says t
 
 import sys
 
-from . import LAKE_SETS, JarResolutionError, main
+from . import JarResolutionError, main
 from .logstore import log_store_jar
 
 LOG_STORE_SET = "s3-logstore"
@@ -15,7 +15,7 @@ def _main(argv: list[str]) -> int:
     sets = [a for a in argv if a != LOG_STORE_SET]
     if (sets or not argv) and main(sets) != 0:
         return 1
-    if LOG_STORE_SET in argv or (not argv and "s3" in LAKE_SETS) or "s3" in sets:
+    if not argv or LOG_STORE_SET in argv or "s3" in sets:  # setup (LAKE_SETS), or asked
         try:
             jar = log_store_jar()
         except JarResolutionError as exc:
