@@ -103,8 +103,11 @@ def stream(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
                       watching, _Told(console, watch), say)
     try:
         signum = wait_for_signal(streams.step)
-    except (DivergedLogError, ValueError, KraftCodecError) as exc:
-        raise BadInput(str(exc)) from None
+    except BaseException as exc:
+        streams.stop()  # the other clusters' queries end with the command
+        if isinstance(exc, (DivergedLogError, ValueError, KraftCodecError)):
+            raise BadInput(str(exc)) from None
+        raise
     finally:
         if server is not None:
             server.close()

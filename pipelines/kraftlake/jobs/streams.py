@@ -11,8 +11,9 @@ run on a thread of their own in the one driver.
 A query that fails while others run is started again from its checkpoint after a wait that
 doubles with each failure in a row (2 s, 4 s ... up to `MAX_BACKOFF`), whatever the cause:
 one line names the cluster and why, and the other clusters go on. One log directory given
-alone is one stream, as before: a failure a new query does not cure (`stream.transient`), or
-`MAX_RESTARTS` in a row, ends the command.
+alone is one stream, as before, and so is every query of an `--available-now` run, which
+must end: a failure a new query does not cure (`stream.transient`), or `MAX_RESTARTS` in a
+row, ends the command.
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ class Streams:
         w.query = None
         self.listener.failed(w.cluster_id)
         cause = transient(failure)
-        if not self.watching:
+        if not self.watching or self.opts.available_now:  # a run that must end
             if cause is None or w.in_a_row >= MAX_RESTARTS:
                 raise failure from None
             w.in_a_row += 1
