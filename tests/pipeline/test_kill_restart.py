@@ -9,7 +9,7 @@ The whole process group is killed (the Python driver and its Spark JVM), which i
 alone, so it lands in work however fast the machine is: stream kills inside each
 micro-batch (Spark's offset log says when it starts, the lake's Delta logs when its tables
 commit; the seed orders the kinds of instant), ingest kills after a stage message of the
-increment ("fold: ...", "commit: ...": each follows the commits of the stage before it).
+increment ("silver: ...", "commit: ...": each follows the commits of the stage before it).
 Each kill of a test lands at another kind of instant, so they fall before, between and
 inside different table commits, one of them always inside the wave of tables that commit
 concurrently.
@@ -235,7 +235,7 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
 
 
 # Stage messages of one increment (jobs/increment.py), in the order they come; each one is
-# said after the commits of the stage before it: "decode:", "fold:" and "kernel:" before any
+# said after the commits of the stage before it: "decode:", "silver:" and "kernel:" before any
 # commit, "commit:" after `partition_events`, when the wave of `records` ... `incidents`
 # starts committing on several threads, "current:" after that wave, before
 # `partition_current`. One kill is drawn within 2 s of one of the first three (before any
@@ -244,7 +244,7 @@ def test_sigkill_at_random_instants_then_restart_equals_one_batch_run(
 # restarted after a kill skips the tables already committed, so from a late stage on it may
 # finish in a few seconds (merges into empty tables are appends, tables are created by their
 # first write), and a kill drawn later than that would find it done (8 s did, at seed 11).
-EARLY_STAGES = ["decode:", "fold:", "kernel:"]
+EARLY_STAGES = ["decode:", "silver:", "kernel:"]
 
 
 @pytest.mark.slow  # three JVM starts, each killed (a JVM start is most of a run's CPU)
