@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -66,11 +66,12 @@ def _delta_rs_location(uri: str) -> tuple[str, dict[str, str]]:
 
 class LakeLog:
     """A lake root's tables as their Delta logs say now, each loaded once (its version at
-    the first question about it)."""
+    the first question about it), or at the (table id, version) `versions` pins for it."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, versions: Mapping[str, tuple[str, int]] | None = None) -> None:
         self.root = to_uri(root)
         self._tables: dict[str, DeltaTable | None] = {}
+        self._versions = dict(versions or {})
 
     def table(self, name: str) -> DeltaTable | None:
         """Table `name` at its version now (None: no table), or `UnreadableError`."""
@@ -80,13 +81,17 @@ class LakeLog:
 
     def _load(self, name: str) -> DeltaTable | None:
         path = join(self.root, name)
+        pin = self._versions.get(name)
         try:
             if not listing(join(path, "_delta_log")):
                 return None
             uri, options = _delta_rs_location(path)
-            dt = DeltaTable(uri, storage_options=options or None)
+            dt = DeltaTable(uri, version=None if pin is None else pin[1],
+                            storage_options=options or None)
         except (DeltaError, OSError) as exc:
             raise UnreadableError(f"{path}: {' '.join(str(exc).split())}") from None
+        if pin is not None and str(dt.metadata().id) != pin[0]:  # replaced since pinned
+            raise UnreadableError(f"{path}: not the table of id {pin[0]}")
         protocol = dt.protocol()
         if protocol.min_reader_version > READER_VERSION or protocol.reader_features:
             raise UnreadableError(f"{path}: Delta reader version "
