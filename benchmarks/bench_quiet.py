@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests.conftest: the suite's Spark settings; the real log
 
 from tests.conftest import TEST_SPARK_CONF  # noqa: E402
-from tests.pipeline.test_stream_tail import NOMAN, GrowingLog  # noqa: E402
+from tests.logs import NOMAN, GrowingLog  # noqa: E402
 
 from kraftlake.codec.logfiles import records_of_batch  # noqa: E402
 from kraftlake.config import load_config  # noqa: E402

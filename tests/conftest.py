@@ -140,7 +140,7 @@ def _conf_file(conf: dict[str, str]) -> str:
     fd, path = tempfile.mkstemp(prefix="kraftlake-test-", suffix=".yaml")
     with os.fdopen(fd, "w") as fh:
         # a stream reads a tail of NoOps at every trigger, as the tests' waits for a log's
-        # end expect (tests/pipeline/test_stream_tail.py holds `stream.noop_every` itself)
+        # end expect (tests/sources/test_stream_tail.py holds `stream.noop_every` itself)
         yaml.safe_dump({"spark": {"conf": conf}, "stream": {"noop_every": 0}}, fh)
     atexit.register(os.unlink, path)
     return path
@@ -193,7 +193,7 @@ os.environ.setdefault("KRAFTLAKE_STATE_DIR", tempfile.mkdtemp(prefix="kraftlake-
 # idles. A worker takes whole groups (the scheduler below), so a fixture shared by a group
 # is built once: packages whose conftest holds session or package fixtures (a Kafka cluster,
 # simulated lakes, the cluster tests' reference lake) are one group each, modules sharing a
-# session fixture of tests/pipeline/conftest.py are joined into one (`JOINED`), every other
+# session fixture of tests/lakes.py are joined into one (`JOINED`), every other
 # module is a group, and each kill -9 test is a group of its own (they share nothing and are
 # among the longest).
 # (xdist's own `--dist loadgroup` cannot be used: it renames items through an attribute
@@ -227,10 +227,10 @@ GROUP_SECONDS = (
     ("tests/pipeline/test_kill_restart.py::test_a_full_disk", 90),
     ("tests/pipeline/test_kill_restart.py::test_a_stream_whose", 90),
     ("tests/pipeline/test_restart_points.py", 120),
-    ("tests/pipeline/test_stream_tail.py", 110),
-    ("tests/pipeline/test_stream_fleet.py", 150),  # one stream process over three clusters
+    ("tests/sources/test_stream_tail.py", 110),
+    ("tests/jobs/test_stream_fleet.py", 150),  # one stream process over three clusters
     ("tests/report", 105),
-    ("tests/pipeline/test_delta_engine.py", 100),
+    ("tests/lake/test_delta_engine.py", 100),
     ("tests/pipeline/test_damaged_changes.py", 80),  # measured on a loaded machine: 126 s
     ("tests/pipeline/test_turns.py", 75),
     ("tests/pipeline/test_ingest.py", 70),
@@ -239,7 +239,7 @@ GROUP_SECONDS = (
     ("tests/simulate", 45),
     ("tests/pipeline/test_reconcile.py", 35),
     ("tests/pipeline/test_dumplog_ingest.py", 30),
-    ("tests/pipeline/test_fold_real.py", 25),
+    ("tests/fold/test_fold_real.py", 25),
     ("tests/pipeline/test_events_labels.py", 20),
     # a stream of a simulated cluster's log scraped by a real Prometheus (alone, cold
     # session included: 83-92 s, 2026-12-01)
@@ -291,6 +291,10 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["KRAFTLAKE_CHECK_HELD"] = "1"
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_GroupsPerWorker(), "kraftlake-groups-per-worker")
+
+
+# the lakes tests build, their fixtures for every package's tests
+pytest_plugins = ["tests.lakes"]
 
 
 def real(relative: str) -> Path:

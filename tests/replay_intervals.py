@@ -2,7 +2,7 @@
 
 A plain sweep, restated from the README rather than imported from `kraftlake.kraft.troubles`:
 the report's oracle (tests/report/oracle.py) and the hypothesis test of the kernel
-(tests/pipeline/test_fold_hypothesis.py) hold kraftlake's intervals against it.
+(tests/fold/test_fold_hypothesis.py) hold kraftlake's intervals against it.
 """
 
 from __future__ import annotations

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.pipeline.conftest import cfg_factory, ingested_once  # noqa: F401
+from tests.lakes import ingested_once
 
 EXAMPLE = REPO / "examples" / "real-3-broker"
 
 
 @pytest.fixture(scope="package")
-def local_lake(spark, cfg_factory, tmp_path_factory) -> Path:  # noqa: F811
+def local_lake(spark, cfg_factory, tmp_path_factory) -> Path:
     """`examples/real-3-broker` ingested on `local[2]` (built once in the run:
     `ingested_once`)."""
     return ingested_once(spark, cfg_factory, tmp_path_factory, EXAMPLE)

@@ -37,8 +37,8 @@ from tests.cluster.conftest import cli_commands
 from tests.cluster.servers import CommitRace, s3_server
 from tests.conftest import cli_env
 from tests.lake_rows import comparable, table_rows
-from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy, ingested_once
-from tests.pipeline.test_stream_tail import TINY
+from tests.lakes import ingested_once
+from tests.logs import BUSY, BUSY_CUTS, TINY, growing_copy
 
 # two clusters (two cluster ids), each cut before this batch: two increments each
 LOGS = {BUSY: BUSY_CUTS[:1], TINY: (3,)}

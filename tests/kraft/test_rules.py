@@ -2,8 +2,8 @@
 
 Each test names the Kafka source it follows (apache/kafka at the commit docs/semantics.md
 cites, 1eb7644; paths relative to the repository root). The Spark side of the same rules is
-held to these by tests/pipeline/test_fold_hypothesis.py (generated logs with the same
-inputs) and tests/pipeline/test_transactions.py.
+held to these by tests/fold/test_fold_hypothesis.py (generated logs with the same
+inputs) and tests/fold/test_transactions.py.
 """
 
 from __future__ import annotations

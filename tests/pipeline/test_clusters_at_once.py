@@ -32,8 +32,8 @@ from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from kraftlake.sources.files import find_log_dirs, read_cluster_id
 from tests.lake_rows import comparable, table_dicts
-from tests.pipeline.conftest import BUSY, ingested_once
-from tests.pipeline.test_stream_tail import NOMAN, TINY
+from tests.lakes import ingested_once
+from tests.logs import BUSY, NOMAN, TINY
 from tests.polling import wait_until
 
 LOGS = [BUSY, NOMAN.parent, TINY]  # three cluster ids

@@ -16,7 +16,8 @@ from kraftlake.jobs.batch import ingest
 from kraftlake.lake.delta import Lake
 from tests.codec.dumplog_render import render_file
 from tests.lake_rows import table_dicts, table_rows
-from tests.pipeline.test_stream_tail import NOMAN, TABLES, GrowingLog
+from tests.lakes import TABLES
+from tests.logs import NOMAN, GrowingLog
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "dumplog"
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from kraftlake.cli import main
 from kraftlake.codec.batch import Batch, scan_batches
 from kraftlake.lake.delta import Lake
-from tests.pipeline.conftest import BUSY
+from tests.logs import BUSY
 
 LOST = (8, 11)  # the batches of the missing segment: offsets 68..70
 

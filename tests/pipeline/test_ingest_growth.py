@@ -20,7 +20,7 @@ from kraftlake.lake.delta import Lake
 from kraftlake.simulate.writer import LogWriter
 from tests.conftest import real
 from tests.lake_rows import table_dicts, table_files, table_rows
-from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy
+from tests.logs import BUSY, BUSY_CUTS, growing_copy
 from tests.pipeline.test_ingest import GOLD
 
 LOG = real("vasifvortex__azercell_docker_project2/data/kafka1")  # 3 brokers, 153 records

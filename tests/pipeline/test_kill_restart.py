@@ -47,8 +47,8 @@ from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import KRAFTLAKE_DIR, table_names
 from tests.conftest import SEVERAL_PARTITIONS, SHORT_JOB_CONF
 from tests.lake_rows import row_count, table_dicts, table_rows
-from tests.pipeline.conftest import built_once
-from tests.pipeline.test_stream_tail import NOMAN
+from tests.lakes import built_once
+from tests.logs import NOMAN
 
 TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
           "partition_current", "partition_intervals", "incidents", "quarantine", "topics",

@@ -21,7 +21,7 @@ from kraftlake.lake.maintain import lake_app_ids, maintain
 from kraftlake.lake.schema import table_names, table_schema
 from kraftlake.sources.files import read_cluster_id
 from tests.lake_rows import table_files, table_operations, table_rows
-from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy
+from tests.logs import BUSY, BUSY_CUTS, growing_copy
 
 STREAM_CUTS = (7, 11, 12)  # the stream's log grows to offsets 64, 71, 131, then 188
 DATA = ["records", "quarantine", "partition_changes", "topics", "brokers", "configs",

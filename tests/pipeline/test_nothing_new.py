@@ -31,7 +31,7 @@ from kraftlake.lake.deltalog import LakeLog
 from kraftlake.lake.maintain import maintain
 from kraftlake.lake.schema import table_names, table_rows
 from tests.conftest import cli_env
-from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy
+from tests.logs import BUSY, BUSY_CUTS, growing_copy
 
 
 def _log(dest: Path, whole: bool = False) -> tuple[Path, Path, bytes, list]:

@@ -11,7 +11,6 @@ import pytest
 
 from kraftlake import ingest_dir, simulate_cluster
 from tests.conftest import real
-from tests.pipeline.conftest import cfg_factory  # noqa: F401 (fixture)
 
 # id -> (scenario, hours): small runs that still have every kind of incident
 SCENARIOS = {"mixed": ("mixed", 1.0), "broker-crash": ("broker-crash", 0.75)}

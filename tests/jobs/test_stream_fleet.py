@@ -25,10 +25,10 @@ from kraftlake.jobs.inputs import expand_sources, find_inputs, watched
 from kraftlake.lake.delta import Lake
 from tests.conftest import SHORT_JOB_CONF
 from tests.lake_rows import table_rows
+from tests.lakes import TABLES, batch_lake, progress_end
+from tests.logs import INDUS, NOMAN, OGS, GrowingLog
 from tests.polling import wait_until
 from tests.ports import free_port
-
-from .test_stream_tail import INDUS, NOMAN, OGS, TABLES, GrowingLog, batch_lake, progress_end
 
 
 def _segment(log_dir: Path) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 from kraftlake.codec.batch import Batch, encode_batch, scan_batches
 from kraftlake.sources.files import LogDirIndex
 from kraftlake.sources.plan import FRESH, latest, offset_dict
-from tests.pipeline.test_stream_tail import NOMAN
+from tests.logs import NOMAN
 
 CUT = 1000  # inside NOMAN's batch of offsets 974..1027
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -20,57 +19,13 @@ from kraftlake.codec.batch import Batch, encode_batch, scan_batches
 from kraftlake.codec.logfiles import records_of_batch
 from kraftlake.jobs.batch import ingest
 from kraftlake.jobs.increment import cluster_progress
-from kraftlake.jobs.progress import furthest
 from kraftlake.jobs.stream import processing_time
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
-from tests.conftest import real
 from tests.lake_rows import table_dicts, table_rows
+from tests.lakes import TABLES, batch_lake, progress_end, spark_progress_end
+from tests.logs import INDUS, NOMAN, OGS, TINY, GrowingLog
 from tests.polling import wait_until
-
-NOMAN = real("nomanazeem__Kafka-java/kafka-logs/__cluster_metadata-0")
-INDUS = real("IndusWargods__local-test-rig/kafka-data/__cluster_metadata-0")
-OGS = real("ogs59__docker-compose-kafka4.10/data/kafka-1/__cluster_metadata-0")
-TINY = real("christseng89__RealTime_Analysis/kafka-logs")  # 600 bytes, another cluster id
-TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
-          "partition_current", "quarantine", "topics", "brokers", "configs"]
-
-
-class GrowingLog:
-    """A `__cluster_metadata-0` written batch by batch from a real segment's batches."""
-
-    def __init__(self, root: Path, source_segment: Path, cluster_id: str) -> None:
-        self.buf = source_segment.read_bytes()
-        self.batches = [b for b in scan_batches(self.buf) if isinstance(b, Batch)]
-        self.dir = root / "__cluster_metadata-0"
-        self.dir.mkdir(parents=True)
-        (root / "meta.properties").write_text(f"version=1\nnode.id=1\ncluster.id={cluster_id}\n")
-        self.active: Path | None = None
-        self.partial = 0  # bytes of the next batch already written
-
-    def raw(self, i: int) -> bytes:
-        b = self.batches[i]
-        return self.buf[b.position:b.position + b.size]
-
-    def roll(self, i: int) -> None:
-        """Start a new segment whose base offset is batch i's (what Kafka does on roll)."""
-        self.active = self.dir / f"{self.batches[i].base_offset:020d}.log"
-        self.active.touch()
-
-    def write(self, lo: int, hi: int, half_of_next: bool = False) -> int:
-        """Append batches [lo, hi) (finishing a half-written batch lo first); with
-        `half_of_next`, also the first half of batch hi. Returns the next offset."""
-        if self.active is None:
-            self.roll(lo)
-        data = b"".join(self.raw(i) for i in range(lo, hi))
-        data = data[self.partial:]
-        self.partial = 0
-        if half_of_next:
-            self.partial = self.batches[hi].size // 2
-            data += self.raw(hi)[:self.partial]
-        with open(self.active, "ab") as fh:
-            fh.write(data)
-        return self.batches[hi - 1].base_offset + self.batches[hi - 1].last_offset_delta + 1
 
 
 def wait_for(cond: Callable[[], bool], q, what: str, timeout: float = 300) -> None:
@@ -79,33 +34,6 @@ def wait_for(cond: Callable[[], bool], q, what: str, timeout: float = 300) -> No
     wait_until(what, cond, timeout, interval=0.5,
                failed=lambda: None if q.exception() is None
                else f"the stream failed: {q.exception()}")
-
-
-def progress_end(lake: Lake, cid: str) -> int:
-    """How far the lake holds cluster `cid` (`cluster_progress`'s end offset; -1 before its
-    first increment), read with delta-rs. `wait_for` asks every half second while the stream
-    runs; read by Spark (`cluster_progress`), each question is a Delta snapshot and a query in
-    the session that runs the stream's micro-batches, on the same two cores: 40 such reads of
-    an unchanged `ingest_progress` in a warm session took 17.8 CPU s, 40 by delta-rs too
-    little to tell from noise (2026-11-27, load average about 25). A test checks
-    `cluster_progress` itself once the stream has stopped (`spark_progress_end`)."""
-    return _end_offset(furthest(table_dicts(lake.path("ingest_progress"),
-                                            filters=[("cluster_id", "=", cid)])))
-
-
-def spark_progress_end(lake: Lake, cid: str) -> int:
-    """`progress_end` as the jobs read it (`cluster_progress`: a Spark read)."""
-    return _end_offset(cluster_progress(lake, cid))
-
-
-def _end_offset(progress: dict | None) -> int:
-    """A progress row's end offset; -1 for no row (before the cluster's first increment)."""
-    return -1 if progress is None else int(progress["end_offset"] or 0)
-
-
-def batch_lake(spark, cfg_factory, path: Path, log_dir: Path) -> Lake:
-    ingest(spark, cfg_factory(path), [log_dir])
-    return Lake(path)
 
 
 def test_tail_append_partial_batch_and_roll(spark, tmp_path, cfg_factory):
@@ -391,7 +319,7 @@ def test_an_available_now_stream_says_it_stops_by_itself(tmp_path):
     from click.testing import CliRunner
 
     from kraftlake.cli import main
-    from tests.pipeline.conftest import BUSY
+    from tests.logs import BUSY
 
     out = CliRunner().invoke(main, ["stream", str(BUSY), "--lake", str(tmp_path / "lake"),
                                     "--available-now"])

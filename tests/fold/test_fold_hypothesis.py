@@ -38,7 +38,7 @@ from kraftlake.kraft.records import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TR
 from kraftlake.kraft.versions import MV_FEATURE
 from kraftlake.reference.replay import Replay
 from kraftlake.sources.decode import source_spark_schema
-from tests.pipeline.foldcheck import normalise, replay_rows, spark_fold_and_events
+from tests.fold.foldcheck import normalise, replay_rows, spark_fold_and_events
 from tests.replay_events import event_lines
 from tests.replay_intervals import IntervalSweep
 

@@ -1,4 +1,5 @@
-"""Pipeline fixtures: lakes in tmp directories (the SparkSession is tests/conftest.py's)."""
+"""Lakes the tests build (fixtures, registered for the whole suite by tests/conftest.py's
+`pytest_plugins`) and what reads them; the SparkSession is tests/conftest.py's."""
 
 from __future__ import annotations
 
@@ -13,22 +14,17 @@ from typing import Any
 
 import pytest
 
-from kraftlake.codec.batch import Batch, scan_batches
-from tests.conftest import real
+from kraftlake.config import load_config
+from kraftlake.jobs.batch import ingest
+from kraftlake.jobs.increment import cluster_progress
+from kraftlake.jobs.progress import furthest
+from kraftlake.lake.delta import Lake
+from tests.lake_rows import table_dicts
+from tests.logs import BUSY, BUSY_CUTS, growing_copy
 
-# a real 3-broker log: 188 records in 13 batches, 115 partition changes
-BUSY = real("nurlan-abdullazada__Docker-compose/data/kafka1")
-# the scheduled runs of `busy_runs` saw the log end before these batches (offsets 64, 131)
-BUSY_CUTS = (7, 12)
-
-
-def growing_copy(log: Path, dest: Path) -> tuple[Path, Path, bytes, list[Batch]]:
-    """A writable copy of `log`; returns (copy, its segment, the full bytes, the batches)."""
-    shutil.copytree(log, dest)
-    seg = dest / "__cluster_metadata-0" / "00000000000000000000.log"
-    seg.chmod(0o644)
-    full = seg.read_bytes()
-    return dest, seg, full, [b for b in scan_batches(full) if isinstance(b, Batch)]
+# the tables a stream and a batch ingest of the same log must hold alike
+TABLES = ["records", "partition_changes", "partition_timeline", "partition_events",
+          "partition_current", "quarantine", "topics", "brokers", "configs"]
 
 
 def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
@@ -59,7 +55,6 @@ def ingested_once(spark, cfg_factory, tmp_path_factory: pytest.TempPathFactory,
     and on whichever worker (a warm ingest each, 3-10 CPU s, where busy_once, the cluster
     tests' reference lake and the one-shot lakes of test_clusters_at_once.py and
     test_s3_writers.py each ingested the same logs again). Only read it."""
-    from kraftlake.jobs.batch import ingest
 
     settings = [spark.conf.get(k) for k in ("spark.sql.shuffle.partitions",
                                             "spark.databricks.delta.snapshotPartitions")]
@@ -71,7 +66,7 @@ def ingested_once(spark, cfg_factory, tmp_path_factory: pytest.TempPathFactory,
 
 @pytest.fixture(scope="session")
 def cfg_factory():
-    from kraftlake.config import load_config
+
 
     def make(lake: Path, **kw):
         return load_config(lake=lake, spark_master="local[2]", **kw)
@@ -88,7 +83,6 @@ def busy_once(spark, tmp_path_factory, cfg_factory):
     """`BUSY` ingested in one run: what every lake built from it in increments must equal
     (test_maintain.py, test_ingest_growth.py; `ingested_once`, which other groups' tests
     comparing with BUSY's one-shot ingest share)."""
-    from kraftlake.lake.delta import Lake
 
     return Lake(ingested_once(spark, cfg_factory, tmp_path_factory, BUSY))
 
@@ -111,7 +105,6 @@ def busy_runs(spark, tmp_path_factory, cfg_factory) -> BusyRuns:
     test_maintain.py maintains a copy of it and test_ingest_growth.py continues one with
     the next increment: built once, it saves that test's own first run (one warm ingest,
     about 8 CPU s). The tests work on copies, never on this lake."""
-    from kraftlake.jobs.batch import ingest
 
     base = tmp_path_factory.mktemp("busy-runs")
     grown, seg, full, batches = growing_copy(BUSY, base / "grown")
@@ -122,3 +115,30 @@ def busy_runs(spark, tmp_path_factory, cfg_factory) -> BusyRuns:
         (res,) = ingest(spark, cfg, [grown])
         results.append(res)
     return BusyRuns(base / "lake", results)
+
+
+def progress_end(lake: Lake, cid: str) -> int:
+    """How far the lake holds cluster `cid` (`cluster_progress`'s end offset; -1 before its
+    first increment), read with delta-rs. `wait_for` asks every half second while the stream
+    runs; read by Spark (`cluster_progress`), each question is a Delta snapshot and a query in
+    the session that runs the stream's micro-batches, on the same two cores: 40 such reads of
+    an unchanged `ingest_progress` in a warm session took 17.8 CPU s, 40 by delta-rs too
+    little to tell from noise (2026-11-27, load average about 25). A test checks
+    `cluster_progress` itself once the stream has stopped (`spark_progress_end`)."""
+    return _end_offset(furthest(table_dicts(lake.path("ingest_progress"),
+                                            filters=[("cluster_id", "=", cid)])))
+
+
+def spark_progress_end(lake: Lake, cid: str) -> int:
+    """`progress_end` as the jobs read it (`cluster_progress`: a Spark read)."""
+    return _end_offset(cluster_progress(lake, cid))
+
+
+def _end_offset(progress: dict | None) -> int:
+    """A progress row's end offset; -1 for no row (before the cluster's first increment)."""
+    return -1 if progress is None else int(progress["end_offset"] or 0)
+
+
+def batch_lake(spark, cfg_factory, path: Path, log_dir: Path) -> Lake:
+    ingest(spark, cfg_factory(path), [log_dir])
+    return Lake(path)

@@ -15,7 +15,7 @@ from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from tests.conftest import real
 from tests.lake_rows import table_rows
-from tests.pipeline.conftest import BUSY, BUSY_CUTS, growing_copy
+from tests.logs import BUSY, BUSY_CUTS, growing_copy
 
 # another cluster's log (under a cluster id of its own: the two share the image's default)
 OTHER = real("vasifvortex__azercell_docker_project2/data/kafka1")

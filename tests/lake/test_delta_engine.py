@@ -23,7 +23,8 @@ from kraftlake.lake.apps import app_id_for
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from tests.lake_rows import row_count, table_rows
-from tests.pipeline.test_stream_tail import NOMAN, TABLES, GrowingLog
+from tests.lakes import TABLES
+from tests.logs import NOMAN, GrowingLog
 
 CID = "engine-test"
 

@@ -9,7 +9,7 @@ import pytest
 
 from kraftlake.reference.replay import replay_dir
 from tests.conftest import EXTENSION, ROOTS, inventory, real_log_dirs, rel
-from tests.pipeline.foldcheck import normalise, replay_rows, spark_fold_rows
+from tests.fold.foldcheck import normalise, replay_rows, spark_fold_rows
 
 # Spark held against the sequential rules: over two partitions, as on a real input
 pytestmark = pytest.mark.usefixtures("several_partitions")
