@@ -1,5 +1,7 @@
 """Bronze rows -> silver: committed records only, typed partition changes, topics, brokers,
-configs. All Spark column expressions; nothing here runs Python per row.
+configs. Spark column expressions, but for two rules of Kafka's written once in `kraft/`:
+the metadata-transaction rule, run on the driver over the few markers, and the fan-out
+rule, run by Spark once per cluster over its few fan-out records (`fanned_out`).
 
 The record fields read here are the source rows' typed struct `fields` (`codec.fields`: the
 decoder's values, named and typed from the record schemas), not the JSON `data`, which Spark
@@ -9,10 +11,9 @@ Partition changes keep "absent is not empty": a null state column means unchange
 (Leader -2 and LeaderRecoveryState -1 become null), `[]` stays `[]`. A partition record
 Kafka refuses (LeaderRecoveryState outside `kraft.partition.LRS_VALUES` /
 `LRS_CHANGE_VALUES`) takes no effect, as in `PartitionRegistration.from_record` / `merge`.
-RemoveTopicRecord is expanded to one delete row per known partition of the topic;
-ClearElrRecord to one clear row (ELR = LastKnownElr = []) per partition of the named topic
-(all topics for "") that exists at the record; the fold drops the clear rows that change
-nothing.
+RemoveTopicRecord and ClearElrRecord are expanded to a delete row / a clear row
+(ELR = LastKnownElr = []) per partition they reach, those existing at the record
+(`kraft.fanout.reached`); the fold drops the clear rows that change nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
+from ..kraft.fanout import UnknownTopic, reached
 from ..kraft.partition import (
     LIST_COLUMNS,
     LRS_CHANGE_VALUES,
@@ -38,6 +41,7 @@ from ..kraft.records import (
     CLEAR_ELR_RECORD,
     CONFIG_RECORD,
     CONFIG_TYPES,
+    FAN_OUT_TYPES,
     FENCE,
     FENCE_BROKER_RECORD,
     IN_CONTROLLED_SHUTDOWN,
@@ -219,12 +223,12 @@ def partition_changes(rec: DataFrame, known: DataFrame | None, topic_names: Data
     `known`: (cluster_id, topic_id, partition_id) of partitions that may exist before the
     increment (partition_current), which a RemoveTopicRecord or a ClearElrRecord reaches
     beside those the increment creates; None when the caller knows `rec` holds neither
-    record (most increments), so the joins that find them are not planned; `topic_names`:
-    (cluster_id, topic_id, topic_name) known so far; `live_before`: (cluster_id, topic_id)
-    of topics alive before the increment (default: `topic_names`); `topic_records` False:
-    the caller knows `rec` holds no TopicRecord or RemoveTopicRecord, so a topic is alive
-    at every offset iff it was before, and no window is planned to follow its life. Check
-    snapshots are not changes.
+    record (most increments), so no fan-out (`fanned_out`, a Python call per cluster) is
+    planned; `topic_names`: (cluster_id, topic_id, topic_name) known so far;
+    `live_before`: (cluster_id, topic_id) of topics alive before the increment (default:
+    `topic_names`); `topic_records` False: the caller knows `rec` holds no TopicRecord or
+    RemoveTopicRecord, so a topic is alive at every offset iff it was before, and no window
+    is planned to follow its life. Check snapshots are not changes.
     """
     rec = rec.filter((F.col("source") == "log") | (F.col("snapshot_role") == "reset"))
     t = F.col("record_type")
@@ -254,7 +258,7 @@ def partition_changes(rec: DataFrame, known: DataFrame | None, topic_names: Data
         .otherwise(field("directories")).alias("directories"),
     )
     out = direct if known is None else direct.unionByName(
-        _removes_and_clears(rec, direct, known, topic_names), allowMissingColumns=True)
+        _fanned_out(rec, direct, known, topic_names), allowMissingColumns=True)
     alive = topic_names if live_before is None else live_before
     if topic_records:
         out = _live_topics_only(out, rec, alive)
@@ -264,43 +268,108 @@ def partition_changes(rec: DataFrame, known: DataFrame | None, topic_names: Data
                       "is_reset", "is_delete", *STATE)
 
 
-def _removes_and_clears(rec: DataFrame, direct: DataFrame, known: DataFrame,
-                        topic_names: DataFrame) -> DataFrame:
-    """The rows RemoveTopicRecords and ClearElrRecords make: one per partition each reaches,
-    among the `known` ones and those `direct` (the increment's own partition records)
-    creates."""
-    t = F.col("record_type")
-    # A partition exists from before the increment (seeded) or from its first full state in
-    # it (`_since`, in fold order). Kafka replays a ClearElrRecord on the partitions that exist
-    # at that point, and writes one for a topic created with its own min.insync.replicas
-    # between its TopicRecord and its PartitionRecords (ConfigurationControlManager), so a
-    # clear must not reach a partition created after it.
-    first_state = direct.filter("is_reset").groupBy(*KEY).agg(
+# the columns of a fan-out record its rows keep
+_FAN_OUT_RECORD = ["offset", "seq", "position", "timestamp", "record_type", "source"]
+# `fanned_out`'s rows: partition_changes' key and order columns, a delete or a clear
+_FANNED_ARROW = pa.schema([
+    ("cluster_id", pa.string()), ("topic_id", pa.string()), ("partition_id", pa.int32()),
+    ("offset", pa.int64()), ("seq", pa.int32()), ("position", pa.int64()),
+    ("timestamp", pa.timestamp("us", tz="UTC")), ("record_type", pa.string()),
+    ("source", pa.string()), ("is_reset", pa.bool_()), ("is_delete", pa.bool_()),
+    ("eligible_leader_replicas", pa.list_(pa.int32())),
+    ("last_known_elr", pa.list_(pa.int32()))])
+
+
+def _fanned_out(rec: DataFrame, direct: DataFrame, known: DataFrame,
+                topic_names: DataFrame) -> DataFrame:
+    """The rows RemoveTopicRecords and ClearElrRecords make: one per partition each reaches
+    (`kraft.fanout.reached`), among the `known` ones and those `direct` (the increment's own
+    partition records) creates. Spark runs `fanned_out` once per cluster: the records are
+    few, the partitions one row each."""
+    # A partition exists from before the increment (seeded, no `since`) or from its first
+    # full state in it (since, in fold order).
+    first = direct.filter("is_reset").groupBy(*KEY).agg(
         F.min(F.struct("offset", "seq")).alias("_since"))
-    seeded = known.select(*KEY).distinct().withColumn("_seeded", F.lit(True))
-    candidates = (seeded.join(first_state, KEY, "full_outer")
-                  .withColumn("_since", F.when(F.col("_seeded").isNull(), F.col("_since")))
-                  .drop("_seeded")
+    candidates = (known.select(*KEY).unionByName(first.select(
+        *KEY, F.col("_since.offset").alias("since_offset"),
+        F.col("_since.seq").alias("since_seq")), allowMissingColumns=True)
                   .join(topic_names.select("cluster_id", "topic_id", "topic_name"),
                         ["cluster_id", "topic_id"], "left"))
+    records = (rec.filter(F.col("record_type").isin(*FAN_OUT_TYPES))
+               .select("cluster_id", field("topic_id").alias("topic_id"),
+                       field("topic_name").alias("topic_name"), *_FAN_OUT_RECORD))
+    return records.groupBy("cluster_id").cogroup(candidates.groupBy("cluster_id")) \
+        .applyInArrow(fanned_out, from_arrow_schema(_FANNED_ARROW))
 
-    removes = (rec.filter(t == REMOVE_TOPIC_RECORD)
-               .select("cluster_id", field("topic_id").alias("topic_id"), "offset", "seq",
-                       "position", "timestamp", "record_type", "source")
-               .join(candidates, ["cluster_id", "topic_id"])
-               .select(*KEY, "offset", "seq", "position", "timestamp", "record_type", "source",
-                       F.lit(False).alias("is_reset"), F.lit(True).alias("is_delete")))
-    clears = (rec.filter(t == CLEAR_ELR_RECORD)
-              .select("cluster_id", F.coalesce(field("topic_name"), F.lit("")).alias("_name"),
-                      "offset", "seq", "position", "timestamp", "record_type", "source")
-              .join(candidates, ["cluster_id"])
-              .filter((F.col("_name") == "") | (F.col("_name") == F.col("topic_name")))
-              .filter(F.col("_since").isNull() | (F.struct("offset", "seq") > F.col("_since")))
-              .select(*KEY, "offset", "seq", "position", "timestamp", "record_type", "source",
-                      F.lit(False).alias("is_reset"), F.lit(False).alias("is_delete"),
-                      F.array().cast(_INTS).alias("eligible_leader_replicas"),
-                      F.array().cast(_INTS).alias("last_known_elr")))
-    return removes.unionByName(clears, allowMissingColumns=True)
+
+def fanned_out(records: pa.Table, candidates: pa.Table) -> pa.Table:
+    """One cluster's fan-out rows (`_FANNED_ARROW`): a delete row per partition a
+    RemoveTopicRecord reaches, a clear row (ELR = LastKnownElr = []) per partition a
+    ClearElrRecord reaches; the kernel applies them (`PartitionRegistration.clear_elr`,
+    and nothing where a clear changes nothing).
+
+    `records`: the cluster's RemoveTopicRecords and ClearElrRecords (topic_id, topic_name,
+    and `_FAN_OUT_RECORD`); `candidates`: the partitions that may exist (topic_id,
+    partition_id, topic_name, and since_offset / since_seq: the first full state in the
+    increment, null for a partition known before it).
+
+    The records are taken in log order over the partitions existing at each, as Kafka
+    replays them: a partition exists from its first full state on, and no longer once a
+    RemoveTopicRecord reached it (so a name reused by a topic created later names that
+    one). A record of an unknown topic reaches nothing. Which topic is alive at each offset
+    is not decided here: silver keeps the rows of live topics only (`_live_topics_only`).
+    """
+    parts: dict[str, set[int]] = {}  # topic id -> partitions existing so far
+    ids: dict[str, str] = {}  # topic name -> topic id of those topics
+
+    def exists(tid: str, pid: int, name: str | None) -> None:
+        parts.setdefault(tid, set()).add(pid)
+        if name is not None:
+            ids[name] = tid
+
+    created: list[tuple[tuple[int, int], str, int, str | None]] = []
+    for tid, pid, name, off, seq in zip(*(candidates.column(c).to_pylist() for c in (
+            "topic_id", "partition_id", "topic_name", "since_offset", "since_seq")),
+            strict=True):
+        if off is None:
+            exists(tid, pid, name)
+        else:
+            created.append(((off, seq), tid, pid, name))
+    created.sort()
+    rec = {c: records.column(c).to_pylist() for c in (
+        "topic_id", "topic_name", "offset", "seq", "position", "record_type")}
+    at: list[int] = []  # the record of each row
+    keys: list[tuple[str, int]] = []
+    made = 0
+    for i in sorted(range(records.num_rows),
+                    key=lambda i: (rec["offset"][i], rec["seq"][i], rec["position"][i])):
+        point = (rec["offset"][i], rec["seq"][i])
+        while made < len(created) and created[made][0] < point:
+            exists(*created[made][1:])
+            made += 1
+        kind, tid = rec["record_type"][i], rec["topic_id"][i]
+        try:
+            reach = reached(kind, tid, rec["topic_name"][i], parts, ids)
+        except UnknownTopic:
+            continue
+        at += [i] * len(reach)
+        keys += reach
+        if kind == REMOVE_TOPIC_RECORD:
+            del parts[tid]
+            for name in [n for n, t in ids.items() if t == tid]:
+                del ids[name]
+    picked = records.take(pa.array(at, pa.int64()))
+    clear = [t == CLEAR_ELR_RECORD for t in picked.column("record_type").to_pylist()]
+    empty = pa.array([[] if c else None for c in clear], pa.list_(pa.int32()))
+    return pa.table({
+        "cluster_id": picked.column("cluster_id"),
+        "topic_id": pa.array([k[0] for k in keys], pa.string()),
+        "partition_id": pa.array([k[1] for k in keys], pa.int32()),
+        **{c: picked.column(c) for c in _FAN_OUT_RECORD},
+        "is_reset": pa.array([False] * len(keys), pa.bool_()),
+        "is_delete": pa.array([not c for c in clear], pa.bool_()),
+        "eligible_leader_replicas": empty, "last_known_elr": empty,
+    }).cast(_FANNED_ARROW)
 
 
 def snapshot_removals(rec: DataFrame, seed_keys: DataFrame) -> DataFrame:

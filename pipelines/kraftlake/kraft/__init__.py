@@ -8,6 +8,8 @@ place a change is applied; `PartitionChangeBuilder` is the only place one is dec
 
 * `versions`: metadata.version feature levels and the gates kraftlake needs;
 * `records`: record type names, metadata-transaction markers and their rule;
+* `fanout`: which partitions a RemoveTopicRecord or a ClearElrRecord reaches (the
+  partitions existing at it: the replay's image, silver's at each offset);
 * `partition`: sentinels, LeaderRecoveryState, directory ids, the state columns, and
   `PartitionRegistration` (PartitionRecord -> state, PartitionChangeRecord merge, ClearElr);
 * `configs`: `min.insync.replicas` / `unclean.leader.election.enable` resolution and the

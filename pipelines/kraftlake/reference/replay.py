@@ -10,7 +10,8 @@ with it) and the test oracle the Spark fold is compared with. It applies the rul
 * a partition record Kafka refuses (`kraft.partition.InvalidRecord`) takes no effect;
 * RemoveTopicRecord ends every partition of the topic (configs go with it);
 * ClearElrRecord clears ELR and LastKnownElr (+1 partition epoch) of every partition of the
-  named topic (all topics for "") whose ELR or LastKnownElr is non-empty;
+  named topic (all topics for "") whose ELR or LastKnownElr is non-empty; which partitions
+  either reaches is `kraft.fanout.reached` over the image;
 * metadata transactions follow `kraft.records` (Kafka's `MetadataBatchLoader`): applied
   together at the End, dropped on Abort, not applied while still open at the end of the
   data; a nested Begin or an unmatched End / Abort is ignored;
@@ -54,6 +55,7 @@ from kraftlake.kraft.events import (  # step kinds
     RESET,
     SNAPSHOT,
 )
+from kraftlake.kraft.fanout import UnknownTopic, reached
 from kraftlake.kraft.partition import InvalidRecord, PartitionRegistration
 from kraftlake.kraft.records import (
     BEGIN_TRANSACTION,
@@ -351,43 +353,38 @@ class Replay:
         d = rec.data
         assert d is not None
         tid = d["topic_id"]
-        name = self.topics.pop(tid, None)
-        if name is None:
-            self._problem(rec.offset, "unknown_topic", f"RemoveTopicRecord for unknown {tid}",
-                          tid)
+        try:
+            gone = reached(REMOVE_TOPIC_RECORD, tid, None, self.partitions, self.topic_ids)
+        except UnknownTopic as e:
+            self._problem(rec.offset, "unknown_topic", str(e), tid)
             return []
+        name = self.topics.pop(tid)
         if self.topic_ids.get(name) == tid:
             del self.topic_ids[name]
         ctx = self.context(name)
         self._contexts.clear()
         self.configs.pop((RESOURCE_TOPIC, name), None)
-        parts = self.partitions.pop(tid, {})
-        return [Step(rec.offset, rec.timestamp, tid, name, pid, DELETED, rec, st, st, ctx)
-                for pid, st in sorted(parts.items())]
+        parts = self.partitions.pop(tid)
+        return [Step(rec.offset, rec.timestamp, tid, name, pid, DELETED, rec, parts[pid],
+                     parts[pid], ctx) for _tid, pid in gone]
 
     def _clear_elr(self, rec: Record, snapshot: bool) -> list[Step]:
         d = rec.data
         assert d is not None
-        name = d.get("topic_name") or ""
-        if name:
-            tid = self.topic_ids.get(name)
-            if tid is None:
-                self._problem(rec.offset, "unknown_topic", f"ClearElrRecord for unknown {name}")
-                return []
-            tids = [tid]
-        else:
-            tids = list(self.partitions)
+        try:
+            cleared = reached(CLEAR_ELR_RECORD, None, d.get("topic_name"), self.partitions,
+                              self.topic_ids)
+        except UnknownTopic as e:
+            self._problem(rec.offset, "unknown_topic", str(e))
+            return []
         steps = []
-        for tid in tids:
-            tname = self.topics.get(tid)
-            ctx = self.context(tname)
-            parts = self.partitions.get(tid, {})
-            for pid in sorted(parts):
-                st = parts[pid]
-                if st.elr_clear_changes:
-                    parts[pid] = new = st.clear_elr()
-                    steps.append(Step(rec.offset, rec.timestamp, tid, tname, pid, ELR_CLEARED,
-                                      rec, st, new, ctx))
+        for tid, pid in cleared:
+            st = self.partitions[tid][pid]
+            if st.elr_clear_changes:
+                tname = self.topics.get(tid)
+                self.partitions[tid][pid] = new = st.clear_elr()
+                steps.append(Step(rec.offset, rec.timestamp, tid, tname, pid, ELR_CLEARED,
+                                  rec, st, new, self.context(tname)))
         return steps
 
     def _config(self, rec: Record, snapshot: bool) -> list[Step]:
