@@ -17,7 +17,7 @@ LAYERS: tuple[str, ...] = (
     # Kafka's rules, the bytes, and the models that read and write them
     "kraft", "codec", "reference", "simulate",
     # the lake and what feeds it
-    "lake", "sources", "spark", "fold", "detect", "quality", "jobs", "metrics",
+    "lake", "sources", "spark", "fold", "incidents", "quality", "jobs", "metrics",
     # readers and the command
-    "report", "serve", "cli", "__main__", "__init__",
+    "report", "endpoint", "cli", "__main__", "__init__",
 )

@@ -24,9 +24,9 @@ import pexpect
 from click.testing import CliRunner
 
 from kraftlake.cli import main
+from kraftlake.endpoint import NO_RESIDENT_ENV, RECORD
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
-from kraftlake.serve import NO_RESIDENT_ENV, RECORD
 from tests.cli.api_reads import report_page
 from tests.cli.conftest import KRAFTLAKE
 from tests.conftest import cli_env

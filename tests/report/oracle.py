@@ -5,7 +5,7 @@ its broker registry, events are the rules of `kraft.events` on the replay's step
 (`tests/replay_events.py`), and the grouping rule of the README is applied by a plain sweep
 over sorted troubles.
 
-Nothing here is imported from `kraftlake.detect`: the definitions are restated from the
+Nothing here is imported from `kraftlake.incidents`: the definitions are restated from the
 README (that is the point of an independent answer).
 """
 

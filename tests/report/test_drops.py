@@ -1,4 +1,4 @@
-"""Which events drop a broker (`detect.incidents.drop_rows`, then `_drops`), on the edge
+"""Which events drop a broker (`incidents.drop_rows`, then `_drops`), on the edge
 cases of its lists: empty and null ISRs, a leader of -1 (none), a null new leader, no events
 at all. The expected drops are read off the rule as the module states it: a broker leaves when the
 previous ISR holds it and the new one does not, or when it was the leader and is no more."""
@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pytest
 
-from kraftlake.detect import incidents
-from kraftlake.detect.incidents import _drops, drop_rows
+from kraftlake import incidents
+from kraftlake.incidents import _drops, drop_rows
 
 SCHEMA = pa.schema([("cluster_id", pa.string()), ("offset", pa.int64()),
                     ("timestamp", pa.timestamp("us", "UTC")),

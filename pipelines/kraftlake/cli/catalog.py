@@ -6,7 +6,7 @@ seconds under load), and a one-row question names one or two of the thirteen tab
 cold `sql` registered all of them before answering. Here a statement's tables are registered
 just before it runs; a statement that names none of them (`SHOW TABLES`, `\\d`) gets all of
 them. A `kraftlake serve` endpoint registers every table at its start and keeps them current
-(`kraftlake.serve`).
+(`kraftlake.endpoint`).
 
 Each statement reads the lake as of each cluster's last complete increment: its tables are
 views of a cut taken just before it runs (`lake.cut`), so two tables it joins never disagree

@@ -1,4 +1,4 @@
-"""`kraftlake serve`: the lake as a resident Spark Connect endpoint (`kraftlake.serve`)."""
+"""`kraftlake serve`: the lake as a resident Spark Connect endpoint (`kraftlake.endpoint`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..serve import DEFAULT_HOST, DEFAULT_PORT
+from ..endpoint import DEFAULT_HOST, DEFAULT_PORT
 from .group import lake_config, lake_option, main, spark_options
 from .statement import spark_error
 
@@ -42,9 +42,7 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
     (`SparkSession.builder.remote("sc://localhost:15002")`). Time travel names a table by
     its location: delta.`LAKE/records` VERSION AS OF 0. Prints `serving LAKE at
     sc://HOST:PORT` once it listens."""
-    from ..lake.delta import Lake
-    from ..lake.schema import table_names
-    from ..serve import (
+    from ..endpoint import (
         RemoteError,
         check_bindable,
         connect_conf,
@@ -55,6 +53,8 @@ def serve(lake: str | None, port: int, host: str, master: str | None,
         wait_for_signal,
         warm_up,
     )
+    from ..lake.delta import Lake
+    from ..lake.schema import table_names
     from ..spark import get_spark
     from .catalog import LakeCatalog
 
@@ -110,7 +110,7 @@ def remote_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def remote_session(url: str, lake: str | None, master: str | None = None,
                    conf_file: str | None = None) -> tuple[Any, Any]:
-    """The client session of the endpoint at `url` and its lake (`kraftlake.serve`); an
+    """The client session of the endpoint at `url` and its lake (`kraftlake.endpoint`); an
     endpoint that does not answer is one line and exit status 1. `lake`, `master`,
     `conf_file`: the command's `--lake`, `--master` and `--conf`, which are the server's
     (given with `--remote`, a usage error rather than silently ignored)."""
@@ -121,8 +121,8 @@ def remote_session(url: str, lake: str | None, master: str | None = None,
             f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} the server's "
             f"(kraftlake serve {' '.join(given)}): give --remote or {', '.join(given)}, "
             f"not both")
+    from ..endpoint import RemoteError, connect
     from ..lake.served import ServedLake
-    from ..serve import RemoteError, connect
 
     try:
         return connect(url), ServedLake(url)
@@ -137,8 +137,8 @@ def resident_session(lake_root: str, master: str | None, conf_file: str | None
     (`--master`, `--conf`); one line on stderr says so. None: the command starts its own."""
     if master is not None or conf_file is not None:
         return None
+    from ..endpoint import RemoteError, connect, resident_endpoint
     from ..lake.served import ServedLake
-    from ..serve import RemoteError, connect, resident_endpoint
 
     url = resident_endpoint(lake_root)
     if url is None:

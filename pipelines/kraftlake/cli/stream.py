@@ -79,8 +79,8 @@ def stream(sources: tuple[str, ...], lake: str | None, cluster_id: str | None,
         raise click.BadParameter(f"names one cluster, and {len(accepted)} log directories "
                                  f"were found", param_hint="--cluster-id")
     fleet, server = _metrics_server(metrics_host, metrics_port, console)  # before Spark too
+    from ..endpoint import wait_for_signal
     from ..jobs.streams import StreamOptions, Streams  # pyspark: the sources accepted
-    from ..serve import wait_for_signal
     from ..spark import get_spark
 
     try:

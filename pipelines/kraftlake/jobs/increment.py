@@ -36,7 +36,6 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from ..detect.incidents import INTERVAL_KEY, broker_outages, incidents
 from ..fold import kernel
 from ..fold.context import cluster_contexts
 from ..fold.reconcile import check_points, reconcile, snapshot_states
@@ -52,6 +51,7 @@ from ..fold.silver import (
     topics_of,
     transaction_markers,
 )
+from ..incidents import INTERVAL_KEY, broker_outages, incidents
 from ..kraft.records import (
     BROKER_TYPES,
     CONFIG_TYPES,

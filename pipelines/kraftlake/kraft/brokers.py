@@ -1,7 +1,7 @@
 """A broker's registration state after each of its records, and whether it is in service.
 
 One rule for every reader of broker records: the incidents' broker outages
-(`detect.incidents`), the report's broker lanes and its count of fenced brokers (all from the
+(`incidents`), the report's broker lanes and its count of fenced brokers (all from the
 `brokers` table), and the sequential replay (`reference.replay`, whose image the simulator's
 controller asks which brokers are active). Kafka's
 controller keeps the same three facts per broker, and a broker is active when registered,

@@ -7,7 +7,7 @@ once its lease has gone `broker.session.timeout.ms` without a heartbeat (KRaftCo
 default 9000; values of Kafka 4.1, confluentinc/kafka branch 4.1). So the ISR shrinks a
 failure causes can precede the broker's outage record, but never by more than the sum of
 the two: a partition trouble that began earlier than that before the outage was not caused
-by it (the incident's cause is then that trouble, `detect.incidents`). The sum is an upper
+by it (the incident's cause is then that trouble, `incidents`). The sum is an upper
 bound on purpose: the attribution errs on the broker's side.
 
 Neither setting is dynamically reconfigurable in Kafka 4.1 (DynamicBrokerConfig lists

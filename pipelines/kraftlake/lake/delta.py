@@ -627,7 +627,7 @@ class Lake:
 
         In the catalog (not temporary views) so that every session of the SparkContext sees
         them (a Spark Connect client's session is a clone of the server's:
-        `kraftlake.serve`). A consistent view (`consistent`) registers each table as a view
+        `kraftlake.endpoint`). A consistent view (`consistent`) registers each table as a view
         of its cut; otherwise each is a catalog table over its Delta location, which reads
         the latest version and takes time travel (`VERSION AS OF 3`, `TIMESTAMP AS OF
         '...'`). A table nothing was written to yet is a view of its empty schema, so a

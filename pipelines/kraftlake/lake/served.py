@@ -1,4 +1,4 @@
-"""A lake read through a `kraftlake serve` endpoint (`kraftlake.serve`): its tables are the
+"""A lake read through a `kraftlake serve` endpoint (`kraftlake.endpoint`): its tables are the
 endpoint's catalog tables, read by a Spark Connect client session."""
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from pyspark.sql import SparkSession
 
 from ..lake.delta import Lake
 from ..lake.schema import table_schema
-from . import derive, report
+from . import derive, site
 from .results import Outcome, QualityRun, append_results
 from .suites import SUITES, checks, gx_suite
 
@@ -82,13 +82,13 @@ class QualityContext:
         """A checkpoint of the suite (or of `names` in it) reporting `detail` (`COUNTS`:
         verdicts, counts and observed values; `SAMPLES`: also the unexpected rows and their
         keys), rendering Data Docs into `report_dir` when given."""
-        site = report.ensure_site(self.context, report_dir) if report_dir else None
-        key = (suite, site, detail, names)
+        docs = site.ensure_site(self.context, report_dir) if report_dir else None
+        key = (suite, docs, detail, names)
         if key not in self._checkpoints:
             from great_expectations.checkpoint import UpdateDataDocsAction, ValidationAction
 
             actions: list[ValidationAction] = (
-                [UpdateDataDocsAction(name="data_docs", site_names=[site])] if site else [])
+                [UpdateDataDocsAction(name="data_docs", site_names=[docs])] if docs else [])
             if detail == COUNTS:
                 fmt: dict[str, Any] = {"result_format": "BASIC", "partial_unexpected_count": 0}
             else:
@@ -213,7 +213,7 @@ def run_quality(spark: SparkSession, lake: Lake, *, suites: list[str] | None = N
                               max_age_seconds=max_age_seconds, report_dir=rdir, qctx=qctx)
     run = QualityRun(rid, run_time, outcomes, rdir)
     if rdir is not None:
-        report.publish(run)
+        site.publish(run)
     if write_results:
         append_results(lake, run)
     return run

@@ -52,13 +52,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..kraft.brokers import broker_state, in_service
-from ..kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
-from ..kraft.timing import window_at, window_history
-from ..kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
-from ..lake.delta import chunked
-from ..lake.schema import table_schema
-from ..lake.work import collect_together
+from .kraft.brokers import broker_state, in_service
+from .kraft.records import REGISTER_BROKER_RECORD, UNREGISTER_BROKER_RECORD
+from .kraft.timing import window_at, window_history
+from .kraft.troubles import OFFLINE, REASSIGNING, RECOVERING_KIND, UNDER_MIN_ISR, UNDER_REPLICATED
+from .lake.delta import chunked
+from .lake.schema import table_schema
+from .lake.work import collect_together
 
 # the worst first: of troubles starting at one offset, the first named is the cause
 TROUBLE_KINDS = (OFFLINE, UNDER_MIN_ISR, RECOVERING_KIND, REASSIGNING, UNDER_REPLICATED)

@@ -1,1 +1,0 @@
-"""Incidents: partition intervals, events and broker outages grouped by what caused them."""
