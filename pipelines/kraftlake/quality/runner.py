@@ -95,7 +95,7 @@ class QualityContext:
                 fmt = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE_ROWS,
                        "unexpected_index_column_names": list(table_schema(suite).key)}
             vd = self.validation_definition(suite, names)
-            name = f"{vd.name}@{site or 'nodocs'}" + ("" if detail == SAMPLES else f"/{detail}")
+            name = f"{vd.name}@{docs or 'nodocs'}" + ("" if detail == SAMPLES else f"/{detail}")
             self._checkpoints[key] = self.context.checkpoints.add(self._gx.Checkpoint(
                 name=name, validation_definitions=[vd], actions=actions, result_format=fmt))
         return self._checkpoints[key]
