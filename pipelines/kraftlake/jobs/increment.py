@@ -437,7 +437,7 @@ class _Increment:
             known = cur_df.select(*KEY).unionByName(changes.select(*KEY)).distinct()
             anchors = _anchors(s.done, known, names, s.old_topics.filter(
                 F.col("deleted_offset").isNull()).select("cluster_id", "topic_id"),
-                res.start_offset, fan_out=bool(x.reaching))
+                res.start_offset)
         if res.unknown:
             contexts.setdefault(cid, kernel.empty_context(self.min_isr_default)).unknown = \
                 res.unknown
@@ -904,20 +904,20 @@ def _restore_gold_counts(res: IncrementResult, meta: dict[str, str] | None) -> N
 
 
 def _anchors(done: DataFrame, known: DataFrame, topic_names: DataFrame,
-             live: DataFrame, since: int | None, *, fan_out: bool) -> DataFrame:
+             live: DataFrame, since: int | None) -> DataFrame:
     """The check snapshots' states as kernel input (`partition_changes` rows, not written):
     each snapshot PartitionRecord a full state at the snapshot's end offset - 1, and a
     removal for a known partition the snapshot does not hold. The kernel applies them only
     to partitions whose state is uncertain, which they re-anchor; Kafka's own snapshot is
     the one thing that can say what the unknown offsets did. Only snapshots inside the
     increment's log range (from `since` on): one Kafka wrote behind what the lake already
-    folded is reconciled against, not applied over newer states. `fan_out` False: the
-    source holds no RemoveTopicRecord or ClearElrRecord (a snapshot, an image, never does),
-    so none is fanned out (`fold.silver.partition_changes`' `known`)."""
+    folded is reconciled against, not applied over newer states. A snapshot is an image and
+    holds no RemoveTopicRecord or ClearElrRecord, so nothing is fanned out of it
+    (`fold.silver.partition_changes`' `known` None)."""
     check = done.filter((F.col("snapshot_role") == "check")
                         & (F.col("snapshot_end_offset") - 1 >= F.lit(since))).withColumn(
         "snapshot_role", F.lit("reset"))  # read as the full state it is
-    return partition_changes(check, known if fan_out else None, topic_names, live).unionByName(
+    return partition_changes(check, None, topic_names, live).unionByName(
         snapshot_removals(check, known), allowMissingColumns=True)
 
 
