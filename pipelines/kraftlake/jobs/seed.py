@@ -11,10 +11,13 @@ version; any other commit to the table (another process of the cluster after a r
 `maintain`, another cluster's job, the other job kind taking its turn) makes it read the
 slice from the lake again. A new process holds nothing and reads everything.
 
+A slice is read by delta-rs at the pinned version (`lake.deltalog`: milliseconds, no Spark
+job), by Spark only where delta-rs cannot answer exactly: through Spark each of the eight
+slices cost a snapshot and a scan, about 17 Spark jobs and 3 s before a new process's
+first increment could start its work.
+
 `KRAFTLAKE_CHECK_HELD=1` (on in the test suite) compares every held slice an increment uses
-with a fresh read of the lake and raises `HeldStateError` on a difference. The fresh read is
-delta-rs's at the pinned version (`lake.deltalog`: no Spark job, milliseconds; every
-increment of the suite pays it), Spark's where delta-rs cannot answer exactly.
+with a fresh read of the lake, the same read, and raises `HeldStateError` on a difference.
 """
 
 from __future__ import annotations
@@ -81,11 +84,9 @@ def progress(lake: Lake, cluster_id: str) -> list[dict]:
         return lake.read(None, "ingest_progress", None if tag is None else tag[1]).filter(
             F.col("cluster_id") == cluster_id)
 
+    rows = _checked(lake, cluster_id, "ingest_progress", tag, [], spark_read)
     if got is not None and got[0] == tag:  # the check's read
-        rows = _checked(lake, cluster_id, "ingest_progress", tag, [], spark_read)
         _same("ingest_progress", cluster_id, tag, got[1], rows)
-    else:
-        rows = as_rows(spark_read(), "ingest_progress")
     held.slices["ingest_progress"] = (tag, rows)
     return rows.to_pylist()
 
@@ -195,7 +196,7 @@ class Seed:
             if self.check:
                 self._compare(name, got[1])
             return got[1]
-        rows = as_rows(self._fresh(name), name)
+        rows = self._fresh(name)
         with _LOCK:  # a commit on another thread may have kept a newer one meanwhile
             now = self.held.slices.get(name)
             if now is None or not _newer(now[0], tag):
@@ -210,18 +211,21 @@ class Seed:
         """The cluster's events at offsets [first, until) at the pinned version: those of
         the incident open at the increment's start, which the incidents are swept with.
         Held from the increment before (`keep_events`) while `partition_events` is still at
-        that commit, else read (a Delta scan whose file skipping reconstructs the table's
-        state: seconds per increment) and then held."""
+        that commit, else read and then held."""
         tag = self.lake.pinned_tag("partition_events")
         got = self.held.events
+
+        def fresh() -> pa.Table:
+            return self._checked("partition_events",
+                                 [("offset", ">=", first), ("offset", "<", until)],
+                                 lambda: self._events(first, until))
+
         if got is not None and got[0] == tag and got[1] <= first:
             rows = _offsets(got[2], first, until)
             if self.check:
-                _same("partition_events", self.cluster_id, tag, rows, self._checked(
-                    "partition_events", [("offset", ">=", first), ("offset", "<", until)],
-                    lambda: self._events(first, until)))
+                _same("partition_events", self.cluster_id, tag, rows, fresh())
         else:
-            rows = as_rows(self._events(first, until), "partition_events")
+            rows = fresh()
             self.held.events = (tag, first, rows)
         return from_arrow(self.spark, "partition_events", rows)
 
@@ -281,15 +285,19 @@ class Seed:
         with _LOCK:
             self.held.slices[name] = (tag, rows)
 
-    def _fresh(self, name: str) -> DataFrame:
+    def _fresh(self, name: str) -> pa.Table:
+        """The cluster's slice of `name` at the pinned version, read from the lake."""
+        where = SLICES[name]
+        return self._checked(name, [(where, "=", True)] if where else [],
+                             lambda: self._spark_slice(name))
+
+    def _spark_slice(self, name: str) -> DataFrame:
         where = SLICES[name]
         df = self.read(name)
         return df.filter(where) if where else df
 
     def _compare(self, name: str, held: pa.Table) -> None:
-        where = SLICES[name]
-        _same(name, self.cluster_id, self.lake.pinned_tag(name), held, self._checked(
-            name, [(where, "=", True)] if where else [], lambda: self._fresh(name)))
+        _same(name, self.cluster_id, self.lake.pinned_tag(name), held, self._fresh(name))
 
     def _checked(self, name: str, filters: list[tuple[str, str, object]],
                  spark_read: Callable[[], DataFrame]) -> pa.Table:
