@@ -1,5 +1,6 @@
-"""CPU seconds of a test run per test and per scheduling group, every process a test starts
-included (its JVMs, Kafka's brokers, the S3 server, Spark's Python workers).
+"""CPU seconds of a test run per test, per scheduling group and per kind of process, every
+process a test starts included (its JVMs, Kafka's brokers, the S3 server, Spark's Python
+workers).
 
     .venv/bin/python benchmarks/suite_cpu.py ./test.sh
     .venv/bin/python benchmarks/suite_cpu.py --top 40 ./test.sh tests/cluster
@@ -77,8 +78,34 @@ def _workers(d: Path) -> dict[int, str]:
     return out
 
 
-def measure(cmd: list[str]) -> tuple[collections.Counter, int]:
-    """Run `cmd` (with this plugin) to its end; CPU seconds per test, and its exit status."""
+def kind_of(pid: int, parent: int, workers: dict[int, str]) -> str:
+    """What a process is, from its command line: which of the suite's kinds of process
+    (a worker's own SparkSession JVM, a job's, Kafka's ...) costs the CPU."""
+    if pid in workers:
+        return "test process (Python)"
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "(gone)"
+    # (Chromium rewrites its argv into one string: its first word names it)
+    exe = Path((argv[0].decode(errors="replace").split() or [""])[0]).name
+    line = b" ".join(argv)
+    if exe == "java":
+        if b"kafka" in line.lower():
+            return "Kafka JVM (brokers, tools)"
+        if b"SparkSubmit" in line:
+            return "session JVM (worker's)" if parent in workers else "job JVM"
+        return "other JVM (standalone, executors)"
+    if exe.startswith("python"):
+        if b"pyspark" in line and (b"daemon" in line or b"worker" in line):
+            return "Spark Python worker"
+        return "job or tool process (Python)"
+    return exe
+
+
+def measure(cmd: list[str]) -> tuple[collections.Counter, collections.Counter, int]:
+    """Run `cmd` (with this plugin) to its end; CPU seconds per test, per (test, kind of
+    process) (`kind_of`), and its exit status."""
     d = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
     env = {**os.environ, ENV: str(d),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
@@ -87,6 +114,8 @@ def measure(cmd: list[str]) -> tuple[collections.Counter, int]:
     owner: dict[tuple[int, int], int] = {}  # (pid, start) -> the worker it descends from
     seen: dict[tuple[int, int], int] = {}  # (pid, start) -> ticks at the last reading
     per_test: collections.Counter = collections.Counter()
+    per_kind: collections.Counter = collections.Counter()
+    kinds: dict[tuple[int, int], str] = {}
     # a process already running counts from now: its CPU so far is not the command's
     for pid, (_, start, ticks) in processes().items():
         seen[(pid, start)] = ticks
@@ -101,12 +130,17 @@ def measure(cmd: list[str]) -> tuple[collections.Counter, int]:
                     q, hops = procs[q][0], hops + 1
                 if q in workers:
                     owner[key] = q
+            # spark-submit execs java later; a worker is one once its plugin has written
+            if kinds.get(key, "bash") in ("bash", "sh") or pid in workers:
+                kinds[key] = kind_of(pid, procs[pid][0], workers)
             used = ticks - seen.get(key, 0)
             seen[key] = ticks
             if used > 0:
                 per_test[workers.get(owner.get(key, -1), "(no worker)")] += used / TICK
+                per_kind[(workers.get(owner.get(key, -1), "(no worker)"), kinds[key])] += (
+                    used / TICK)
         if done:
-            return per_test, proc.returncode
+            return per_test, per_kind, proc.returncode
         time.sleep(1.0)
 
 
@@ -118,7 +152,7 @@ def main() -> int:
     if not args.command:
         ap.error("a command to run, e.g. ./test.sh")
     t0 = time.time()
-    per_test, status = measure(args.command)
+    per_test, per_kind, status = measure(args.command)
     sys.path.insert(0, str(REPO))
     from tests.conftest import group_of
 
@@ -130,6 +164,20 @@ def main() -> int:
     for name, cpu in groups.most_common():
         if cpu >= 1:
             print(f"{cpu:9.1f}  {name}")
+    kinds: collections.Counter = collections.Counter()
+    group_kinds: collections.Counter = collections.Counter()
+    for (node, kind), cpu in per_kind.items():
+        kinds[kind] += cpu
+        group_kinds[(group_of(node) if node.startswith("tests/") else node, kind)] += cpu
+    print("CPU s by kind of process:")
+    for name, cpu in kinds.most_common():
+        if cpu >= 1:
+            print(f"{cpu:9.1f}  {name}")
+    print("CPU s by group and kind of process (the 10 costliest groups):")
+    for group, _ in groups.most_common(10):
+        split = sorted(((c, k) for (g, k), c in group_kinds.items() if g == group and c >= 1),
+                       reverse=True)
+        print(f"  {group}: " + ", ".join(f"{k} {c:.0f}" for c, k in split))
     print(f"CPU s of the {args.top} costliest tests:")
     for name, cpu in per_test.most_common(args.top):
         print(f"{cpu:9.1f}  {name}")
