@@ -250,6 +250,38 @@ def test_a_topic_deleted_and_created_again_in_one_increment(spark, on_driver):
     _assert_kernel_equals_reference(spark, [DELETED_AND_CREATED_AGAIN], on_driver)
 
 
+# Found by the test above (2026-12-02, CI): the partitions of a topic removed and created
+# again under the same id in one increment, then a ClearElrRecord naming it. Silver's fan-out
+# knew a partition from its first full state only (the snapshot's), so once the
+# RemoveTopicRecord had reached it, the PartitionRecord creating it again did not bring it
+# back, and the clear reached nothing: the ELR the PartitionRecord set stayed.
+CLEARED_AFTER_CREATED_AGAIN = {
+    "snapshot": [
+        ("PartitionRecord", 2, {
+            "partition_id": 1, "topic_id": TOPICS[1][1], "replicas": [4, 1], "isr": [4, 1, 0],
+            "removing_replicas": [2, 0, 4, 3], "adding_replicas": [], "leader": 1,
+            "leader_epoch": 3, "partition_epoch": 5, "directories": [],
+            "leader_recovery_state": 1, "eligible_leader_replicas": [],
+            "last_known_elr": [1, 0]})],
+    "end": 30, "default_min_isr": 1,
+    "log": [
+        ("RemoveTopicRecord", 0, {"topic_id": TOPICS[1][1]}),
+        ("TopicRecord", 0, {"name": "t1", "topic_id": TOPICS[1][1]}),
+        ("PartitionRecord", 2, {
+            "partition_id": 1, "topic_id": TOPICS[1][1], "replicas": [1, 3, 2], "isr": [],
+            "removing_replicas": [], "adding_replicas": [4, 2], "leader": 4, "leader_epoch": 0,
+            "partition_epoch": 3, "directories": [], "leader_recovery_state": 1,
+            "eligible_leader_replicas": [0, 3, 2], "last_known_elr": None}),
+        ("ClearElrRecord", 0, {"topic_name": "t1"})]}
+
+
+@PATHS
+def test_a_clear_reaches_a_partition_created_again_in_the_same_increment(spark, on_driver):
+    _states, events, _intervals = _expected("h0", CLEARED_AFTER_CREATED_AGAIN, [])
+    assert ("h0", TOPICS[1][1], 1, 33, "elr_change") in events  # the clear at offset 33
+    _assert_kernel_equals_reference(spark, [CLEARED_AFTER_CREATED_AGAIN], on_driver)
+
+
 def _assert_kernel_equals_reference(spark, logs: list[dict[str, Any]], on_driver: bool
                                     ) -> None:
     """The kernel's states, events and intervals of every log equal the reference's; on a

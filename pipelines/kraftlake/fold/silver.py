@@ -286,13 +286,18 @@ def _fanned_out(rec: DataFrame, direct: DataFrame, known: DataFrame,
     (`kraft.fanout.reached`), among the `known` ones and those `direct` (the increment's own
     partition records) creates. Spark runs `fanned_out` once per cluster: the records are
     few, the partitions one row each."""
-    # A partition exists from before the increment (seeded, no `since`) or from its first
-    # full state in it (since, in fold order).
-    first = direct.filter("is_reset").groupBy(*KEY).agg(
-        F.min(F.struct("offset", "seq")).alias("_since"))
-    candidates = (known.select(*KEY).unionByName(first.select(
+    # A partition exists from before the increment (seeded, no `since`) or from a full state
+    # in it (since, in fold order): its first, and each PartitionRecord of the log, which
+    # creates it again after a RemoveTopicRecord of its topic (a topic re-created under the
+    # same id in one increment)
+    states = direct.filter("is_reset")
+    first = states.groupBy(*KEY).agg(F.min(F.struct("offset", "seq")).alias("_since")).select(
         *KEY, F.col("_since.offset").alias("since_offset"),
-        F.col("_since.seq").alias("since_seq")), allowMissingColumns=True)
+        F.col("_since.seq").alias("since_seq"))
+    again = states.filter(F.col("source") == "log").select(
+        *KEY, F.col("offset").alias("since_offset"), F.col("seq").alias("since_seq"))
+    candidates = (known.select(*KEY).unionByName(first.unionByName(again),
+                                                 allowMissingColumns=True)
                   .join(topic_names.select("cluster_id", "topic_id", "topic_name"),
                         ["cluster_id", "topic_id"], "left"))
     records = (rec.filter(F.col("record_type").isin(*FAN_OUT_TYPES))
@@ -310,8 +315,9 @@ def fanned_out(records: pa.Table, candidates: pa.Table) -> pa.Table:
 
     `records`: the cluster's RemoveTopicRecords and ClearElrRecords (topic_id, topic_name,
     and `_FAN_OUT_RECORD`); `candidates`: the partitions that may exist (topic_id,
-    partition_id, topic_name, and since_offset / since_seq: the first full state in the
-    increment, null for a partition known before it).
+    partition_id, topic_name, and since_offset / since_seq: a full state in the increment
+    from which it exists, null for a partition known before it; a partition may have
+    several).
 
     The records are taken in log order over the partitions existing at each, as Kafka
     replays them: a partition exists from its first full state on, and no longer once a
