@@ -309,6 +309,68 @@ def test_a_compaction_of_the_slice_after_the_held_files_fails_the_commit_and_it_
     assert got == [9]
 
 
+def _files_delta_holds(spark, lake: Lake, name: str) -> list[tuple]:
+    """(path, partition values, size) of every file of the table's latest snapshot, as
+    delta-spark's own state reconstruction (`Snapshot.allFiles`) lists them."""
+    from pyspark.sql import DataFrame
+
+    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+        spark._jsparkSession, lake.path(name))
+    files = DataFrame(log.update(False, spark._jvm.scala.Option.empty(),
+                                 spark._jvm.scala.Option.empty()).allFiles().toDF(), spark)
+    return sorted((r.path, dict(r.partitionValues), r.size) for r in
+                  files.select("path", "partitionValues", "size").collect())
+
+
+def test_a_process_holding_no_files_lists_the_slices_files_as_delta_does(
+        spark, tmp_path) -> None:
+    """A replacement with no held file list (a new process, a conflict a moment ago) has
+    delta-rs list the slice's files on the latest snapshot (`deltalog.slice_adds`) instead
+    of Delta's state reconstruction: the same files, whatever compacted, checkpointed or
+    escaped them (a cluster id that is not a plain word, as `ingest --cluster-id` may
+    give), and the replacement removes exactly them."""
+    from delta.tables import DeltaTable
+
+    from kraftlake.lake import delta
+    from kraftlake.lake.deltalog import slice_adds
+    from kraftlake.lake.transaction import slice_values
+
+    lake = Lake(tmp_path, spark)
+    odd = "a b/c:%=é"
+    lake.append("partition_timeline", _timeline(spark, [
+        _timeline_row(c, o, cur) for c in ("a", odd) for o, cur in ((1, False), (2, True))]))
+    for v, c in enumerate(("a", odd, "a"), start=1):
+        assert lake.replace("partition_timeline", _timeline(spark, [
+            _timeline_row(c, 10 * v, True), _timeline_row(c, 10 * v - 5, False)]),
+            {"cluster_id": c, "is_current": True}, f"app-{c}", v,
+            read_version=lake.version("partition_timeline"))
+    DeltaTable.forPath(spark, lake.path("partition_timeline")).optimize().where(
+        "is_current = false").executeCompaction()
+    lake._snapshot("partition_timeline").deltaLog().checkpoint()
+    tag = lake.tag("partition_timeline")
+    assert tag is not None
+    holds = _files_delta_holds(spark, lake, "partition_timeline")
+    listed = []
+    for c in ("a", odd):
+        for current in (True, False):
+            values = slice_values({"cluster_id": c, "is_current": current})
+            listed += [(f["path"], f["partitionValues"], f["size"])
+                       for f in slice_adds(lake.path("partition_timeline"), tag, values)]
+    assert sorted(listed) == holds and len(holds) >= 4
+
+    delta._SLICES.clear()  # what a new process holds
+    old = {f["path"] for f in slice_adds(lake.path("partition_timeline"), tag, slice_values(
+        {"cluster_id": odd, "is_current": True}))}
+    assert lake.replace("partition_timeline", _timeline(spark, [_timeline_row(odd, 99, True)]),
+                        {"cluster_id": odd, "is_current": True}, f"app-{odd}", 9,
+                        read_version=tag[1])
+    removed = {r["path"] for r in _log_actions(lake, "partition_timeline", tag[1] + 1, "remove")}
+    assert removed == old
+    got = sorted((r["cluster_id"], r["valid_from_offset"]) for r in
+                 table_dicts(lake.path("partition_timeline")) if r["is_current"])
+    assert got == [("a", 30), (odd, 99)]
+
+
 def test_a_transactions_files_carry_the_statistics_deltas_writer_writes(
         spark, tmp_path) -> None:
     """The same rows written by Delta's own writer (an overwrite with `replaceWhere`) and by

@@ -375,7 +375,7 @@ class Lake:
         after it, and a MERGE read its target twice to find the few rows it changed. The
         files removed are those this process's last commit of the slice left
         (`SliceFiles`), checked by Delta's conflict detection against every commit since;
-        without them (a new process, a conflict) Delta finds them on the latest snapshot.
+        without them (a new process, a conflict) those the latest snapshot's log lists.
 
         `read_version`: the table's version when the slice's old rows were read (None: there
         was no table). A commit since then that changed the slice's rows (a second job of

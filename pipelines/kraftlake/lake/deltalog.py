@@ -31,6 +31,7 @@ from deltalake.exceptions import DeltaError
 
 from ..uris import S3_SCHEMES, is_local, join, listing, s3_options, to_uri
 from .apps import COMMIT_LOOKBACK, INCREMENT_KINDS, app_id_for, increment_metadata
+from .arrow_files import partition_value
 from .location import PROGRESS_TABLE
 from .schema import layout_problem, table_rows
 
@@ -64,6 +65,55 @@ def _delta_rs_location(uri: str) -> tuple[str, dict[str, str]]:
     return f"s3://{u.netloc}{u.path}", out
 
 
+def open_table(path: str, pin: tuple[str, int] | None = None) -> DeltaTable | None:
+    """The Delta table at `path` now, or at the (table id, version) `pin` (None: no table);
+    `UnreadableError` where this reader cannot answer for it exactly."""
+    try:
+        if not listing(join(path, "_delta_log")):
+            return None
+        uri, options = _delta_rs_location(path)
+        dt = DeltaTable(uri, version=None if pin is None else pin[1],
+                        storage_options=options or None)
+    except (DeltaError, OSError) as exc:
+        raise UnreadableError(f"{path}: {' '.join(str(exc).split())}") from None
+    if pin is not None and str(dt.metadata().id) != pin[0]:  # replaced since pinned
+        raise UnreadableError(f"{path}: not the table of id {pin[0]}")
+    protocol = dt.protocol()
+    if protocol.min_reader_version > READER_VERSION or protocol.reader_features:
+        raise UnreadableError(f"{path}: Delta reader version "
+                              f"{protocol.min_reader_version} ({protocol.reader_features})")
+    return dt
+
+
+def slice_adds(path: str, pin: tuple[str, int], values: Mapping[str, str | None]
+               ) -> list[dict[str, Any]]:
+    """The `add` actions of the files of the table at `path`, at `pin` (table id, version),
+    whose partition values are `values` (column -> the value as Delta's log holds it): path,
+    partition values, size and modification time, as the log holds them. What Delta's own
+    `filterFiles` finds for that partition predicate on that snapshot, without rebuilding
+    the snapshot's state in Spark jobs (seconds, in a new process). `UnreadableError` where
+    this reader cannot say exactly (partition columns other than strings and booleans)."""
+    dt = open_table(path, pin)
+    if dt is None:
+        raise UnreadableError(f"{path}: no table")
+    parts = list(dt.metadata().partition_columns)
+    if not set(values) <= set(parts):
+        raise UnreadableError(f"{path}: {sorted(values)} are not all partition columns")
+    adds = pa.table(dt.get_add_actions(flatten=True))
+    out = []
+    for add in adds.select(["path", "size_bytes", "modification_time",
+                            *[f"partition.{c}" for c in parts]]).to_pylist():
+        typed = {c: add[f"partition.{c}"] for c in parts}
+        if any(v is not None and not isinstance(v, str | bool) for v in typed.values()):
+            raise UnreadableError(f"{path}: partition values other than strings and booleans")
+        logged = {c: partition_value(v) for c, v in typed.items()}
+        if all(logged[c] == v for c, v in values.items()):
+            out.append({"path": add["path"], "partitionValues": logged,
+                        "size": add["size_bytes"], "modificationTime": add["modification_time"],
+                        "dataChange": True})
+    return out
+
+
 class LakeLog:
     """A lake root's tables as their Delta logs say now, each loaded once (its version at
     the first question about it), or at the (table id, version) `versions` pins for it."""
@@ -80,23 +130,7 @@ class LakeLog:
         return self._tables[name]
 
     def _load(self, name: str) -> DeltaTable | None:
-        path = join(self.root, name)
-        pin = self._versions.get(name)
-        try:
-            if not listing(join(path, "_delta_log")):
-                return None
-            uri, options = _delta_rs_location(path)
-            dt = DeltaTable(uri, version=None if pin is None else pin[1],
-                            storage_options=options or None)
-        except (DeltaError, OSError) as exc:
-            raise UnreadableError(f"{path}: {' '.join(str(exc).split())}") from None
-        if pin is not None and str(dt.metadata().id) != pin[0]:  # replaced since pinned
-            raise UnreadableError(f"{path}: not the table of id {pin[0]}")
-        protocol = dt.protocol()
-        if protocol.min_reader_version > READER_VERSION or protocol.reader_features:
-            raise UnreadableError(f"{path}: Delta reader version "
-                                  f"{protocol.min_reader_version} ({protocol.reader_features})")
-        return dt
+        return open_table(join(self.root, name), self._versions.get(name))
 
     def transaction(self, name: str, app_id: str) -> int | None:
         """The last transaction version `app_id` committed to table `name` (None: never)."""
