@@ -287,17 +287,11 @@ def _fanned_out(rec: DataFrame, direct: DataFrame, known: DataFrame,
     partition records) creates. Spark runs `fanned_out` once per cluster: the records are
     few, the partitions one row each."""
     # A partition exists from before the increment (seeded, no `since`) or from a full state
-    # in it (since, in fold order): its first, and each PartitionRecord of the log, which
-    # creates it again after a RemoveTopicRecord of its topic (a topic re-created under the
-    # same id in one increment)
-    states = direct.filter("is_reset")
-    first = states.groupBy(*KEY).agg(F.min(F.struct("offset", "seq")).alias("_since")).select(
-        *KEY, F.col("_since.offset").alias("since_offset"),
-        F.col("_since.seq").alias("since_seq"))
-    again = states.filter(F.col("source") == "log").select(
+    # in it (since, in fold order): each of them, since one after a RemoveTopicRecord of its
+    # topic creates it again (a topic re-created under the same id in one increment)
+    states = direct.filter("is_reset").select(
         *KEY, F.col("offset").alias("since_offset"), F.col("seq").alias("since_seq"))
-    candidates = (known.select(*KEY).unionByName(first.unionByName(again),
-                                                 allowMissingColumns=True)
+    candidates = (known.select(*KEY).unionByName(states, allowMissingColumns=True)
                   .join(topic_names.select("cluster_id", "topic_id", "topic_name"),
                         ["cluster_id", "topic_id"], "left"))
     records = (rec.filter(F.col("record_type").isin(*FAN_OUT_TYPES))
