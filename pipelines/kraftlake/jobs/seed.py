@@ -84,7 +84,7 @@ def progress(lake: Lake, cluster_id: str) -> list[dict]:
         return lake.read(None, "ingest_progress", None if tag is None else tag[1]).filter(
             F.col("cluster_id") == cluster_id)
 
-    rows = _checked(lake, cluster_id, "ingest_progress", tag, [], spark_read)
+    rows = _lake_rows(lake, cluster_id, "ingest_progress", tag, [], spark_read)
     if got is not None and got[0] == tag:  # the check's read
         _same("ingest_progress", cluster_id, tag, got[1], rows)
     held.slices["ingest_progress"] = (tag, rows)
@@ -151,11 +151,12 @@ def _same(name: str, cluster_id: str, tag: Tag | None, held: pa.Table,
             f"lake at {tag} ({fresh.num_rows} rows)")
 
 
-def _checked(lake: Lake, cluster_id: str, name: str, tag: Tag | None,
+def _lake_rows(lake: Lake, cluster_id: str, name: str, tag: Tag | None,
              filters: list[tuple[str, str, object]],
              spark_read: Callable[[], DataFrame]) -> pa.Table:
-    """The cluster's rows of `name` matching `filters` at `tag`, read again for the check:
-    by delta-rs, or by `spark_read` where delta-rs cannot answer exactly."""
+    """The cluster's rows of `name` matching `filters` at `tag`, read from the lake (what an
+    increment does not hold, and the check's fresh read): by delta-rs, or by `spark_read`
+    where delta-rs cannot answer exactly."""
     if tag is None:
         return as_rows(table_schema(name).arrow.empty_table(), name)
     try:
@@ -216,7 +217,7 @@ class Seed:
         got = self.held.events
 
         def fresh() -> pa.Table:
-            return self._checked("partition_events",
+            return self._lake_rows("partition_events",
                                  [("offset", ">=", first), ("offset", "<", until)],
                                  lambda: self._events(first, until))
 
@@ -288,7 +289,7 @@ class Seed:
     def _fresh(self, name: str) -> pa.Table:
         """The cluster's slice of `name` at the pinned version, read from the lake."""
         where = SLICES[name]
-        return self._checked(name, [(where, "=", True)] if where else [],
+        return self._lake_rows(name, [(where, "=", True)] if where else [],
                              lambda: self._spark_slice(name))
 
     def _spark_slice(self, name: str) -> DataFrame:
@@ -299,7 +300,7 @@ class Seed:
     def _compare(self, name: str, held: pa.Table) -> None:
         _same(name, self.cluster_id, self.lake.pinned_tag(name), held, self._fresh(name))
 
-    def _checked(self, name: str, filters: list[tuple[str, str, object]],
+    def _lake_rows(self, name: str, filters: list[tuple[str, str, object]],
                  spark_read: Callable[[], DataFrame]) -> pa.Table:
-        return _checked(self.lake, self.cluster_id, name, self.lake.pinned_tag(name),
+        return _lake_rows(self.lake, self.cluster_id, name, self.lake.pinned_tag(name),
                         filters, spark_read)
