@@ -43,12 +43,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import groupby
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import Broadcast
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -92,6 +93,8 @@ _TAGGED_ARROW = pa.schema([
     *(table_schema("partition_events").arrow.field(c).with_nullable(True) for c in EVENT_COLUMNS),
     pa.field("start_offset", pa.int64())])
 _INT_ARRAY = "array<int>"
+# rows a driver-side sweep takes as they are: a DataFrame, or Arrow rows the driver holds
+Frame: TypeAlias = DataFrame | pa.Table
 
 
 def duration_ms(start: Column, end: Column) -> Column:
@@ -249,7 +252,7 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
     return pa.table(out, schema=_OUTAGE_ARROW)
 
 
-def broker_outages(brokers: DataFrame, events: DataFrame,
+def broker_outages(brokers: Frame, events: Frame,
                    windows: dict[str, list[tuple[int, int, int]]], *,
                    on_driver: bool = False) -> DataFrame:
     """Broker outages (`_OUTAGE_ARROW`, the window from `kraft.timing`), by
@@ -260,37 +263,55 @@ def broker_outages(brokers: DataFrame, events: DataFrame,
     (those in the same controller write as a broker record move its outage's start);
     `windows`: cluster id -> its `kraft.timing.window_history`, as the kernel's context
     collected it (`fold.context`; a cluster without one: Kafka's defaults); `on_driver`:
-    see `_per_cluster`.
+    see `_per_cluster` (only then may `brokers` and `events` be Arrow tables).
 
     The drops are found where the events are, by Spark's tasks (`_drop_batches`), and only
     they meet the cluster's broker records in its one Python call: a first ingest's
     millions of events never gather in one worker.
     """
-    ev = events.select(*DROP_EVENT_COLUMNS)
+    ev = events.select(list(DROP_EVENT_COLUMNS))
     if on_driver:
         return _per_cluster(lambda b, e: outages_of_cluster(windows, b, drop_rows(e)),
                             brokers, ev, _OUTAGE_ARROW, on_driver)
+    assert isinstance(brokers, DataFrame) and isinstance(ev, DataFrame)
     drops = ev.mapInArrow(_drop_batches, from_arrow_schema(DROP_ARROW))
     return _per_cluster(partial(outages_of_cluster, windows), brokers, drops, _OUTAGE_ARROW,
                         on_driver)
 
 
-def _per_cluster(fn: Callable[[pa.Table, pa.Table], pa.Table], left: DataFrame,
-                 right: DataFrame, schema: pa.Schema, on_driver: bool) -> DataFrame:
+def _per_cluster(fn: Callable[[pa.Table, pa.Table], pa.Table], left: Frame,
+                 right: Frame, schema: pa.Schema, on_driver: bool) -> DataFrame:
     """`fn(left rows, right rows)` of each cluster id, rows of `schema`: Spark's cogroup,
     one Python call per cluster in a task. `on_driver` (a small increment's few rows): the
-    same calls on the driver, over both sides collected in one Spark job, where a cogroup
+    same calls on the driver, over both sides as Arrow (`_on_driver`), where a cogroup
     costs two shuffles and a wave of Python tasks for a few hundred rows."""
     if not on_driver:
+        assert isinstance(left, DataFrame) and isinstance(right, DataFrame)
         return left.groupBy("cluster_id").cogroup(right.groupBy("cluster_id")).applyInArrow(
             fn, from_arrow_schema(schema))
-    got = collect_together({"left": left, "right": right})
+    got = _on_driver({"left": left, "right": right})
     lt, rt = got["left"], got["right"]
     ids = sorted({*lt["cluster_id"].to_pylist(), *rt["cluster_id"].to_pylist()})
     parts = [fn(lt.filter(pc.equal(lt["cluster_id"], c)),
                 rt.filter(pc.equal(rt["cluster_id"], c))) for c in ids]
     rows = chunked(pa.concat_tables(parts).combine_chunks()) if parts else schema.empty_table()
-    return left.sparkSession.createDataFrame(rows, from_arrow_schema(schema))
+    return _session().createDataFrame(rows, from_arrow_schema(schema))
+
+
+def _on_driver(frames: dict[str, Frame]) -> dict[str, pa.Table]:
+    """Each frame's rows as Arrow: Arrow tables as they are, the DataFrames collected
+    together in one Spark job (none when there are none)."""
+    spark = {n: df for n, df in frames.items() if isinstance(df, DataFrame)}
+    got = collect_together(spark) if spark else {}
+    return {n: got[n] if n in spark else df for n, df in frames.items()
+            if isinstance(df, pa.Table) or n in got}
+
+
+def _session() -> SparkSession:
+    """The active session (driver-made rows become a DataFrame in it)."""
+    spark = SparkSession.active()
+    assert spark is not None
+    return spark
 
 
 def _troubles(intervals: DataFrame, outages: DataFrame, open_incident: DataFrame | None,
@@ -321,7 +342,7 @@ def _troubles(intervals: DataFrame, outages: DataFrame, open_incident: DataFrame
     return t.select(*cols)
 
 
-def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
+def incidents(intervals: DataFrame, outages: DataFrame, events: Frame, *,
               open_incident: DataFrame | None = None, since_offset: int | None = None,
               on_driver: bool = False) -> DataFrame:
     """incidents rows (COLUMNS), see the module docstring.
@@ -337,13 +358,13 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
     event's incident by bisection over the incidents' starts), and counted once per
     incident (`_counted`), so that no worker holds a cluster's events at once (a week of a
     busy cluster: thirteen million). `on_driver` (a small increment's few rows): the same
-    functions over both sides collected in one Spark job.
+    functions over both sides as Arrow (`_on_driver`; only then may `events` be Arrow).
     """
     t = _troubles(intervals, outages, open_incident, since_offset)
-    ev = events.select(*EVENT_COLUMNS)
+    ev = events.select(list(EVENT_COLUMNS))
     spark = t.sparkSession
     if on_driver:
-        got = collect_together({"troubles": t, "events": ev})
+        got = _on_driver({"troubles": t, "events": ev})
         swept = pa.concat_tables([_SWEPT_ARROW.empty_table(), *(
             sweep_of_cluster(mine) for _cid, mine in _clusters(got["troubles"]))])
         counts = _counted_all(_tagged(_ranges(swept), got["events"]))
@@ -351,6 +372,7 @@ def incidents(intervals: DataFrame, outages: DataFrame, events: DataFrame, *,
         swept = chunked(t.groupBy("cluster_id").applyInArrow(
             sweep_of_cluster, from_arrow_schema(_SWEPT_ARROW)).toArrow())
         counts = _COUNT_ARROW.empty_table()
+        assert isinstance(ev, DataFrame)
         if swept.num_rows:  # no incident: no event to look at
             ranges = spark.sparkContext.broadcast(_ranges(swept))
             counts = chunked(ev.mapInArrow(partial(_tagged_batches, ranges),

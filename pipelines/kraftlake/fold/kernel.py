@@ -114,6 +114,8 @@ def part(out: DataFrame, kind: str) -> DataFrame:
 def part_arrow(out: pa.Table, kind: str) -> pa.Table:
     """`part` of the driver's Arrow output (`run_on_driver`), without Spark."""
     rows = out.filter(pc.equal(out["out"], kind))
+    if kind not in TABLES:
+        return rows.select(list(PARTITION))
     own = pa.Table.from_struct_array(rows.column(kind).combine_chunks()) if rows.num_rows \
         else pa.schema(list(out.schema.field(kind).type)).empty_table()
     return pa.Table.from_arrays([*(rows.column(c) for c in PARTITION), *own.columns],

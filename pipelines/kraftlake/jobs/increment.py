@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -223,6 +224,12 @@ class _Kernel:
 
     def part(self, kind: str) -> DataFrame:
         return kernel.part(self.out, kind)
+
+    def rows(self, kind: str) -> pa.Table:
+        """The driver's output rows of one kind with a table of its own, in its table's
+        schema (only when the kernel ran on the driver)."""
+        assert self.arrow is not None
+        return table_rows(kernel.part_arrow(self.arrow, kind), kernel.TABLES[kind])
 
 
 class _Increment:
@@ -489,27 +496,16 @@ class _Increment:
         res, seed = self.res, self.seed
         cid = res.cluster_id
         tl = conform(k.part("timeline"), "partition_timeline")
-        iv = conform(k.part("interval"), "partition_intervals")
         # asked before this run writes: a run stopped after that commit wrote them already
         rerun = self.lake.committed("partition_intervals", res.app_id, res.version)
         # a small increment's events are the kernel's Arrow rows, written and committed
         # first, while the other tables' rows are collected (`_Once`: by the first commit
         # task that needs them, the others wait for it)
         events: DataFrame | pa.Table = conform(k.part("event"), "partition_events") \
-            if k.arrow is None else table_rows(kernel.part_arrow(k.arrow, "event"),
-                                               "partition_events")
+            if k.arrow is None else k.rows("event")
         if isinstance(events, pa.Table):
             self.new_events = events  # held for the next increment's incidents
-        cur = self.current_rows(k)
-        # Only current states and open intervals are ever closed: the cluster's current
-        # (open) partition is replaced, what the increment closes is added to the history
-        # in the same commit
-        rows = _Once(lambda: self.collect({
-            "partition_timeline": _replacement(seed.slice("partition_timeline"), tl,
-                                               table_schema("partition_timeline").key),
-            "partition_intervals": _replacement(k.open_iv, iv, INTERVAL_KEY),
-            **self.bronze_rows(s.records, s.invalid), "brokers": s.brokers,
-            **({} if cur is None else {"partition_current": cur})}))
+        rows = _Once(lambda: self.gold_rows(k, s))
 
         def changes() -> None:
             arrow = self.work.arrow.get("partition_changes")
@@ -532,7 +528,7 @@ class _Increment:
                        slice_={"cluster_id": cid, "is_open": True})
 
         def incidents_() -> None:
-            self.incidents(iv, k, s, rerun)
+            self.incidents(rows, k, rerun)
 
         self.commit_concurrently({
             "partition_events": lambda: self.write("partition_events", events,
@@ -544,6 +540,36 @@ class _Increment:
         if self.swept and res.start_offset is not None:  # what the next one's incidents read
             seed.keep_events(res.table_versions.get("partition_events"), self.new_events,
                              self.open_first, res.start_offset)
+
+    def gold_rows(self, k: _Kernel, s: _Silver) -> dict[str, DataFrame | pa.Table]:
+        """The rows the commit stage writes that are not the kernel's events: the timeline's
+        and the intervals' replaced slices, bronze, brokers and (when a state changed)
+        `partition_current`. Only current states and open intervals are ever closed: the
+        cluster's current (open) slice is replaced, what the increment closes is added to the
+        history in the same commit. A small increment's replacements are made on the driver
+        from the kernel's Arrow and the held slices (no Spark job), the rest collected in one
+        job (`collect`)."""
+        seed = self.seed
+        cur = self.current_rows(k)
+        slices: dict[str, DataFrame | pa.Table]
+        if k.arrow is not None and self.work.local:
+            slices = {"partition_timeline": _replacement(
+                          seed.rows("partition_timeline"), k.rows("timeline"),
+                          table_schema("partition_timeline").key),
+                      "partition_intervals": _replacement(
+                          seed.rows("partition_intervals"), k.rows("interval"), INTERVAL_KEY)}
+            if cur is not None:
+                slices["partition_current"] = cur
+            return {**slices, **self.collect({**self.bronze_rows(s.records, s.invalid),
+                                              "brokers": s.brokers})}
+        tl = conform(k.part("timeline"), "partition_timeline")
+        iv = conform(k.part("interval"), "partition_intervals")
+        return self.collect({
+            "partition_timeline": _replacement(seed.slice("partition_timeline"), tl,
+                                               table_schema("partition_timeline").key),
+            "partition_intervals": _replacement(k.open_iv, iv, INTERVAL_KEY),
+            **self.bronze_rows(s.records, s.invalid), "brokers": s.brokers,
+            **({} if cur is None else {"partition_current": cur})})
 
     def collect(self, frames: dict[str, DataFrame]) -> dict[str, DataFrame | pa.Table]:
         """Rows of several tables (table -> frame): a small increment's as Arrow, all from
@@ -568,18 +594,19 @@ class _Increment:
                      ) -> dict[str, Callable[[], object]]:
         """The commits of `brokers` (its rows in `rows()`, as `collect` left them) and
         `configs` (the increment's rows appended)."""
-        seed = self.seed
-
-        def brokers_after() -> pa.Table | DataFrame:
-            brokers = rows()["brokers"]
-            if isinstance(brokers, pa.Table):
-                return pa.concat_tables([seed.rows("brokers"), as_rows(brokers, "brokers")])
-            return seed.slice("brokers").unionByName(brokers)
-
         return {"brokers": lambda: self.write("brokers", rows()["brokers"], count=s.brokers_n,
-                                              after=brokers_after),
+                                              after=lambda: self.brokers_after(rows)),
                 "configs": lambda: self.write("configs", s.configs, count=s.configs_n,
                                               after=lambda: self.configs(s))}
+
+    def brokers_after(self, rows: Callable[[], dict[str, DataFrame | pa.Table]]
+                      ) -> pa.Table | DataFrame:
+        """The cluster's brokers rows after the increment: those held, then its own (Arrow
+        when `collect` left them so)."""
+        brokers = rows()["brokers"]
+        if isinstance(brokers, pa.Table):
+            return pa.concat_tables([self.seed.rows("brokers"), as_rows(brokers, "brokers")])
+        return self.seed.slice("brokers").unionByName(brokers)
 
     def configs(self, s: _Silver) -> pa.Table:
         """The cluster's configs rows after the increment: those held, then its own."""
@@ -613,34 +640,47 @@ class _Increment:
         res.mismatches = m.count()
         self.write("snapshot_reconciliation", m, "upsert", count=res.mismatches)
 
-    def incidents(self, iv: DataFrame, k: _Kernel, s: _Silver, rerun: bool) -> None:
+    def incidents(self, rows: Callable[[], dict[str, DataFrame | pa.Table]], k: _Kernel,
+                  rerun: bool) -> None:
         """`incidents`: the cluster's open incident replaced by the increment's rows.
 
         Inputs grow with the increment, not the lake: the intervals this increment wrote
-        and those still open at its start, the incident still open at its start (only open
-        rows are replaced), the events from that incident's start on (Delta skips older
-        files by their offset statistics) and the cluster's broker records (silver, one row
-        per broker state change)."""
-        res, seed = self.res, self.seed
+        and those still open at its start (`rows()`, as the commit of `partition_intervals`
+        has them), the incident still open at its start (only open rows are replaced), the
+        events from that incident's start on (Delta skips older files by their offset
+        statistics) and the cluster's broker records (silver, one row per broker state
+        change). A small increment's (`local`) are Arrow on the driver, where the held rows
+        and the kernel's meet without a Spark job; the sweep's troubles and the incidents'
+        rows cost one job each."""
+        res, seed, spark = self.res, self.seed, self.spark
         since = res.start_offset
         if since is None:  # no log record: nothing can open or close
             return
+        local = self.work.local and k.arrow is not None  # the rows are few: on the driver
+        troubles: DataFrame | pa.Table
         if rerun:  # a run stopped after that commit: the table holds the increment's spans
             troubles = seed.read("partition_intervals").filter(
                 F.col("is_open") | (F.col("end_offset") >= since))
         else:  # what the table will hold: open at the start or ended in this increment
-            troubles = _replacement(k.open_iv, iv, INTERVAL_KEY)
+            troubles = rows()["partition_intervals"]
+        if isinstance(troubles, pa.Table):
+            troubles = from_arrow(spark, "partition_intervals", troubles)
         held = seed.rows("incidents")  # the cluster's open incident (at most one)
-        open_inc = from_arrow(self.spark, "incidents", held)
+        open_inc = from_arrow(spark, "incidents", held)
         first = pc.min(held["start_offset"]).as_py()
         unknown_before = pc.max(held["unknown_offsets"]).as_py()
-        ev = conform(k.part("event"), "partition_events")
-        events = ev
-        if first is not None and first < since:  # the open incident's events so far
-            events = seed.events(first, since).unionByName(ev)
-        brokers = seed.slice("brokers").unionByName(s.brokers)
-        local = self.work.local  # the rows are few: outages and incidents on the driver
-        outages = broker_outages(brokers, events, k.windows, on_driver=local).filter(
+        before = first is not None and first < since  # the open incident's events so far
+        events: DataFrame | pa.Table
+        if local:
+            assert self.new_events is not None  # the kernel ran on the driver
+            events = pa.concat_tables([seed.event_rows(first, since), self.new_events]) \
+                if before else self.new_events
+        else:
+            events = conform(k.part("event"), "partition_events")
+            if before:
+                events = seed.events(first, since).unionByName(events)
+        outages = broker_outages(self.brokers_after(rows), events, k.windows,
+                                 on_driver=local).filter(
             (F.col("start_offset") >= since) | F.col("end_offset").isNull()
             | (F.col("end_offset") >= since))
         inc = incidents(troubles, outages, events,
@@ -649,12 +689,15 @@ class _Increment:
         inc = self.work.frame("incidents", conform(
             _with_unknown(inc, open_inc if unknown_before else None, res.unknown),
             "incidents"))
-        new = _replacement(open_inc, inc, table_schema("incidents").key)
-        n = self.work.arrow["incidents"].num_rows if local else inc.count()
-        if local:  # collected once: written by the driver, and held
-            new = new.toArrow()
+        key = table_schema("incidents").key
+        if local:  # collected once: replaced, written by the driver, and held
+            made = table_rows(self.work.arrow["incidents"], "incidents")
+            new: DataFrame | pa.Table = _replacement(held, made, key)
+            n = made.num_rows
             self.swept, self.open_first = True, pc.min(new.filter(pc.fill_null(
                 new["is_open"], False))["start_offset"]).as_py()
+        else:
+            new, n = _replacement(open_inc, inc, key), inc.count()
         self.write("incidents", new, "replace", count=n, after=new,
                    slice_={"cluster_id": res.cluster_id, "is_open": True})
 
@@ -677,6 +720,11 @@ class _Increment:
         partitions it deleted are left out."""
         if not self.res.timeline:
             return None
+        if k.arrow is not None and self.work.local:
+            tl = k.rows("timeline")
+            return _replacement(self.seed.rows("partition_current"),
+                                table_rows(tl.filter(tl["is_current"]), "partition_current"),
+                                KEY, kernel.part_arrow(k.arrow, "gone").select(KEY))
         new = conform(k.part("timeline").filter("is_current"), "partition_current")
         return _replacement(self.seed.slice("partition_current"), new, KEY,
                             k.part("gone").select(*KEY))
@@ -966,10 +1014,23 @@ def _of_partitions(rows: pa.Table, changes: pa.Table) -> pa.Table:
     return rows.filter(pa.array(keep, pa.bool_()))
 
 
-def _replacement(old: DataFrame, new: DataFrame, key: Sequence[str],
-                 gone: DataFrame | None = None) -> DataFrame:
+_Slice = TypeVar("_Slice", DataFrame, pa.Table)
+
+
+def _replacement(old: _Slice, new: _Slice, key: Sequence[str],
+                 gone: _Slice | None = None) -> _Slice:
     """A slice's rows after an increment (`Lake.replace`): the `old` rows that no `new` row
     (nor a `gone` key) replaces, and every `new` row; a new row outside the slice (a state
-    or span the increment closed) is added by the same commit."""
-    drop = new.select(*key) if gone is None else new.select(*key).unionByName(gone)
-    return old.join(drop, list(key), "left_anti").unionByName(new)
+    or span the increment closed) is added by the same commit. Rows of a small increment
+    are Arrow tables of the table's schema (a few thousand keys: a set on the driver)."""
+    if isinstance(old, pa.Table):
+        drop = {*_keys(new, key), *(_keys(gone, key) if gone is not None else ())}
+        keep = pa.array([k not in drop for k in _keys(old, key)], pa.bool_())
+        return pa.concat_tables([old.filter(keep), new])
+    drop_df = new.select(*key) if gone is None else new.select(*key).unionByName(gone)
+    return old.join(drop_df, list(key), "left_anti").unionByName(new)
+
+
+def _keys(rows: pa.Table, key: Sequence[str]) -> list[tuple[Any, ...]]:
+    """Each row's key, a tuple of its `key` columns."""
+    return list(zip(*(rows[c].to_pylist() for c in key), strict=True))

@@ -209,6 +209,10 @@ class Seed:
         return from_arrow(self.spark, name, self.rows(name))
 
     def events(self, first: int, until: int) -> DataFrame:
+        """`event_rows` as a DataFrame (a local relation)."""
+        return from_arrow(self.spark, "partition_events", self.event_rows(first, until))
+
+    def event_rows(self, first: int, until: int) -> pa.Table:
         """The cluster's events at offsets [first, until) at the pinned version: those of
         the incident open at the increment's start, which the incidents are swept with.
         Held from the increment before (`keep_events`) while `partition_events` is still at
@@ -228,7 +232,7 @@ class Seed:
         else:
             rows = fresh()
             self.held.events = (tag, first, rows)
-        return from_arrow(self.spark, "partition_events", rows)
+        return rows
 
     def keep_events(self, version: int | None, new: pa.Table | None, first: int | None,
                     since: int) -> None:
