@@ -359,9 +359,7 @@ class _Increment:
         pend = self.pending_from
         if pend is not None and res.start_offset is not None and pend < res.start_offset:
             read_back = res.start_offset - pend  # an offset is one record
-            back = with_fields(seed.read("records").filter(
-                (F.col("offset") >= pend) & (F.col("offset") < res.start_offset)
-                & (F.col("source") == "log")))
+            back = with_fields(seed.log_records(pend, res.start_offset))
             rel_in = checked.unionByName(back.withColumn("row_kind", F.lit("record")),
                                          allowMissingColumns=True)
         rel = relevant(rel_in)

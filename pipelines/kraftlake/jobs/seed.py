@@ -234,6 +234,19 @@ class Seed:
             self.held.events = (tag, first, rows)
         return rows
 
+    def log_records(self, first: int, until: int) -> DataFrame:
+        """The cluster's `records` rows of the log (not a snapshot) at offsets [first,
+        until) at the pinned version: those an open transaction held back last time, which
+        the increment that closes it reads again. By delta-rs (Delta skips the other files
+        by their offset statistics), a local relation; through Spark where delta-rs cannot
+        answer exactly."""
+        filters: list[tuple[str, str, object]] = [
+            ("offset", ">=", first), ("offset", "<", until), ("source", "=", "log")]
+        rows = self._lake_rows("records", filters, lambda: self.read("records").filter(
+            (F.col("offset") >= first) & (F.col("offset") < until)
+            & (F.col("source") == "log")))
+        return from_arrow(self.spark, "records", rows)
+
     def keep_events(self, version: int | None, new: pa.Table | None, first: int | None,
                     since: int) -> None:
         """Hold the cluster's events from `first` on (the start of the incident open after
