@@ -52,6 +52,23 @@ def test_second_run_on_a_grown_log_adds_only_the_new_records(spark, tmp_path, cf
         assert table_rows(Lake(tmp_path / "lake"), name) == table_rows(Lake(once), name), name
 
 
+def test_increments_decoded_on_the_driver_and_folded_by_tasks_equal_one_ingest(
+        spark, tmp_path, cfg_factory, busy_once):
+    """An increment small enough to decode on the driver (`ingest.driver_max_bytes`) may hold
+    more changes than the driver folds (`ingest.driver_fold_max_records`): its frames stay on
+    the driver, its kernel runs in Spark's tasks, and its incidents meet both. Scheduled runs
+    of the busy log that way end in the lake of one ingest."""
+    grown, seg, full, batches = growing_copy(BUSY, tmp_path / "grown")
+    cfg = cfg_factory(tmp_path / "lake", driver_fold_max_records=1)
+    for end in [batches[i].position for i in BUSY_CUTS] + [len(full)]:
+        seg.write_bytes(full[:end])
+        (res,) = ingest(spark, cfg, [grown])
+        assert res.changes > 1
+    lake = Lake(cfg.lake)
+    for name in [*GOLD, "partition_intervals", "incidents"]:
+        assert table_rows(lake, name) == table_rows(busy_once, name), name
+
+
 def _history_files(lake: Lake) -> set[str]:
     """Files of closed timeline states (the `is_current=false` partition)."""
     return {f for f in table_files(lake, "partition_timeline") if "is_current=false" in f}

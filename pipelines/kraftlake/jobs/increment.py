@@ -654,7 +654,7 @@ class _Increment:
         since = res.start_offset
         if since is None:  # no log record: nothing can open or close
             return
-        local = self.work.local and k.arrow is not None  # the rows are few: on the driver
+        local = self.work.local  # the rows are few: outages and incidents on the driver
         troubles: DataFrame | pa.Table
         if rerun:  # a run stopped after that commit: the table holds the increment's spans
             troubles = seed.read("partition_intervals").filter(
@@ -669,8 +669,7 @@ class _Increment:
         unknown_before = pc.max(held["unknown_offsets"]).as_py()
         before = first is not None and first < since  # the open incident's events so far
         events: DataFrame | pa.Table
-        if local:
-            assert self.new_events is not None  # the kernel ran on the driver
+        if local and self.new_events is not None:  # the kernel's, folded on the driver
             events = pa.concat_tables([seed.event_rows(first, since), self.new_events]) \
                 if before else self.new_events
         else:
