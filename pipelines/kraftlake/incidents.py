@@ -295,23 +295,15 @@ def _per_cluster(fn: Callable[[pa.Table, pa.Table], pa.Table], left: Frame,
     parts = [fn(lt.filter(pc.equal(lt["cluster_id"], c)),
                 rt.filter(pc.equal(rt["cluster_id"], c))) for c in ids]
     rows = chunked(pa.concat_tables(parts).combine_chunks()) if parts else schema.empty_table()
-    return _session().createDataFrame(rows, from_arrow_schema(schema))
+    return SparkSession.active().createDataFrame(rows, from_arrow_schema(schema))
 
 
 def _on_driver(frames: dict[str, Frame]) -> dict[str, pa.Table]:
     """Each frame's rows as Arrow: Arrow tables as they are, the DataFrames collected
     together in one Spark job (none when there are none)."""
-    spark = {n: df for n, df in frames.items() if isinstance(df, DataFrame)}
-    got = collect_together(spark) if spark else {}
-    return {n: got[n] if n in spark else df for n, df in frames.items()
-            if isinstance(df, pa.Table) or n in got}
-
-
-def _session() -> SparkSession:
-    """The active session (driver-made rows become a DataFrame in it)."""
-    spark = SparkSession.active()
-    assert spark is not None
-    return spark
+    spark_made = {n: df for n, df in frames.items() if isinstance(df, DataFrame)}
+    got = collect_together(spark_made) if spark_made else {}
+    return {n: got[n] if isinstance(df, DataFrame) else df for n, df in frames.items()}
 
 
 def _troubles(intervals: DataFrame, outages: DataFrame, open_incident: DataFrame | None,
