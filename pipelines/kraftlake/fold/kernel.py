@@ -128,7 +128,7 @@ def part_arrow(out: pa.Table, kind: str) -> pa.Table:
 class _Input:
     """Input rows as columns, read by row number: each column of a batch is made a Python
     list once (`to_pylist`, timestamps as integer microseconds), never a dict per row. The
-    one dict per change left is the record's fields the rules take (`fields`)."""
+    one dict per row left is the record's fields the rules take (`fields`, `_fields`)."""
 
     def __init__(self, columns: dict[str, list[Any]]) -> None:
         self.columns = columns
@@ -155,7 +155,7 @@ class _Input:
         self.start_offset = columns["start_offset"]
         self.start_seq = columns["start_seq"]
         self.start_ts = columns["start_ts"]
-        self._state = [(name, columns[name]) for name in STATE]
+        self.fields = columns["_fields"]
 
     def __len__(self) -> int:
         return len(self.role)
@@ -163,15 +163,28 @@ class _Input:
     def key(self, i: int) -> tuple[Any, Any, Any]:
         return self.cluster_id[i], self.topic_id[i], self.partition_id[i]
 
-    def fields(self, i: int) -> dict[str, Any]:
-        """Row i's state columns that are set: a PartitionRecord's or a change record's
-        fields, as `PartitionRegistration.from_record` and `merge` take them."""
-        return {name: values[i] for name, values in self._state if values[i] is not None}
 
 
 def _input(batch: pa.RecordBatch) -> _Input:
-    return _Input({name: (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
-                   for name, c in zip(batch.schema.names, batch.columns, strict=True)})
+    columns = {name: (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
+               for name, c in zip(batch.schema.names, batch.columns, strict=True)}
+    columns["_fields"] = _fields(batch, columns)
+    return _Input(columns)
+
+
+def _fields(batch: pa.RecordBatch, columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Each row's state columns that are set: a PartitionRecord's or a change record's
+    fields, as `PartitionRegistration.from_record` and `merge` take them. Made a column at
+    a time from the rows each column has a value in: a change sets one or two of the eleven,
+    and asking every column of every row cost more than the rest of reading it."""
+    fields: list[dict[str, Any]] = [{} for _ in range(batch.num_rows)]
+    for name in STATE:
+        column, values = batch.column(name), columns[name]
+        rows = range(batch.num_rows) if not column.null_count else \
+            pc.indices_nonzero(column.is_valid()).to_pylist()
+        for i in rows:
+            fields[i][name] = values[i]
+    return fields
 
 
 def _partitions(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[_Input, int, int]]:
@@ -460,7 +473,7 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             open_starts[r.kind[i]] = (r.start_offset[i], r.start_seq[i], r.start_ts[i])
             continue
         if role == SEED:
-            state = PartitionRegistration.from_record(r.fields(i))
+            state = PartitionRegistration.from_record(r.fields[i])
             if state.leader_recovery_state == RECOVERING:
                 since = (r.recovering_since_offset[i], r.recovering_since_ts[i])
             uncertain = r.uncertain_since[i]
@@ -495,9 +508,9 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             new = state.clear_elr()
         elif kind == CHANGED:
             assert state is not None  # an orphan went above
-            new, _problem = state.merge(r.fields(i))
+            new, _problem = state.merge(r.fields[i])
         else:
-            new = PartitionRegistration.from_record(r.fields(i))
+            new = PartitionRegistration.from_record(r.fields[i])
         if (off, seq) >= min_isr_until:
             min_isr, min_isr_until = ctx.min_isr_span(name, off, seq)
         before_since, before_uncertain = since, uncertain
