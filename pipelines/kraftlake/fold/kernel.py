@@ -238,13 +238,16 @@ class _Rows:
     columns are taken from the timeline's arrays (`taken`: column -> (column holding the
     `_State`, timeline column)). Other columns read off a per-row object (a timeline row's
     from its `_State`) are read once the batch is written, by getters mapped over the whole
-    column (`derived`: column -> (column it is read off, getter)). Columns of the output
+    column (`derived`: column -> (column it is read off, getter)); `shared` ones are mostly
+    the same few objects, each converted once (`_by_identity`). Columns of the output
     schema not here are null."""
 
     def __init__(self, out: str, values: Iterable[str],
                  derived: dict[str, tuple[str, Callable[[Any], Any]]] | None = None,
-                 taken: dict[str, tuple[str, str]] | None = None) -> None:
+                 taken: dict[str, tuple[str, str]] | None = None,
+                 shared: Iterable[str] = ()) -> None:
         self.out = out
+        self.shared = frozenset(shared)
         self.names = tuple(values)
         self.derived = derived or {}
         self.taken = taken or {}
@@ -305,8 +308,22 @@ class _Rows:
             values = columns[f.name]
         else:
             return pa.nulls(n, f.type)
+        if f.name in self.shared:
+            return _by_identity(values, f.type)
         return pa.array(values, pa.int64()).cast(f.type) if pa.types.is_timestamp(f.type) \
             else pa.array(values, f.type)
+
+
+def _by_identity(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    """`pa.array(values, type_)` for values most of which are the same few objects: each
+    object converted once and taken for every row that holds it. A partition's replica
+    directories (three 22-character strings a row) are one tuple that `merge` passes on
+    from state to state; converted row by row they cost as much as the other state columns
+    together."""
+    first: dict[int, int] = {}
+    rows = [first.setdefault(id(v), len(first)) for v in values]
+    distinct = list({id(v): v for v in values}.values())  # in the order of `first`
+    return pa.array(distinct, type_).take(pa.array(rows, pa.int32()))
 
 
 _EVENT_VALUES = ("offset", "seq", "timestamp", "event_type", "detection", "record_type",
@@ -331,12 +348,12 @@ class _Output:
                  "recovering_since_offset": "recovering_since_offset",
                  "recovering_since_ts": "recovering_since_ts",
                  "uncertain_since": "uncertain_since"}
-        self.timeline = _Rows("timeline", ["state"], {
+        self.timeline = _Rows("timeline", ["state", "reg"], {
             **{col: ("state", attrgetter(attr)) for col, attr in state.items()},
             "valid_to_offset": ("state", lambda s: s.to and s.to[0]),
             "valid_to_ts": ("state", lambda s: s.to and s.to[1]),
             "is_current": ("state", lambda s: s.to is None),
-            **{name: ("state", attrgetter(f"reg.{name}")) for name in STATE}})
+            **{name: ("reg", attrgetter(name)) for name in STATE}}, shared={"directories"})
         self.event = _Rows("event", _EVENT_VALUES, taken={
             **{"prev_" + name: ("before", name) for name in _EVENT_STATE},
             **{"new_" + name: ("after", name) for name in _EVENT_STATE}})
@@ -370,7 +387,7 @@ class _Output:
         """The partition's states as timeline rows, each told its row number."""
         for row, st in enumerate(states, len(self.timeline.rows)):
             st.row = row
-        self.timeline.rows.extend((st,) for st in states)
+        self.timeline.rows.extend((st, st.reg) for st in states)
 
     def add_event(self, r: _Input, i: int, event: str, detection: str | None,
                   before: _State | None, after: _State | None, min_isr: int | None,
