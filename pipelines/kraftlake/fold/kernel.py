@@ -33,10 +33,13 @@ not exist, so do these rules: silver keeps only rows of live topics, and here a 
 missing partition changes nothing, a change to one is an orphan.
 
 Rows stay columns on the way in and out: an input batch's columns are made Python lists once
-and read by row number (`_Input`), output rows are appended to a list per column and made
-Arrow arrays once per batch (`_Rows`). A dict per input and per output row cost more than
-Kafka's rules themselves (issue 47); the rules still see one partition's rows in order, as
-plain Python.
+and read by row number (`_Input`), output rows are appended as one tuple per row and made
+Arrow arrays once per batch (`_Rows`); what many rows share is converted once (a partition's
+key, an event's states, which are timeline rows of the same batch). A dict per input and
+per output row cost more than Kafka's rules themselves (issue 47); the rules still see one
+partition's rows in order, as plain Python. Python's cycle collector is paused while a batch
+is folded (`_collector_paused`): the fold makes no cycles, and its full collections over the
+batch's live objects were a third of its time.
 """
 
 from __future__ import annotations
