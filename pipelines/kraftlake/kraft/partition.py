@@ -45,8 +45,8 @@ class PartitionRegistration(NamedTuple):
     """The state Kafka keeps for one partition, immutable; changes make new values.
 
     A named tuple rather than a frozen dataclass: every record makes one, and a frozen
-    dataclass sets each of its eleven fields through `object.__setattr__` (about 1.5 us a
-    state, as much as the rest of `merge`); a tuple is made in one step."""
+    dataclass sets each of its eleven fields through `object.__setattr__` (some 1.5 us a
+    state more than a tuple, which is made in one step: most of `merge`'s time)."""
 
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
