@@ -33,19 +33,24 @@ not exist, so do these rules: silver keeps only rows of live topics, and here a 
 missing partition changes nothing, a change to one is an orphan.
 
 Rows stay columns on the way in and out: an input batch's columns are made Python lists once
-and read by row number (`_Input`), output rows are appended to a list per column and made
-Arrow arrays once per batch (`_Rows`). A dict per input and per output row cost more than
-Kafka's rules themselves (issue 47); the rules still see one partition's rows in order, as
-plain Python.
+and read by row number (`_Input`), output rows are appended as one tuple per row and made
+Arrow arrays once per batch (`_Rows`); what many rows share is converted once (a partition's
+key, an event's states, which are timeline rows of the same batch). A dict per input and
+per output row cost more than Kafka's rules themselves (issue 47); the rules still see one
+partition's rows in order, as plain Python. Python's cycle collector is paused while a batch
+is folded (`_collector_paused`): the fold makes no cycles, and its full collections over the
+batch's live objects were a third of its time.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any
 
@@ -128,7 +133,7 @@ def part_arrow(out: pa.Table, kind: str) -> pa.Table:
 class _Input:
     """Input rows as columns, read by row number: each column of a batch is made a Python
     list once (`to_pylist`, timestamps as integer microseconds), never a dict per row. The
-    one dict per change left is the record's fields the rules take (`fields`)."""
+    one dict per row left is the record's fields the rules take (`fields`, `_fields`)."""
 
     def __init__(self, columns: dict[str, list[Any]]) -> None:
         self.columns = columns
@@ -155,7 +160,7 @@ class _Input:
         self.start_offset = columns["start_offset"]
         self.start_seq = columns["start_seq"]
         self.start_ts = columns["start_ts"]
-        self._state = [(name, columns[name]) for name in STATE]
+        self.fields = columns["_fields"]
 
     def __len__(self) -> int:
         return len(self.role)
@@ -163,15 +168,28 @@ class _Input:
     def key(self, i: int) -> tuple[Any, Any, Any]:
         return self.cluster_id[i], self.topic_id[i], self.partition_id[i]
 
-    def fields(self, i: int) -> dict[str, Any]:
-        """Row i's state columns that are set: a PartitionRecord's or a change record's
-        fields, as `PartitionRegistration.from_record` and `merge` take them."""
-        return {name: values[i] for name, values in self._state if values[i] is not None}
 
 
 def _input(batch: pa.RecordBatch) -> _Input:
-    return _Input({name: (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
-                   for name, c in zip(batch.schema.names, batch.columns, strict=True)})
+    columns = {name: (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
+               for name, c in zip(batch.schema.names, batch.columns, strict=True)}
+    columns["_fields"] = _fields(batch, columns)
+    return _Input(columns)
+
+
+def _fields(batch: pa.RecordBatch, columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Each row's state columns that are set: a PartitionRecord's or a change record's
+    fields, as `PartitionRegistration.from_record` and `merge` take them. Made a column at
+    a time from the rows each column has a value in: a change sets one or two of the eleven,
+    and asking every column of every row cost more than the rest of reading it."""
+    fields: list[dict[str, Any]] = [{} for _ in range(batch.num_rows)]
+    for name in STATE:
+        column, values = batch.column(name), columns[name]
+        rows = range(batch.num_rows) if not column.null_count else \
+            pc.indices_nonzero(column.is_valid()).to_pylist()
+        for i in rows:
+            fields[i][name] = values[i]
+    return fields
 
 
 def _partitions(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[_Input, int, int]]:
@@ -215,45 +233,79 @@ Part = tuple[str, str, int, str | None]
 
 class _Rows:
     """One kind of output row (`out`), gathered until a batch is written: a tuple per row,
-    the partition first and then `values` in order, made columns once per batch (a row
-    appended as one tuple costs a fraction of a list append per column). Columns read off a
-    per-row object (the partition's key and topic name from `part`, a state's columns from
-    its PartitionRegistration) are read once the batch is written, by getters mapped over
-    the whole column (`derived`: column -> (column it is read off, getter)). Columns of the
-    output schema not here are null."""
+    `values` in order, made columns once per batch (a row appended as one tuple costs a
+    fraction of a list append per column).
+
+    What is the same for many rows is not converted once per row: a partition's rows of a
+    kind are consecutive (`_fold_partition` folds one partition at a time), so its key and
+    topic name are kept once per partition (`close`) and repeated in Arrow; an event's
+    states before and after are timeline rows of the same batch (`_State.row`), so their
+    columns are taken from the timeline's arrays (`taken`: column -> (column holding the
+    `_State`, timeline column)). Other columns read off a per-row object (a timeline row's
+    from its `_State`) are read once the batch is written, by getters mapped over the whole
+    column (`derived`: column -> (column it is read off, getter)); `shared` ones are mostly
+    the same few objects, each converted once (`_by_identity`). Columns of the output
+    schema not here are null."""
 
     def __init__(self, out: str, values: Iterable[str],
-                 derived: dict[str, tuple[str, Callable[[Any], Any]]] | None = None) -> None:
+                 derived: dict[str, tuple[str, Callable[[Any], Any]]] | None = None,
+                 taken: dict[str, tuple[str, str]] | None = None,
+                 shared: Iterable[str] = ()) -> None:
         self.out = out
-        self.names = ("part", *values)
-        self.derived: dict[str, tuple[str, Callable[[Any], Any]]] = {
-            name: ("part", itemgetter(i)) for i, name in enumerate(PARTITION)}
-        self.derived.update(derived or {})
+        self.shared = frozenset(shared)
+        self.names = tuple(values)
+        self.derived = derived or {}
+        self.taken = taken or {}
         self.rows: list[tuple[Any, ...]] = []
+        self.parts: list[Part] = []  # the partition of each run of rows
+        self.ends: list[int] = []  # the row count where each run ends
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def batch(self, schema: pa.Schema) -> pa.RecordBatch:
+    def close(self, part: Part) -> None:
+        """The rows added since the last `close` are `part`'s."""
+        n = len(self.rows)
+        if n > (self.ends[-1] if self.ends else 0):
+            self.parts.append(part)
+            self.ends.append(n)
+
+    def batch(self, schema: pa.Schema, timeline: pa.StructArray | None) -> pa.RecordBatch:
         """The gathered rows as a batch of `schema` (`output_schema`): `out`, the partition,
-        the struct of this kind (the others null); the rows start again empty."""
+        the struct of this kind (the others null); the rows start again empty. `timeline`:
+        the timeline's struct of the same batch of rows (`taken` columns read it)."""
         n = len(self.rows)
         columns = dict(zip(self.names, zip(*self.rows, strict=True), strict=True))
-        self.rows = []
+        ends, parts = pa.array(self.ends, pa.int32()), self.parts
+        self.rows, self.parts, self.ends = [], [], []
+        rows_of: dict[str, pa.Array] = {}  # a `taken` source's timeline row numbers
         arrays = []
         for f in schema:
             if f.name == "out":
-                arrays.append(pa.array([self.out] * n, f.type))
+                arrays.append(pa.repeat(pa.scalar(self.out, f.type), n))
+            elif f.name in PARTITION:
+                i = PARTITION.index(f.name)
+                arrays.append(pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
+                    ends, pa.array([p[i] for p in parts], f.type))))
             elif f.name == self.out:
                 fields = [f.type.field(i) for i in range(f.type.num_fields)]
                 arrays.append(pa.StructArray.from_arrays(
-                    [self._array(columns, c, n) for c in fields], fields=fields))
+                    [self._array(columns, c, n, timeline, rows_of) for c in fields],
+                    fields=fields))
             else:
-                arrays.append(self._array(columns, f, n))
+                arrays.append(pa.nulls(n, f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    def _array(self, columns: dict[str, tuple[Any, ...]], f: pa.Field, n: int) -> pa.Array:
+    def _array(self, columns: dict[str, tuple[Any, ...]], f: pa.Field, n: int,
+               timeline: pa.StructArray | None, rows_of: dict[str, pa.Array]) -> pa.Array:
         """Column `f` of the n gathered rows (null when this kind has none)."""
+        if f.name in self.taken:
+            src, name = self.taken[f.name]
+            assert timeline is not None  # a row that names a state comes with the state's
+            if src not in rows_of:
+                rows_of[src] = pa.array([None if s is None else s.row for s in columns[src]],
+                                        pa.int32())
+            return timeline.field(name).take(rows_of[src])
         if f.name in self.derived:
             src, get = self.derived[f.name]
             values: Sequence[Any] = list(map(get, columns[src]))
@@ -261,14 +313,22 @@ class _Rows:
             values = columns[f.name]
         else:
             return pa.nulls(n, f.type)
+        if f.name in self.shared:
+            return _by_identity(values, f.type)
         return pa.array(values, pa.int64()).cast(f.type) if pa.types.is_timestamp(f.type) \
             else pa.array(values, f.type)
 
 
-def _state_columns(src: str, prefix: str, names: Iterable[str]) -> dict[
-        str, tuple[str, Callable[[Any], Any]]]:
-    """Columns `prefix + name` read off the PartitionRegistration in column `src`."""
-    return {prefix + name: (src, attrgetter(name)) for name in names}
+def _by_identity(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    """`pa.array(values, type_)` for values most of which are the same few objects: each
+    object converted once and taken for every row that holds it. A partition's replica
+    directories (three 22-character strings a row) are one tuple that `merge` passes on
+    from state to state; converted row by row they cost as much as the other state columns
+    together."""
+    first: dict[int, int] = {}
+    rows = [first.setdefault(id(v), len(first)) for v in values]
+    distinct = list({id(v): v for v in values}.values())  # in the order of `first`
+    return pa.array(distinct, type_).take(pa.array(rows, pa.int32()))
 
 
 _EVENT_VALUES = ("offset", "seq", "timestamp", "event_type", "detection", "record_type",
@@ -277,6 +337,9 @@ _EVENT_VALUES = ("offset", "seq", "timestamp", "event_type", "detection", "recor
                  "uncertain_since", "before", "after")  # `add_event`'s tuple, in this order
 _INTERVAL_VALUES = ("kind", "start_offset", "start_seq", "start_ts", "end_offset", "end_ts",
                     "is_open", "duration_ms")  # `add_interval`'s
+# an event's states, before and after (columns prev_* and new_*)
+_EVENT_STATE = ("leader", "isr", "eligible_leader_replicas", "last_known_elr",
+                "leader_recovery_state", "replicas")
 
 
 class _Output:
@@ -290,16 +353,15 @@ class _Output:
                  "recovering_since_offset": "recovering_since_offset",
                  "recovering_since_ts": "recovering_since_ts",
                  "uncertain_since": "uncertain_since"}
-        self.timeline = _Rows("timeline", ["state"], {
+        self.timeline = _Rows("timeline", ["state", "reg"], {
             **{col: ("state", attrgetter(attr)) for col, attr in state.items()},
             "valid_to_offset": ("state", lambda s: s.to and s.to[0]),
             "valid_to_ts": ("state", lambda s: s.to and s.to[1]),
             "is_current": ("state", lambda s: s.to is None),
-            **{name: ("state", attrgetter(f"reg.{name}")) for name in STATE}})
-        shown = ("leader", "isr", "eligible_leader_replicas", "last_known_elr",
-                 "leader_recovery_state", "replicas")  # an event's states, before and after
-        self.event = _Rows("event", _EVENT_VALUES, {
-            **_state_columns("before", "prev_", shown), **_state_columns("after", "new_", shown)})
+            **{name: ("reg", attrgetter(name)) for name in STATE}}, shared={"directories"})
+        self.event = _Rows("event", _EVENT_VALUES, taken={
+            **{"prev_" + name: ("before", name) for name in _EVENT_STATE},
+            **{"new_" + name: ("after", name) for name in _EVENT_STATE}})
         self.interval = _Rows("interval", _INTERVAL_VALUES)
         self.gone = _Rows("gone", [])
         self.orphan = _Rows("orphan", [])
@@ -309,38 +371,54 @@ class _Output:
         return len(self.timeline.rows) + len(self.event.rows) + len(self.interval.rows) \
             + len(self.gone.rows) + len(self.orphan.rows)
 
+    def close(self, part: Part) -> None:
+        """The rows added since the last `close` are `part`'s (`_Rows.close`)."""
+        for rows in self.kinds:
+            rows.close(part)
+
     def batches(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """One record batch per kind of output row gathered (a kind's rows hold only its
-        table's columns, `out` and the partition included; the others are nulls)."""
+        table's columns, `out` and the partition included; the others are nulls). The
+        timeline's goes first: the events' states are taken from it."""
+        timeline = None
         for rows in self.kinds:
             if len(rows):
-                yield rows.batch(schema)
+                batch = rows.batch(schema, timeline)
+                if rows is self.timeline:
+                    timeline = batch.column("timeline")
+                yield batch
 
-    def add_event(self, part: Part, r: _Input, i: int, event: str, detection: str | None,
-                  before: PartitionRegistration | None, after: PartitionRegistration | None,
-                  min_isr: int | None, since: tuple[int, int] | None,
-                  uncertain: int | None) -> None:
+    def add_states(self, states: list[_State]) -> None:
+        """The partition's states as timeline rows, each told its row number."""
+        for row, st in enumerate(states, len(self.timeline.rows)):
+            st.row = row
+        self.timeline.rows.extend((st, st.reg) for st in states)
+
+    def add_event(self, r: _Input, i: int, event: str, detection: str | None,
+                  before: _State | None, after: _State | None, min_isr: int | None,
+                  since: tuple[int, int] | None, uncertain: int | None) -> None:
         """A `partition_events` row of input row i; `before` / `after` the states around it
-        (None: no state); `uncertain`: the state before was carried across unknown offsets
-        from there on."""
-        b, a = before or _NO_STATE, after or _NO_STATE
+        (None: no state), timeline rows of the same batch; `uncertain`: the state before
+        was carried across unknown offsets from there on."""
+        b = _NO_STATE if before is None else before.reg
+        a = _NO_STATE if after is None else after.reg
         recovered = event == "recovery_completed" and since is not None
         # an unclean election names the recovery it belongs to (`since`: see _fold_partition)
         linked = recovered or (event == "unclean_election" and since is not None)
         be, ae = b.eligible_leader_replicas, a.eligible_leader_replicas
         bl, al = b.last_known_elr, a.last_known_elr
         self.event.rows.append((
-            part, r.offset[i], r.seq[i], r.timestamp[i], event, detection, r.record_type[i],
+            r.offset[i], r.seq[i], r.timestamp[i], event, detection, r.record_type[i],
             _NOTHING if be == ae else _added(ae, be), _NOTHING if be == ae else _added(be, ae),
             _NOTHING if bl == al else _added(al, bl), _NOTHING if bl == al else _added(bl, al),
-            None if after is None else partition_min_isr(min_isr, len(after.replicas)),
+            None if after is None else partition_min_isr(min_isr, len(a.replicas)),
             since[0] if linked and since is not None else None,
             _ms(since[1], r.timestamp[i]) if recovered and since is not None else None,
-            uncertain, b, a))
+            uncertain, before, after))
 
-    def add_interval(self, part: Part, kind: str, start: tuple[int, int, int | None],
+    def add_interval(self, kind: str, start: tuple[int, int, int | None],
                      end: tuple[int, int | None] | None) -> None:
-        self.interval.rows.append((part, kind, *start, end and end[0], end and end[1],
+        self.interval.rows.append((kind, *start, end and end[0], end and end[1],
                                    end is None, _ms(start[2], end and end[1])))
 
 
@@ -365,6 +443,7 @@ class _State:
     uncertain_since: int | None
     to: tuple[int, int | None] | None = None  # (offset, ts) of what ended it
     deleted: bool = False  # the partition ended there
+    row: int | None = None  # its row in the timeline rows gathered (`_Output.add_states`)
 
 
 def _step_kind(r: _Input, i: int, before: PartitionRegistration | None) -> str:
@@ -416,7 +495,7 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             open_starts[r.kind[i]] = (r.start_offset[i], r.start_seq[i], r.start_ts[i])
             continue
         if role == SEED:
-            state = PartitionRegistration.from_record(r.fields(i))
+            state = PartitionRegistration.from_record(r.fields[i])
             if state.leader_recovery_state == RECOVERING:
                 since = (r.recovering_since_offset[i], r.recovering_since_ts[i])
             uncertain = r.uncertain_since[i]
@@ -437,12 +516,12 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
                 continue  # only a partition that exists can end
             _close(states[-1], off, ts, deleted=True)
             if seq == 0:
-                out.add_event(part, r, i, "partition_deleted", r.record_type[i], state, None,
+                out.add_event(r, i, "partition_deleted", r.record_type[i], states[-1], None,
                               None, None, uncertain)
             state, since, last_delete, uncertain = None, None, True, None
             continue
         if kind in (CHANGED, ELR_CLEARED) and state is None:
-            out.orphan.rows.append((part,))
+            out.orphan.rows.append(())
             continue
         if kind == ELR_CLEARED:
             assert state is not None  # an orphan went above
@@ -451,9 +530,9 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             new = state.clear_elr()
         elif kind == CHANGED:
             assert state is not None  # an orphan went above
-            new, _problem = state.merge(r.fields(i))
+            new, _problem = state.merge(r.fields[i])
         else:
-            new = PartitionRegistration.from_record(r.fields(i))
+            new = PartitionRegistration.from_record(r.fields[i])
         if (off, seq) >= min_isr_until:
             min_isr, min_isr_until = ctx.min_isr_span(name, off, seq)
         before_since, before_uncertain = since, uncertain
@@ -463,6 +542,8 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             since = None
         elif state is None or state.leader_recovery_state != RECOVERING:
             since = (off, ts)
+        after = _State(off, seq, ts, r.record_type[i], r.source[i], new, False, min_isr,
+                       since and since[0], since and since[1], uncertain)
         if seq == 0:
             if (off, seq) >= mv_until:
                 mv, mv_until = ctx.mv_span(off, seq)
@@ -470,29 +551,30 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             leader_field = leader if kind == CHANGED and leader is not None \
                 else NO_LEADER_CHANGE
             lrs_field = lrs if kind == CHANGED and lrs is not None else LRS_NO_CHANGE
+            before = None if state is None else states[-1]  # `state`'s row
             for event, detection in step_events(
                     kind, state, new, min_isr=min_isr, metadata_version=mv,
                     leader_field=leader_field, lrs_field=lrs_field):
                 # recovery_completed closes the recovery in force before the step; an unclean
                 # election belongs to the one in force after it (the one it starts, or for
                 # `already_recovering` the one going on), or to the one it ends
-                out.add_event(part, r, i, event, detection, state, new, min_isr,
+                out.add_event(r, i, event, detection, before, after, min_isr,
                               before_since if event == "recovery_completed" else
                               since or before_since, before_uncertain)
         if state is not None:  # after a deletion the last state is closed already
             _close(states[-1], off, ts)
-        states.append(_State(off, seq, ts, r.record_type[i], r.source[i], new, False, min_isr,
-                             since and since[0], since and since[1], uncertain))
+        states.append(after)
         state, last_delete = new, False
     while gap is not None:  # unknown offsets after the partition's last change here
         if state is not None:
             uncertain = _carry_across(gap, states, ctx, name, since, uncertain)
         gap = next(gaps, None)
     if last_delete:
-        out.gone.rows.append((part,))
+        out.gone.rows.append(())
     if states and not (states[0].seed and states[0].to is None):  # a seed alone: as was
-        out.timeline.rows.extend((part, st) for st in states)
-        _intervals(part, states, open_starts, ctx, name, out)
+        out.add_states(states)
+        _intervals(states, open_starts, ctx, name, out)
+    out.close(part)
 
 
 def _carry_across(gap: tuple[int, int, int | None], states: list[_State],
@@ -522,7 +604,7 @@ def _close(st: _State, offset: int, ts: int | None, deleted: bool = False) -> No
     st.deleted = deleted
 
 
-def _intervals(part: Part, states: list[_State],
+def _intervals(states: list[_State],
                open_starts: dict[str, tuple[int, int, int | None]],
                ctx: ClusterContext, name: str | None, out: _Output) -> None:
     """Maximal runs of consecutive states in each trouble kind. A run that includes the
@@ -545,10 +627,10 @@ def _intervals(part: Part, states: list[_State],
                 if not s.deleted:
                     continue
             if start is not None:
-                out.add_interval(part, kind, start, end)
+                out.add_interval(kind, start, end)
                 start = None
         if start is not None:
-            out.add_interval(part, kind, start, end)
+            out.add_interval(kind, start, end)
 
 
 # ---------------------------------------------------------------- Spark's side
@@ -571,14 +653,49 @@ def fold_batches(contexts: dict[str, ClusterContext], schema: pa.Schema,
                  ) -> Iterator[pa.RecordBatch]:
     """`_fold_partition` over input batches sorted by partition key (then role, offset,
     seq), to output batches of `schema` of about `batch_rows` rows. A cluster without a
-    context (no topic, no config known) gets an empty one."""
+    context (no topic, no config known) gets an empty one.
+
+    Python's cycle collector is paused while a batch is folded and made (`_collector_paused`),
+    resumed before it is handed on."""
     empty = empty_context(1)
     out = _Output()
-    for rows, lo, hi in _partitions(batches):
+    partitions = _partitions(batches)
+    more = True
+    while more:
+        with _collector_paused():
+            more = _fold_until(batch_rows, partitions, contexts, empty, out)
+            ready = list(out.batches(schema))
+        yield from ready
+
+
+def _fold_until(batch_rows: int, partitions: Iterator[tuple[_Input, int, int]],
+                contexts: dict[str, ClusterContext], empty: ClusterContext,
+                out: _Output) -> bool:
+    """Folds `partitions` until `out` holds `batch_rows` rows (True) or none is left
+    (False)."""
+    for rows, lo, hi in partitions:
         _fold_partition(rows, lo, hi, contexts.get(rows.cluster_id[lo], empty), out)
         if len(out) >= batch_rows:
-            yield from out.batches(schema)
-    yield from out.batches(schema)
+            return True
+    return False
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off for the block (on again after it, if it was on).
+
+    The fold allocates millions of objects that live until their batch is made (input
+    lists, states, rows) and makes no reference cycles: refcounting frees all of it. The
+    collector, counting those allocations, ran a full collection over every live object
+    some 30 times per 300,000 changes, a third of the fold's CPU time (benchmarks/
+    kernel_python.py); paused, it has nothing to find once it resumes."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def input_rows(changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,

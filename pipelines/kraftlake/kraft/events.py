@@ -87,6 +87,11 @@ def under_min_isr(min_isr: int | None, state: PartitionRegistration) -> bool:
 
 
 def elr_changed(b: PartitionRegistration, a: PartitionRegistration) -> bool:
+    """ELR or LastKnownElr changed as a set (equal lists, most steps' and mostly empty, are
+    equal sets: no set is made for them)."""
+    if b.eligible_leader_replicas == a.eligible_leader_replicas and \
+            b.last_known_elr == a.last_known_elr:
+        return False
     return set(b.eligible_leader_replicas) != set(a.eligible_leader_replicas) or \
         set(b.last_known_elr) != set(a.last_known_elr)
 
@@ -114,11 +119,13 @@ def step_events(kind: str, before: PartitionRegistration | None, after: Partitio
         return [("elr_change", CLEAR_ELR_RECORD)] if elr_changed(b, a) else []
     if kind == RESET:
         leader_field, lrs_field = a.leader, LRS_NO_CHANGE
-    found: dict[str, str | None] = {}
+    found: dict[str, str | None] = {}  # filled in EVENT_TYPES order
     moved = a.leader != b.leader
-    completes = completes_reassignment(b, a)
-    cancels = cancels_reassignment(b, a)
-    instant = not b.reassigning and not a.reassigning and a.replicas != b.replicas
+    b_reassigning, a_reassigning = b.reassigning, a.reassigning
+    # a completion or a cancel ends a reassignment in progress (asked only then)
+    completes = b_reassigning and completes_reassignment(b, a)
+    cancels = b_reassigning and cancels_reassignment(b, a)
+    instant = not b_reassigning and not a_reassigning and a.replicas != b.replicas
     was_recovering = b.leader_recovery_state == RECOVERING
     by_lrs = lrs_field == RECOVERING
     heuristic = (moved and leader_field >= 0
@@ -142,16 +149,18 @@ def step_events(kind: str, before: PartitionRegistration | None, after: Partitio
                 found["preferred_election"] = None
     if b.leader != NO_LEADER and a.leader == NO_LEADER:
         found["leader_offline"] = None
-    if set(b.isr) - set(a.isr):
-        found["isr_shrink"] = None
-    if set(a.isr) - set(b.isr):
-        found["isr_expand"] = None
+    if a.isr != b.isr:  # equal lists are equal sets
+        b_isr, a_isr = set(b.isr), set(a.isr)
+        if b_isr - a_isr:
+            found["isr_shrink"] = None
+        if a_isr - b_isr:
+            found["isr_expand"] = None
     if under_min_isr(min_isr, a) and not under_min_isr(min_isr, b):
         found["under_min_isr"] = None
-    if (not b.reassigning and a.reassigning) or instant:
+    if (not b_reassigning and a_reassigning) or instant:
         found["reassignment_started"] = None
     if completes or instant:
         found["reassignment_completed"] = None
     elif cancels:
         found["reassignment_cancelled"] = None
-    return [(e, found[e]) for e in EVENT_TYPES if e in found]
+    return list(found.items())

@@ -59,4 +59,6 @@ def trouble_kinds(state: PartitionRegistration, min_isr: int | None) -> Set[str]
 
 def replication_factor(state: PartitionRegistration) -> int:
     """Kafka's replication factor of a partition: its replicas not being added."""
+    if not state.adding_replicas:  # no reassignment adding any: every replica counts
+        return len(state.replicas)
     return sum(r not in state.adding_replicas for r in state.replicas)
