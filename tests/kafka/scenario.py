@@ -377,6 +377,25 @@ def settle(c: KafkaCluster) -> None:
     wait_until("every partition led", quiet, STEP)
 
 
+# how long one metadata shell run may take: 1-3 s as a rule (a JVM start and a small snapshot)
+SHELL_TIMEOUT = 30
+
+
+def shell(c: KafkaCluster, snapshot: Path, *command: str) -> str:
+    """What the metadata shell prints for `command` on `snapshot`. A shell whose loader
+    applies nothing never answers (MetadataShell.waitUntilCaughtUp polls for an applied
+    offset without end): one hung so for the whole 120 s of a run's timeout on 2026-12-02
+    and failed the scenario, where the same command on the same copy answered in 1 s. So a
+    run gets `SHELL_TIMEOUT` and is asked again, three times at most."""
+    args = (c.version, SHELL, "--snapshot", str(snapshot), *command)
+    for _ in range(2):
+        try:
+            return run_tool(*args, timeout=SHELL_TIMEOUT).stdout
+        except subprocess.TimeoutExpired:
+            pass
+    return run_tool(*args, timeout=SHELL_TIMEOUT).stdout  # a third hang fails the scenario
+
+
 def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, int]]
                      ) -> dict[tuple[str, int], dict[str, Any]]:
     """The metadata shell's PartitionRegistration of every partition in `snapshot` (a copy:
@@ -384,8 +403,7 @@ def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, i
     process: in the tool server its second run never returned."""
     want = {f"/image/topics/byName/{t}/{p}" for t, p in expected}
     for _ in range(5):  # see below: the shell may answer before it has loaded everything
-        listing = run_tool(c.version, SHELL, "--snapshot", str(snapshot), "find",
-                           "/image/topics/byName").stdout
+        listing = shell(c, snapshot, "find", "/image/topics/byName")
         paths = [p for p in listing.split()
                  if re.fullmatch(r"/image/topics/byName/[^/]+/\d+", p)]
         if want <= set(paths):
@@ -395,7 +413,7 @@ def shell_partitions(c: KafkaCluster, snapshot: Path, expected: set[tuple[str, i
     # command before it has loaded the whole snapshot ("No such file or directory" for a
     # path `find` just listed, and one registration fewer): ask again
     for _ in range(5):
-        text = run_tool(c.version, SHELL, "--snapshot", str(snapshot), "cat", *paths).stdout
+        text = shell(c, snapshot, "cat", *paths)
         regs = re.findall(r"PartitionRegistration\((.*)\)", text)
         if len(regs) == len(paths):
             break
