@@ -20,9 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.config import load_config
+from kraftlake.codec.batch import Batch, scan_batches
+from kraftlake.codec.logfiles import records_of_batch
+from kraftlake.config import Config, load_config
 from kraftlake.jobs.progress import IncrementResult
 from kraftlake.jobs.stream import start_stream
+from kraftlake.kraft.records import NO_OP_RECORD
 from kraftlake.metrics.exposition import serve_metrics
 from kraftlake.metrics.state import Fleet
 from kraftlake.metrics.watch import StreamWatch
@@ -56,7 +59,8 @@ def incidents(spark, kafka: KafkaCluster,
         wait_until("retention deleting the controller's first segment",
                    lambda: log_start(kafka.controller.metadata_log) > 0, 300)
         seen = scenario.observe(kafka, steps, work)
-        stream.wait_until(LogDirIndex(seen.controller_log).refresh().log_end)
+        log_end = LogDirIndex(seen.controller_log).refresh().log_end
+        stream.wait_until(changes_end(seen.controller_log, log_end))
     except (AssertionError, RuntimeError) as exc:
         pytest.fail(f"scenario failed: {exc}\nlogs under {kafka.root}", pytrace=False)
     finally:
@@ -70,6 +74,27 @@ def incidents(spark, kafka: KafkaCluster,
     return seen
 
 
+def changes_end(log_dir: Path, below: int) -> int:
+    """One past the last record below offset `below` in a `__cluster_metadata-0` that is not
+    a NoOpRecord (control records count): what a stream holding a tail of NoOps must have
+    committed to hold every change below `below`. Read from the newest segment back; a
+    segment retention deletes meanwhile is skipped (it is older than any the stream waits
+    for)."""
+    segments = sorted(log_dir.glob("*.log"), key=lambda f: int(f.stem), reverse=True)
+    for seg in (s for s in segments if int(s.stem) < below):
+        try:
+            data = seg.read_bytes()
+        except FileNotFoundError:
+            continue
+        last = max((r.offset for b in scan_batches(data, seg.name)
+                    if isinstance(b, Batch) and b.base_offset < below
+                    for r in records_of_batch(b)
+                    if r.offset < below and r.type != NO_OP_RECORD), default=-1)
+        if last >= 0:
+            return last + 1
+    return 0
+
+
 class LiveStream:
     """`kraftlake stream --trigger 1s --metrics-port` on the controller's own
     `__cluster_metadata-0`, run on the worker's session: the query the command starts
@@ -80,16 +105,25 @@ class LiveStream:
     The command's own start, arguments and output are tests/cli's and the kill tests'
     (tests/pipeline/test_kill_restart.py runs it as a process).
 
+    It holds a tail of NoOpRecords as the command does by default (`stream.noop_every`, not
+    the tests' 0: tests/conftest.py): the controller writes one every 500 ms, and read at
+    every trigger they made the scenario's stream 70-78 micro-batches, 43 when held
+    (2026-12-02), each committing two tables for nothing but the log's position. So the
+    waits are for the last change below an offset (`changes_end`), not for the offset
+    itself: the NoOps after it are read with the next change or `noop_every` s later.
+
     `/metrics` is scraped after every micro-batch (`scrapes`, each with the log offset it
     shows the state after): the step-by-step tests hold a scrape of each step's state
     against the controller's JMX, without holding the scenario up to wait for one."""
 
     def __init__(self, spark, kafka: KafkaCluster, work: Path) -> None:
         self.lake = work / "stream-lake"
+        self.log_dir = kafka.controller.metadata_log
         self.batches: list[IncrementResult] = []
         self.scrapes: list[dict[str, float]] = []
         self.waited = 0.0  # s the scenario waited for the stream to catch up (`catch_up`)
-        cfg = load_config(lake=self.lake, spark_master="local[2]")
+        cfg = load_config(lake=self.lake, spark_master="local[2]",
+                          noop_every=Config.noop_every)
         fleet = Fleet()
         self.metrics = serve_metrics(fleet, 0)
         watch = StreamWatch(spark, fleet)
@@ -120,12 +154,13 @@ class LiveStream:
                    f"{[(b.start_offset, b.end_offset) for b in self.batches]}")
 
     def catch_up(self, view: scenario.StepView) -> None:
-        """Until the stream has committed the log up to the view's first high watermark
-        (`scenario.run`'s `after_view`): the micro-batch that gets it there ends while the
-        scenario waits here, so in the step's state when nothing changed since (a settled
-        step). The seconds it took add to `waited`."""
+        """Until the stream has committed every change below the view's first high watermark
+        (`scenario.run`'s `after_view`; the NoOps after the last one may wait, `changes_end`):
+        the micro-batch that gets it there ends while the scenario waits here, so in the
+        step's state when nothing changed since (a settled step). The seconds it took add
+        to `waited`."""
         t0 = time.monotonic()
-        self.wait_until(view.high_watermark)
+        self.wait_until(changes_end(self.log_dir, view.high_watermark))
         self.waited += time.monotonic() - t0
 
     def stop(self) -> None:

@@ -411,7 +411,8 @@ def test_scraped_gauges_at_each_step_equal_the_controllers_jmx(
                  "events:unclean_election", "events:elr_election"):
         assert any(s[name] > 0 for _, s in compared), f"{name} 0 in every compared scrape"
     print(f"\n{len(compared)} of {len(settled)} settled steps compared with a scrape; the "
-          f"scenario waited {incidents.waited:.0f} s in all for the stream to catch up")
+          f"scenario waited {incidents.waited:.0f} s in all for the stream to catch up; "
+          f"{len(scrapes)} micro-batches")
 
 
 # what the scenario's tools alone make: in every step, the lake's events of these types are
