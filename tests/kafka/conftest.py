@@ -13,6 +13,7 @@ stays under pytest's tmp dir, printed.
 
 from __future__ import annotations
 
+import json
 import pickle
 import time
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from kraftlake.config import Config, load_config
 from kraftlake.jobs.progress import IncrementResult
 from kraftlake.jobs.stream import start_stream
 from kraftlake.kraft.records import NO_OP_RECORD
+from kraftlake.lake.schema import KRAFTLAKE_DIR
 from kraftlake.metrics.exposition import serve_metrics
 from kraftlake.metrics.state import Fleet
 from kraftlake.metrics.watch import StreamWatch
@@ -119,6 +121,9 @@ class LiveStream:
     def __init__(self, spark, kafka: KafkaCluster, work: Path) -> None:
         self.lake = work / "stream-lake"
         self.log_dir = kafka.controller.metadata_log
+        # Spark's offset log of the query (jobs/stream.py: the default checkpoint)
+        self.offset_log = (self.lake / KRAFTLAKE_DIR / "checkpoints" / kafka.cluster_id
+                           / "spark" / "offsets")
         self.batches: list[IncrementResult] = []
         self.scrapes: list[dict[str, float]] = []
         self.waited = 0.0  # s the scenario waited for the stream to catch up (`catch_up`)
@@ -143,24 +148,37 @@ class LiveStream:
         ends = [b.end_offset for b in self.batches if b.end_offset is not None]
         return max(ends, default=-1)
 
-    def wait_until(self, end: int, timeout: float = 300) -> None:
-        """Until the stream has committed the log up to `end` (a few triggers after the
-        scenario): it must not have stopped meanwhile."""
-        wait_until(f"the live stream commits the log up to offset {end}",
-                   lambda: self.committed_end() >= end, timeout,
+    def planned_end(self) -> int:
+        """The end offset of the newest micro-batch Spark has planned: the last entry of the
+        query's offset log, which Spark writes before it runs the batch (jobs/stream.py
+        `_offsets` reads the same entry while the batch runs)."""
+        ids = [int(f.name) for f in self.offset_log.glob("*") if f.name.isdigit()]
+        if not ids:
+            return -1
+        entry = (self.offset_log / str(max(ids))).read_text()
+        return int(json.loads(entry.strip().splitlines()[-1])["offset"])
+
+    def wait_until(self, end: int, timeout: float = 300, planned: bool = False) -> None:
+        """Until the stream has committed the log up to `end` (`planned`: until a micro-batch
+        reading up to it has been planned): it must not have stopped meanwhile."""
+        reached = self.planned_end if planned else self.committed_end
+        wait_until(f"the live stream {'plans' if planned else 'commits'} a micro-batch up to "
+                   f"offset {end}", lambda: reached() >= end, timeout, interval=0.2,
                    failed=lambda: None if self.query.isActive
                    else f"the stream stopped: {self.query.exception()}",
-                   detail=lambda: f"reached offset {self.committed_end()}; micro-batches "
+                   detail=lambda: f"reached offset {reached()}; micro-batches "
                    f"{[(b.start_offset, b.end_offset) for b in self.batches]}")
 
     def catch_up(self, view: scenario.StepView) -> None:
-        """Until the stream has committed every change below the view's first high watermark
-        (`scenario.run`'s `after_view`; the NoOps after the last one may wait, `changes_end`):
-        the micro-batch that gets it there ends while the scenario waits here, so in the
-        step's state when nothing changed since (a settled step). The seconds it took add
-        to `waited`."""
+        """Until a micro-batch of the stream reading every change below the view's first
+        high watermark has been planned (`scenario.run`'s `after_view`; the NoOps after the
+        last change may wait, `changes_end`). Its end offset is fixed then, before the next
+        step writes anything, so it ends in the step's state when nothing changed since (a
+        settled step), and its scrape shows that state whenever it finishes: the next step
+        runs while it does. (Waiting for its commit as well held each step 3-5 s longer.)
+        The seconds it took add to `waited`."""
         t0 = time.monotonic()
-        self.wait_until(changes_end(self.log_dir, view.high_watermark))
+        self.wait_until(changes_end(self.log_dir, view.high_watermark), planned=True)
         self.waited += time.monotonic() - t0
 
     def stop(self) -> None:
