@@ -267,10 +267,7 @@ class KafkaCluster:
             self.tool("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
                       "-c", str(conf), "--ignore-formatted")
         self.start_node(1)
-        for node_id in self.broker_ids():
-            self.start_node(node_id, wait=False)
-        for node_id in self.broker_ids():
-            self._wait_started(self.nodes[node_id])
+        self.start_nodes(*self.broker_ids())
         return self
 
     def broker_ids(self) -> list[int]:
@@ -295,6 +292,14 @@ class KafkaCluster:
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         if wait:
             self._wait_started(node)
+
+    def start_nodes(self, *node_ids: int) -> None:
+        """Start the nodes at once and wait until each has started: a node's start is
+        seconds of waiting on its own (a JVM start, its registration), not on the others."""
+        for node_id in node_ids:
+            self.start_node(node_id, wait=False)
+        for node_id in node_ids:
+            self._wait_started(self.nodes[node_id])
 
     def _wait_started(self, node: Node, timeout: float = 120) -> None:
         def started() -> bool:

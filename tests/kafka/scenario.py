@@ -495,8 +495,7 @@ def run(c: KafkaCluster, work: Path, views: list[StepView] | None = None,
     step("brokers 4, 3, 2 shut down (SIGTERM): their partitions offline")
     c.start_node(3)
     wait_until("elr-0 led by 3", lambda: part(c, "elr")["Leader"] == 3, STEP)
-    c.start_node(2)
-    c.start_node(4)
+    c.start_nodes(2, 4)
     wait_until("elr-0 fully in sync", lambda: sorted(part(c, "elr")["Isr"]) == [2, 3, 4], STEP)
     step("elr election (start 3, then 2 and 4)")
 
