@@ -21,12 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.codec.batch import Batch, scan_batches
-from kraftlake.codec.logfiles import records_of_batch
 from kraftlake.config import Config, load_config
 from kraftlake.jobs.progress import IncrementResult
 from kraftlake.jobs.stream import start_stream
-from kraftlake.kraft.records import NO_OP_RECORD
 from kraftlake.lake.schema import KRAFTLAKE_DIR
 from kraftlake.metrics.exposition import serve_metrics
 from kraftlake.metrics.state import Fleet
@@ -36,7 +33,7 @@ from tests.metrics.scrape import scrape
 from tests.polling import wait_until
 
 from . import scenario
-from .cluster import KafkaCluster, log_start, running_cluster
+from .cluster import KafkaCluster, changes_end, log_start, running_cluster
 
 
 @pytest.fixture(scope="package")
@@ -74,27 +71,6 @@ def incidents(spark, kafka: KafkaCluster,
     # beside the logs, for a failure's diagnosis without running the scenario again
     (work / "views.pickle").write_bytes(pickle.dumps(views))
     return seen
-
-
-def changes_end(log_dir: Path, below: int) -> int:
-    """One past the last record below offset `below` in a `__cluster_metadata-0` that is not
-    a NoOpRecord (control records count): what a stream holding a tail of NoOps must have
-    committed to hold every change below `below`. Read from the newest segment back; a
-    segment retention deletes meanwhile is skipped (it is older than any the stream waits
-    for)."""
-    segments = sorted(log_dir.glob("*.log"), key=lambda f: int(f.stem), reverse=True)
-    for seg in (s for s in segments if int(s.stem) < below):
-        try:
-            data = seg.read_bytes()
-        except FileNotFoundError:
-            continue
-        last = max((r.offset for b in scan_batches(data, seg.name)
-                    if isinstance(b, Batch) and b.base_offset < below
-                    for r in records_of_batch(b)
-                    if r.offset < below and r.type != NO_OP_RECORD), default=-1)
-        if last >= 0:
-            return last + 1
-    return 0
 
 
 class LiveStream:

@@ -2,7 +2,7 @@
 
 The session's cluster ran the incident scenario (scenario.py); Kafka's own view of the end
 state was taken right after (conftest.Incidents): `kafka-topics --describe` per partition,
-the metadata shell on a snapshot written after the scenario, the controller's election
+the metadata shell on a snapshot holding the scenario's last change, the controller's election
 counters over JMX. Two lakes are held against that view: `kraftlake ingest` of a copy of
 the controller's log taken after the scenario (retention had deleted its first segments, so
 it starts at a snapshot), and the lake `kraftlake stream` built while it tailed the live log
