@@ -140,7 +140,8 @@ def _conf_file(conf: dict[str, str]) -> str:
     fd, path = tempfile.mkstemp(prefix="kraftlake-test-", suffix=".yaml")
     with os.fdopen(fd, "w") as fh:
         # a stream reads a tail of NoOps at every trigger, as the tests' waits for a log's
-        # end expect (tests/sources/test_stream_tail.py holds `stream.noop_every` itself)
+        # end expect (tests/sources/test_stream_tail.py and the Kafka scenario's live stream,
+        # tests/kafka/conftest.py, hold `stream.noop_every` themselves)
         yaml.safe_dump({"spark": {"conf": conf}, "stream": {"noop_every": 0}}, fh)
     atexit.register(os.unlink, path)
     return path

@@ -29,7 +29,10 @@ from pathlib import Path
 
 import pytest
 
+from kraftlake.codec.batch import Batch, scan_batches
+from kraftlake.codec.logfiles import records_of_batch
 from kraftlake.jvm import resolve
+from kraftlake.kraft.records import NO_OP_RECORD
 from tests.polling import WaitFailed, wait_until
 from tests.ports import free_port
 
@@ -267,10 +270,7 @@ class KafkaCluster:
             self.tool("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
                       "-c", str(conf), "--ignore-formatted")
         self.start_node(1)
-        for node_id in self.broker_ids():
-            self.start_node(node_id, wait=False)
-        for node_id in self.broker_ids():
-            self._wait_started(self.nodes[node_id])
+        self.start_nodes(*self.broker_ids())
         return self
 
     def broker_ids(self) -> list[int]:
@@ -295,6 +295,14 @@ class KafkaCluster:
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         if wait:
             self._wait_started(node)
+
+    def start_nodes(self, *node_ids: int) -> None:
+        """Start the nodes at once and wait until each has started: a node's start is
+        seconds of waiting on its own (a JVM start, its registration), not on the others."""
+        for node_id in node_ids:
+            self.start_node(node_id, wait=False)
+        for node_id in node_ids:
+            self._wait_started(self.nodes[node_id])
 
     def _wait_started(self, node: Node, timeout: float = 120) -> None:
         def started() -> bool:
@@ -405,6 +413,27 @@ def log_start(log_dir: Path) -> int:
     """The base offset of the oldest segment in a `__cluster_metadata-0` directory (0 until
     retention deleted one)."""
     return min(int(f.stem) for f in log_dir.glob("*.log"))
+
+
+def changes_end(log_dir: Path, below: int) -> int:
+    """One past the last record below offset `below` in a `__cluster_metadata-0` that is not
+    a NoOpRecord (control records count): what a stream holding a tail of NoOps must have
+    read, or a snapshot must hold, to hold every change below `below`. Read from the
+    newest segment back; a segment retention deletes meanwhile is skipped (it is older than
+    any offset waited for)."""
+    segments = sorted(log_dir.glob("*.log"), key=lambda f: int(f.stem), reverse=True)
+    for seg in (s for s in segments if int(s.stem) < below):
+        try:
+            data = seg.read_bytes()
+        except FileNotFoundError:
+            continue
+        last = max((r.offset for b in scan_batches(data, seg.name)
+                    if isinstance(b, Batch) and b.base_offset < below
+                    for r in records_of_batch(b)
+                    if r.offset < below and r.type != NO_OP_RECORD), default=-1)
+        if last >= 0:
+            return last + 1
+    return 0
 
 
 def running_cluster(root: Path, version: str = "4.3.1", brokers: int = 4,

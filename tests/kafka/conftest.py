@@ -13,6 +13,7 @@ stays under pytest's tmp dir, printed.
 
 from __future__ import annotations
 
+import json
 import pickle
 import time
 from collections.abc import Iterator
@@ -20,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from kraftlake.config import load_config
+from kraftlake.config import Config, load_config
 from kraftlake.jobs.progress import IncrementResult
 from kraftlake.jobs.stream import start_stream
+from kraftlake.lake.schema import KRAFTLAKE_DIR
 from kraftlake.metrics.exposition import serve_metrics
 from kraftlake.metrics.state import Fleet
 from kraftlake.metrics.watch import StreamWatch
@@ -31,7 +33,7 @@ from tests.metrics.scrape import scrape
 from tests.polling import wait_until
 
 from . import scenario
-from .cluster import KafkaCluster, log_start, running_cluster
+from .cluster import KafkaCluster, changes_end, log_start, running_cluster
 
 
 @pytest.fixture(scope="package")
@@ -56,7 +58,8 @@ def incidents(spark, kafka: KafkaCluster,
         wait_until("retention deleting the controller's first segment",
                    lambda: log_start(kafka.controller.metadata_log) > 0, 300)
         seen = scenario.observe(kafka, steps, work)
-        stream.wait_until(LogDirIndex(seen.controller_log).refresh().log_end)
+        log_end = LogDirIndex(seen.controller_log).refresh().log_end
+        stream.wait_until(changes_end(seen.controller_log, log_end))
     except (AssertionError, RuntimeError) as exc:
         pytest.fail(f"scenario failed: {exc}\nlogs under {kafka.root}", pytrace=False)
     finally:
@@ -80,16 +83,28 @@ class LiveStream:
     The command's own start, arguments and output are tests/cli's and the kill tests'
     (tests/pipeline/test_kill_restart.py runs it as a process).
 
+    It holds a tail of NoOpRecords as the command does by default (`stream.noop_every`, not
+    the tests' 0: tests/conftest.py): the controller writes one every 500 ms, and read at
+    every trigger they made the scenario's stream 70-78 micro-batches, 43 when held
+    (2026-12-02), each committing two tables for nothing but the log's position. So the
+    waits are for the last change below an offset (`changes_end`), not for the offset
+    itself: the NoOps after it are read with the next change or `noop_every` s later.
+
     `/metrics` is scraped after every micro-batch (`scrapes`, each with the log offset it
     shows the state after): the step-by-step tests hold a scrape of each step's state
     against the controller's JMX, without holding the scenario up to wait for one."""
 
     def __init__(self, spark, kafka: KafkaCluster, work: Path) -> None:
         self.lake = work / "stream-lake"
+        self.log_dir = kafka.controller.metadata_log
+        # Spark's offset log of the query (jobs/stream.py: the default checkpoint)
+        self.offset_log = (self.lake / KRAFTLAKE_DIR / "checkpoints" / kafka.cluster_id
+                           / "spark" / "offsets")
         self.batches: list[IncrementResult] = []
         self.scrapes: list[dict[str, float]] = []
         self.waited = 0.0  # s the scenario waited for the stream to catch up (`catch_up`)
-        cfg = load_config(lake=self.lake, spark_master="local[2]")
+        cfg = load_config(lake=self.lake, spark_master="local[2]",
+                          noop_every=Config.noop_every)
         fleet = Fleet()
         self.metrics = serve_metrics(fleet, 0)
         watch = StreamWatch(spark, fleet)
@@ -109,23 +124,37 @@ class LiveStream:
         ends = [b.end_offset for b in self.batches if b.end_offset is not None]
         return max(ends, default=-1)
 
-    def wait_until(self, end: int, timeout: float = 300) -> None:
-        """Until the stream has committed the log up to `end` (a few triggers after the
-        scenario): it must not have stopped meanwhile."""
-        wait_until(f"the live stream commits the log up to offset {end}",
-                   lambda: self.committed_end() >= end, timeout,
+    def planned_end(self) -> int:
+        """The end offset of the newest micro-batch Spark has planned: the last entry of the
+        query's offset log, which Spark writes before it runs the batch (jobs/stream.py
+        `_offsets` reads the same entry while the batch runs)."""
+        ids = [int(f.name) for f in self.offset_log.glob("*") if f.name.isdigit()]
+        if not ids:
+            return -1
+        entry = (self.offset_log / str(max(ids))).read_text()
+        return int(json.loads(entry.strip().splitlines()[-1])["offset"])
+
+    def wait_until(self, end: int, timeout: float = 300, planned: bool = False) -> None:
+        """Until the stream has committed the log up to `end` (`planned`: until a micro-batch
+        reading up to it has been planned): it must not have stopped meanwhile."""
+        reached = self.planned_end if planned else self.committed_end
+        wait_until(f"the live stream {'plans' if planned else 'commits'} a micro-batch up to "
+                   f"offset {end}", lambda: reached() >= end, timeout, interval=0.2,
                    failed=lambda: None if self.query.isActive
                    else f"the stream stopped: {self.query.exception()}",
-                   detail=lambda: f"reached offset {self.committed_end()}; micro-batches "
+                   detail=lambda: f"reached offset {reached()}; micro-batches "
                    f"{[(b.start_offset, b.end_offset) for b in self.batches]}")
 
     def catch_up(self, view: scenario.StepView) -> None:
-        """Until the stream has committed the log up to the view's first high watermark
-        (`scenario.run`'s `after_view`): the micro-batch that gets it there ends while the
-        scenario waits here, so in the step's state when nothing changed since (a settled
-        step). The seconds it took add to `waited`."""
+        """Until a micro-batch of the stream reading every change below the view's first
+        high watermark has been planned (`scenario.run`'s `after_view`; the NoOps after the
+        last change may wait, `changes_end`). Its end offset is fixed then, before the next
+        step writes anything, so it ends in the step's state when nothing changed since (a
+        settled step), and its scrape shows that state whenever it finishes: the next step
+        runs while it does. (Waiting for its commit as well held each step 3-5 s longer.)
+        The seconds it took add to `waited`."""
         t0 = time.monotonic()
-        self.wait_until(view.high_watermark)
+        self.wait_until(changes_end(self.log_dir, view.high_watermark), planned=True)
         self.waited += time.monotonic() - t0
 
     def stop(self) -> None:

@@ -2,7 +2,7 @@
 
 The session's cluster ran the incident scenario (scenario.py); Kafka's own view of the end
 state was taken right after (conftest.Incidents): `kafka-topics --describe` per partition,
-the metadata shell on a snapshot written after the scenario, the controller's election
+the metadata shell on a snapshot holding the scenario's last change, the controller's election
 counters over JMX. Two lakes are held against that view: `kraftlake ingest` of a copy of
 the controller's log taken after the scenario (retention had deleted its first segments, so
 it starts at a snapshot), and the lake `kraftlake stream` built while it tailed the live log
@@ -411,7 +411,8 @@ def test_scraped_gauges_at_each_step_equal_the_controllers_jmx(
                  "events:unclean_election", "events:elr_election"):
         assert any(s[name] > 0 for _, s in compared), f"{name} 0 in every compared scrape"
     print(f"\n{len(compared)} of {len(settled)} settled steps compared with a scrape; the "
-          f"scenario waited {incidents.waited:.0f} s in all for the stream to catch up")
+          f"scenario waited {incidents.waited:.0f} s in all for the stream to catch up; "
+          f"{len(scrapes)} micro-batches")
 
 
 # what the scenario's tools alone make: in every step, the lake's events of these types are
