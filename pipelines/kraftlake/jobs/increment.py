@@ -208,9 +208,6 @@ class _Silver:
     brokers_n: int  # broker records (one row each)
     configs_n: int  # config records (one row each)
     topic_records: int  # topic records: `topics` may change
-    # a small increment's bronze and broker rows (`bronze_rows`, "brokers"), collected in
-    # silver's job; empty for a large one
-    collected: dict[str, pa.Table]
 
 
 @dataclass
@@ -406,9 +403,6 @@ class _Increment:
         answers = {"counts": counts, "configs": configs_of(effective),
                    "invalid": invalid.filter(F.col("state_unknown")).select(
                        "offset", "end_offset")}
-        collected = {**self.bronze_rows(records, invalid), "brokers": brokers_of(effective)}
-        if self.work.local:  # the commit stage's other rows, in the same job
-            answers.update({n: conform(df, n) for n, df in collected.items()})
         made, got = self.work.frames(frames, answers)
         if "committed" in made:
             done = made["committed"]
@@ -420,7 +414,7 @@ class _Increment:
         return _Silver(records, invalid, done, old_topics, made.get("topics", topics),
                        topic_records, brokers_of(effective), got["configs"],
                        made.get("partition_changes"), read_back, n["brokers"], n["configs"],
-                       n["topics"], {n: got[n] for n in collected if n in got})
+                       n["topics"])
 
     def kernel(self, x: _Decoded, s: _Silver) -> _Kernel:
         """The kernel over the partition changes, continuing from the current states and
@@ -558,8 +552,8 @@ class _Increment:
         `partition_current`. Only current states and open intervals are ever closed: the
         cluster's current (open) slice is replaced, what the increment closes is added to the
         history in the same commit. A small increment's replacements are made on the driver
-        from the kernel's Arrow and the held slices, its bronze and broker rows were
-        collected with silver's (`bronze_and_brokers`): no Spark job."""
+        from the kernel's Arrow and the held slices (no Spark job), the rest collected in one
+        job (`collect`)."""
         seed = self.seed
         cur = self.current_rows(k)
         slices: dict[str, DataFrame | pa.Table]
@@ -571,15 +565,16 @@ class _Increment:
                           seed.rows("partition_intervals"), k.rows("interval"), INTERVAL_KEY)}
             if cur is not None:
                 slices["partition_current"] = cur
-            return {**slices, **self.bronze_and_brokers(s)}
+            return {**slices, **self.collect({**self.bronze_rows(s.records, s.invalid),
+                                              "brokers": s.brokers})}
         tl = conform(k.part("timeline"), "partition_timeline")
         iv = conform(k.part("interval"), "partition_intervals")
-        return {**self.collect({
+        return self.collect({
             "partition_timeline": _replacement(seed.slice("partition_timeline"), tl,
                                                table_schema("partition_timeline").key),
             "partition_intervals": _replacement(k.open_iv, iv, INTERVAL_KEY),
-            **({} if cur is None else {"partition_current": cur})}),
-                **self.bronze_and_brokers(s)}
+            **self.bronze_rows(s.records, s.invalid), "brokers": s.brokers,
+            **({} if cur is None else {"partition_current": cur})})
 
     def collect(self, frames: dict[str, DataFrame]) -> dict[str, DataFrame | pa.Table]:
         """Rows of several tables (table -> frame): a small increment's as Arrow, all from
@@ -596,14 +591,9 @@ class _Increment:
         res.skipped += MADE_WITH_GOLD
         _restore_gold_counts(res, self.lake.commit_metadata("partition_current", res.app_id,
                                                             res.version))
-        rows = _Once(lambda: self.bronze_and_brokers(s))
+        rows = _Once(lambda: self.collect({**self.bronze_rows(s.records, s.invalid),
+                                           "brokers": s.brokers}))
         self.commit_concurrently({**self.bronze(rows), **self.small_tables(s, rows)})
-
-    def bronze_and_brokers(self, s: _Silver) -> dict[str, DataFrame | pa.Table]:
-        """The rows of `records`, `quarantine` and `brokers`: a small increment's as
-        collected with silver, a large one's frames."""
-        return dict(s.collected) or self.collect({**self.bronze_rows(s.records, s.invalid),
-                                                  "brokers": s.brokers})
 
     def small_tables(self, s: _Silver, rows: Callable[[], dict[str, DataFrame | pa.Table]]
                      ) -> dict[str, Callable[[], object]]:
