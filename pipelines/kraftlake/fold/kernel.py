@@ -169,7 +169,6 @@ class _Input:
         return self.cluster_id[i], self.topic_id[i], self.partition_id[i]
 
 
-
 def _input(batch: pa.RecordBatch) -> _Input:
     columns = {name: (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
                for name, c in zip(batch.schema.names, batch.columns, strict=True)}

@@ -152,8 +152,8 @@ def _same(name: str, cluster_id: str, tag: Tag | None, held: pa.Table,
 
 
 def _lake_rows(lake: Lake, cluster_id: str, name: str, tag: Tag | None,
-             filters: list[tuple[str, str, object]],
-             spark_read: Callable[[], DataFrame]) -> pa.Table:
+               filters: list[tuple[str, str, object]],
+               spark_read: Callable[[], DataFrame]) -> pa.Table:
     """The cluster's rows of `name` matching `filters` at `tag`, read from the lake (what an
     increment does not hold, and the check's fresh read): by delta-rs, or by `spark_read`
     where delta-rs cannot answer exactly."""
@@ -222,8 +222,8 @@ class Seed:
 
         def fresh() -> pa.Table:
             return self._lake_rows("partition_events",
-                                 [("offset", ">=", first), ("offset", "<", until)],
-                                 lambda: self._events(first, until))
+                                   [("offset", ">=", first), ("offset", "<", until)],
+                                   lambda: self._events(first, until))
 
         if got is not None and got[0] == tag and got[1] <= first:
             rows = _offsets(got[2], first, until)
@@ -311,7 +311,7 @@ class Seed:
         """The cluster's slice of `name` at the pinned version, read from the lake."""
         where = SLICES[name]
         return self._lake_rows(name, [(where, "=", True)] if where else [],
-                             lambda: self._spark_slice(name))
+                               lambda: self._spark_slice(name))
 
     def _spark_slice(self, name: str) -> DataFrame:
         where = SLICES[name]
@@ -322,6 +322,6 @@ class Seed:
         _same(name, self.cluster_id, self.lake.pinned_tag(name), held, self._fresh(name))
 
     def _lake_rows(self, name: str, filters: list[tuple[str, str, object]],
-                 spark_read: Callable[[], DataFrame]) -> pa.Table:
+                   spark_read: Callable[[], DataFrame]) -> pa.Table:
         return _lake_rows(self.lake, self.cluster_id, name, self.lake.pinned_tag(name),
-                        filters, spark_read)
+                          filters, spark_read)
