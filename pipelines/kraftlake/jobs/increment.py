@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -221,15 +221,20 @@ class _Kernel:
     intervals: int  # interval rows the kernel emitted
     windows: dict[str, list[tuple[int, int, int]]]  # attribution windows (fold.context)
     arrow: pa.Table | None = None  # the driver's output as Arrow (None: Spark's tasks')
+    _rows: dict[str, pa.Table] = field(default_factory=dict, repr=False)  # `rows`, made
 
     def part(self, kind: str) -> DataFrame:
         return kernel.part(self.out, kind)
 
     def rows(self, kind: str) -> pa.Table:
         """The driver's output rows of one kind with a table of its own, in its table's
-        schema (only when the kernel ran on the driver)."""
+        schema (only when the kernel ran on the driver); made once, read by several
+        commits (the timeline's by its own and by `partition_current`'s)."""
         assert self.arrow is not None
-        return table_rows(kernel.part_arrow(self.arrow, kind), kernel.TABLES[kind])
+        if kind not in self._rows:
+            self._rows[kind] = table_rows(kernel.part_arrow(self.arrow, kind),
+                                          kernel.TABLES[kind])
+        return self._rows[kind]
 
 
 class _Increment:
@@ -1011,11 +1016,9 @@ def _topics_after(old: DataFrame, new: DataFrame) -> DataFrame:
 
 def _of_partitions(rows: pa.Table, changes: pa.Table) -> pa.Table:
     """The rows of `rows` (one cluster's) whose partition `changes` touches."""
-    touched = set(zip(changes["topic_id"].to_pylist(), changes["partition_id"].to_pylist(),
-                      strict=True))
-    keep = [k in touched for k in zip(rows["topic_id"].to_pylist(),
-                                      rows["partition_id"].to_pylist(), strict=True)]
-    return rows.filter(pa.array(keep, pa.bool_()))
+    partition = ("topic_id", "partition_id")
+    touched = set(_keys(changes, partition))
+    return rows.filter(pa.array([k in touched for k in _keys(rows, partition)], pa.bool_()))
 
 
 _Slice = TypeVar("_Slice", DataFrame, pa.Table)
