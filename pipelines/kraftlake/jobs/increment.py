@@ -551,6 +551,11 @@ class _Increment:
             seed.keep_events(res.table_versions.get("partition_events"), self.new_events,
                              self.open_first, res.start_offset)
 
+    def all_arrow(self, k: _Kernel) -> bool:
+        """The increment's frames and the kernel's rows are Arrow on the driver (decoded and
+        folded there): its replaced slices and incidents are made there without Spark."""
+        return self.work.local and k.arrow is not None
+
     def gold_rows(self, k: _Kernel, s: _Silver) -> dict[str, DataFrame | pa.Table]:
         """The rows the commit stage writes that are not the kernel's events: the timeline's
         and the intervals' replaced slices, bronze, brokers and (when a state changed)
@@ -562,7 +567,7 @@ class _Increment:
         seed = self.seed
         cur = self.current_rows(k)
         slices: dict[str, DataFrame | pa.Table]
-        if k.arrow is not None and self.work.local:
+        if self.all_arrow(k):
             slices = {"partition_timeline": _replacement(
                           seed.rows("partition_timeline"), k.rows("timeline"),
                           table_schema("partition_timeline").key),
@@ -681,7 +686,8 @@ class _Increment:
         unknown_before = pc.max(held["unknown_offsets"]).as_py()
         before = first is not None and first < since  # the open incident's events so far
         events: DataFrame | pa.Table
-        if local and self.new_events is not None:  # the kernel's, folded on the driver
+        if self.all_arrow(k):  # the kernel's, and the events held
+            assert self.new_events is not None  # set by `commit` from the kernel's Arrow
             events = pa.concat_tables([seed.event_rows(first, since), self.new_events]) \
                 if before else self.new_events
         else:
@@ -729,7 +735,7 @@ class _Increment:
         partitions it deleted are left out."""
         if not self.res.timeline:
             return None
-        if k.arrow is not None and self.work.local:
+        if self.all_arrow(k):
             tl = k.rows("timeline")
             return _replacement(self.seed.rows("partition_current"),
                                 table_rows(tl.filter(tl["is_current"]), "partition_current"),
