@@ -16,6 +16,11 @@ test its worker ran then; a process belongs to the worker it descends from when 
 (it keeps that worker after its parent dies). CPU of processes outside any worker (the
 controller, setup before pytest) is reported as "(no worker)"; a process living less than a
 second between readings is missed. Linux only.
+
+A worker's processes can use one core while the other worker uses the other; what they
+leave of it while a test runs (waiting on a sleep, a server, a timeout) is that test's idle
+core time, reported per group beside the CPU (a group that idles lengthens the run as much
+as one that computes), with each worker's end: a worker that ends early idles a core.
 """
 
 from __future__ import annotations
@@ -66,7 +71,13 @@ def processes() -> dict[int, tuple[int, int, int]]:
 
 
 def _workers(d: Path) -> dict[int, str]:
-    """worker pid -> the test it runs now."""
+    """worker pid -> the test it runs now (under xdist the controller, "main", also names
+    the test whose report it got last)."""
+    return {pid: node for pid, (_, node) in _named_workers(d).items()}
+
+
+def _named_workers(d: Path) -> dict[int, tuple[str, str]]:
+    """worker pid -> (its name: gw0, gw1 ... or main, the test it runs now)."""
     out = {}
     for f in d.iterdir():
         if not f.name.startswith("."):
@@ -74,7 +85,7 @@ def _workers(d: Path) -> dict[int, str]:
                 pid, node = f.read_text().rstrip("\n").split("\t", 1)
             except (OSError, ValueError):
                 continue
-            out[int(pid)] = node
+            out[int(pid)] = (f.name, node)
     return out
 
 
@@ -103,9 +114,21 @@ def kind_of(pid: int, parent: int, workers: dict[int, str]) -> str:
     return exe
 
 
-def measure(cmd: list[str]) -> tuple[collections.Counter, collections.Counter, int]:
-    """Run `cmd` (with this plugin) to its end; CPU seconds per test, per (test, kind of
-    process) (`kind_of`), and its exit status."""
+class Run:
+    """What `measure` found: CPU seconds per test and per (test, kind of process)
+    (`kind_of`), idle core seconds per test, each worker's last moment running a test
+    (seconds from the start), and the command's exit status."""
+
+    def __init__(self) -> None:
+        self.per_test: collections.Counter = collections.Counter()
+        self.per_kind: collections.Counter = collections.Counter()
+        self.idle: collections.Counter = collections.Counter()
+        self.last_test: dict[int, float] = {}
+        self.status = 0
+
+
+def measure(cmd: list[str]) -> Run:
+    """Run `cmd` (with this plugin) to its end and measure it (`Run`)."""
     d = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
     env = {**os.environ, ENV: str(d),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
@@ -113,15 +136,22 @@ def measure(cmd: list[str]) -> tuple[collections.Counter, collections.Counter, i
     proc = subprocess.Popen([*cmd, "-p", "benchmarks.suite_cpu"], env=env)
     owner: dict[tuple[int, int], int] = {}  # (pid, start) -> the worker it descends from
     seen: dict[tuple[int, int], int] = {}  # (pid, start) -> ticks at the last reading
-    per_test: collections.Counter = collections.Counter()
-    per_kind: collections.Counter = collections.Counter()
+    run = Run()
+    per_test, per_kind = run.per_test, run.per_kind
     kinds: dict[tuple[int, int], str] = {}
+    t0 = last = time.monotonic()
     # a process already running counts from now: its CPU so far is not the command's
     for pid, (_, start, ticks) in processes().items():
         seen[(pid, start)] = ticks
     while True:
         done = proc.poll() is not None
-        workers, procs = _workers(d), processes()
+        named, procs = _named_workers(d), processes()
+        workers = {pid: node for pid, (_, node) in named.items()}
+        # the cores are the xdist workers' (the controller's only when pytest runs alone)
+        runners = {pid: node for pid, (name, node) in named.items()
+                   if name != "main" or len(named) == 1}
+        now = time.monotonic()
+        tick_used: collections.Counter = collections.Counter()  # worker pid -> CPU s
         for pid, (_, start, ticks) in procs.items():
             key = (pid, start)
             if key not in owner:
@@ -136,11 +166,18 @@ def measure(cmd: list[str]) -> tuple[collections.Counter, collections.Counter, i
             used = ticks - seen.get(key, 0)
             seen[key] = ticks
             if used > 0:
+                tick_used[owner.get(key, -1)] += used / TICK
                 per_test[workers.get(owner.get(key, -1), "(no worker)")] += used / TICK
                 per_kind[(workers.get(owner.get(key, -1), "(no worker)"), kinds[key])] += (
                     used / TICK)
+        for worker, node in runners.items():
+            if node != "(between tests)":
+                run.last_test[worker] = now - t0
+                run.idle[node] += max(0.0, (now - last) - tick_used[worker])
+        last = now
         if done:
-            return per_test, per_kind, proc.returncode
+            run.status = proc.returncode
+            return run
         time.sleep(1.0)
 
 
@@ -152,18 +189,25 @@ def main() -> int:
     if not args.command:
         ap.error("a command to run, e.g. ./test.sh")
     t0 = time.time()
-    per_test, per_kind, status = measure(args.command)
+    run = measure(args.command)
+    per_test, per_kind, status = run.per_test, run.per_kind, run.status
     sys.path.insert(0, str(REPO))
     from tests.conftest import group_of
 
     groups: collections.Counter = collections.Counter()
+    idle: collections.Counter = collections.Counter()
     for node, cpu in per_test.items():
         groups[group_of(node) if node.startswith("tests/") else node] += cpu
+    for node, seconds in run.idle.items():
+        idle[group_of(node) if node.startswith("tests/") else node] += seconds
     print(f"\n{sum(per_test.values()):.0f} CPU s in {time.time() - t0:.0f} s, exit {status}")
-    print("CPU s by group:")
+    print("workers' last test ended at " + ", ".join(
+        f"{s:.0f} s" for s in sorted(run.last_test.values())) + " from the start; "
+        f"idle core seconds while tests ran: {sum(idle.values()):.0f}")
+    print("CPU s by group (idle core seconds while its tests ran):")
     for name, cpu in groups.most_common():
         if cpu >= 1:
-            print(f"{cpu:9.1f}  {name}")
+            print(f"{cpu:9.1f}  ({idle[name]:5.1f})  {name}")
     kinds: collections.Counter = collections.Counter()
     group_kinds: collections.Counter = collections.Counter()
     for (node, kind), cpu in per_kind.items():
