@@ -83,9 +83,15 @@ def test_retention_gap_then_snapshot(spark, tmp_path, cfg_factory):
         wait_for(lambda: progress_end(slake, cid) == end1, q, "the first batches")
         snap = OGS / "00000000000000020475-0000000026.checkpoint"
         first = max(i for i, b in enumerate(log.batches) if b.base_offset <= 20475 - 10)
+        # Kafka writes a snapshot whole (a `.part` file renamed) before retention deletes
+        # the segments below it. In place at once here too: a trigger that saw the new
+        # segment before the snapshot (copied in place, under load) found the gap ending at
+        # the segment's base offset
+        staged = tmp_path / snap.name
+        shutil.copy(snap, staged)
         (log.dir / "00000000000000000000.log").unlink()  # retention deleted it
+        staged.replace(log.dir / snap.name)
         log.roll(first)
-        shutil.copy(snap, log.dir / snap.name)
         end2 = log.write(first, first + 120)
         wait_for(lambda: progress_end(slake, cid) == end2, q, "the snapshot and the new log")
     finally:
