@@ -5,13 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 source scripts/venv.sh
+# Setup is mostly download: Debian's packages install while pip fills the virtualenv, and
+# Kafka's jars resolve while ruff and mypy check the code (`wait` fails the run with either)
+ensure_debian_tools &
+debian=$!
 ensure_venv test
-ensure_chromium
-ensure_prometheus
 # Apache Kafka for tests/kafka (a real cluster as the ground truth), from Maven Central once
-python -m kraftlake.jvm tests/kafka/poms/kafka-4.3.1.pom.xml tests/kafka/poms/kafka-3.9.1.pom.xml >/dev/null
+python -m kraftlake.jvm tests/kafka/poms/kafka-4.3.1.pom.xml tests/kafka/poms/kafka-3.9.1.pom.xml >/dev/null &
+kafka_jars=$!
 ruff check pipelines tests benchmarks
 mypy  # pyproject.toml [tool.mypy]: kraft/, codec/ and fold/ strict, the rest checked
+wait "$kafka_jars"
+wait "$debian"
 # two workers, each taking whole groups (tests/conftest.py says which), longest first; the
 # 30 slowest tests in every CI log
 pytest -q -n 2 --no-loadscope-reorder --durations=30 "$@"

@@ -31,35 +31,28 @@ ensure_venv() {
   .venv/bin/python -m kraftlake.jvm >/dev/null || exit 1
 }
 
-# The Data Docs test opens the quality report in a real headless Chromium (Debian's
-# package). Install it when it is missing and we may (root with apt-get, as in CI).
-ensure_chromium() {
-  if command -v chromium >/dev/null; then
-    return
-  fi
+# Debian packages the tests use: a real headless Chromium opens the quality report (the Data
+# Docs test); Prometheus's server and promtool check the alert rules and scrape a stream
+# (tests/metrics). Installed when missing and we may (root with apt-get, as in CI), in one
+# apt-get run; test.sh runs this beside the virtualenv's install (it is mostly download).
+ensure_debian_tools() {
+  local missing=()
+  command -v chromium >/dev/null || missing+=(chromium)
+  { command -v prometheus >/dev/null && command -v promtool >/dev/null; } || missing+=(prometheus)
+  [ ${#missing[@]} -eq 0 ] && return
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "Installing Debian's chromium for the Data Docs browser test..."
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    echo "Installing Debian's ${missing[*]} for the tests (Data Docs browser, live gauges)..."
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    # Chromium with its recommended fonts; Prometheus without its recommended exporters
+    if [[ " ${missing[*]} " == *" chromium "* ]]; then
+      apt-get install -y -qq chromium >/dev/null
+    fi
+    if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+      apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    fi
   else
-    echo "note: no chromium on PATH; install Debian's chromium package" \
-         "for the Data Docs browser test" >&2
-  fi
-}
-
-ensure_prometheus() {
-  # Debian's Prometheus server and promtool: the alert rules' checks and the test that lets
-  # a real Prometheus scrape a stream (tests/metrics)
-  if command -v prometheus >/dev/null && command -v promtool >/dev/null; then
-    return
-  fi
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "Installing Debian's prometheus for the live gauges' tests..."
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      prometheus >/dev/null
-  else
-    echo "note: no prometheus/promtool on PATH; install Debian's prometheus package" \
-         "for the live gauges' tests" >&2
+    echo "note: no ${missing[*]} on PATH; install Debian's package(s) of that name for" \
+         "the Data Docs browser test and the live gauges' tests" >&2
   fi
 }

@@ -1,7 +1,7 @@
 """The alert rules kraftlake ships (conf/prometheus-alerts.yaml) are valid Prometheus rules,
 and fire where they must and nowhere else: `promtool check rules`, and `promtool test rules`
 on made-up series (tests/metrics/prometheus-alerts.test.yaml). promtool is Debian's
-`prometheus` package, which ./test.sh installs (scripts/venv.sh `ensure_prometheus`)."""
+`prometheus` package, which ./test.sh installs (scripts/venv.sh `ensure_debian_tools`)."""
 
 from __future__ import annotations
 
