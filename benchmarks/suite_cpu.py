@@ -20,7 +20,9 @@ second between readings is missed. Linux only.
 A worker's processes can use one core while the other worker uses the other; what they
 leave of it while a test runs (waiting on a sleep, a server, a timeout) is that test's idle
 core time, reported per group beside the CPU (a group that idles lengthens the run as much
-as one that computes), with each worker's end: a worker that ends early idles a core.
+as one that computes), with each worker's end: a worker that ends early idles a core. A
+worker's idle core is not always the machine's (the other worker's threads may take it), so
+the machine's own idle time while tests ran is printed beside it (/proc/stat).
 """
 
 from __future__ import annotations
@@ -124,7 +126,15 @@ class Run:
         self.per_kind: collections.Counter = collections.Counter()
         self.idle: collections.Counter = collections.Counter()
         self.last_test: dict[int, float] = {}
+        self.machine_idle = 0.0  # core seconds the machine's CPUs idled while tests ran
         self.status = 0
+
+
+def _machine_idle() -> float:
+    """Core seconds every CPU of the machine spent idle or waiting on I/O since boot: what
+    a worker's idle core time really leaves to fill (another worker's threads may take it)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    return (int(fields[4]) + int(fields[5])) / TICK
 
 
 def measure(cmd: list[str]) -> Run:
@@ -140,6 +150,7 @@ def measure(cmd: list[str]) -> Run:
     per_test, per_kind = run.per_test, run.per_kind
     kinds: dict[tuple[int, int], str] = {}
     t0 = last = time.monotonic()
+    idle_before = _machine_idle()
     # a process already running counts from now: its CPU so far is not the command's
     for pid, (_, start, ticks) in processes().items():
         seen[(pid, start)] = ticks
@@ -170,6 +181,10 @@ def measure(cmd: list[str]) -> Run:
                 per_test[workers.get(owner.get(key, -1), "(no worker)")] += used / TICK
                 per_kind[(workers.get(owner.get(key, -1), "(no worker)"), kinds[key])] += (
                     used / TICK)
+        idle_now = _machine_idle()
+        if any(node != "(between tests)" for node in runners.values()):
+            run.machine_idle += idle_now - idle_before
+        idle_before = idle_now
         for worker, node in runners.items():
             if node != "(between tests)":
                 run.last_test[worker] = now - t0
@@ -203,7 +218,8 @@ def main() -> int:
     print(f"\n{sum(per_test.values()):.0f} CPU s in {time.time() - t0:.0f} s, exit {status}")
     print("workers' last test ended at " + ", ".join(
         f"{s:.0f} s" for s in sorted(run.last_test.values())) + " from the start; "
-        f"idle core seconds while tests ran: {sum(idle.values()):.0f}")
+        f"idle core seconds while tests ran: {sum(idle.values()):.0f} by the workers, "
+        f"{run.machine_idle:.0f} on the machine")
     print("CPU s by group (idle core seconds while its tests ran):")
     for name, cpu in groups.most_common():
         if cpu >= 1:
@@ -222,6 +238,9 @@ def main() -> int:
         split = sorted(((c, k) for (g, k), c in group_kinds.items() if g == group and c >= 1),
                        reverse=True)
         print(f"  {group}: " + ", ".join(f"{k} {c:.0f}" for c, k in split))
+    print("idle core seconds of the 15 tests that idled most:")
+    for name, seconds in run.idle.most_common(15):
+        print(f"{seconds:9.1f}  {name}")
     print(f"CPU s of the {args.top} costliest tests:")
     for name, cpu in per_test.most_common(args.top):
         print(f"{cpu:9.1f}  {name}")
