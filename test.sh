@@ -17,6 +17,6 @@ ruff check pipelines tests benchmarks
 mypy  # pyproject.toml [tool.mypy]: kraft/, codec/ and fold/ strict, the rest checked
 wait "$kafka_jars"
 wait "$debian"
-# two workers taking whole groups (tests/conftest.py says which), longest first, and a
-# third, niced, for the groups that start no SparkSession; the 30 slowest tests in every CI log
-pytest -q -n 3 --no-loadscope-reorder --durations=30 "$@"
+# two workers, each taking whole groups (tests/conftest.py says which), longest first; the
+# 30 slowest tests in every CI log
+pytest -q -n 2 --no-loadscope-reorder --durations=30 "$@"

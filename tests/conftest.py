@@ -264,32 +264,8 @@ def _seconds(item: pytest.Item) -> int:
     return next((s for prefix, s in GROUP_SECONDS if group.startswith(prefix)), 0)
 
 
-# A third worker, niced, takes only the groups no test of which starts the worker's
-# SparkSession (the codec, the simulator, the rules, the wheel, the docs): the two workers
-# with sessions leave a core idle now and then (a JVM starting on one thread, a server's
-# timer, a Kafka scenario waiting on its brokers), and this worker's pure-Python and
-# subprocess groups run in those gaps instead of after the others' groups, without a third
-# session (a JVM of its own and its warm-up: a plain third worker cost 400 CPU s more,
-# 2026-12-02). Niced, it takes a core only when the two others leave it. Which groups are
-# light the workers find at collection (`LIGHT_ENV`: a file each worker writes and the
-# scheduler reads), so no list is kept by hand.
-LIGHT_ENV = "KRAFTLAKE_TEST_LIGHT_GROUPS"
-LIGHT_NICE = 10
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: -_seconds(item))  # stable: collection order within a group
-    out = os.environ.get(LIGHT_ENV)
-    if out and hasattr(config, "workerinput"):
-        heavy = {group_of(i.nodeid) for i in items if "spark" in i.fixturenames}
-        light = sorted({group_of(i.nodeid) for i in items} - heavy)
-        Path(out, config.workerinput["workerid"]).write_text("\n".join(light))
-
-
-def _light_worker(workerid: str, workers: int) -> bool:
-    """Whether the xdist worker `workerid` is the niced one that runs light groups (the
-    last of three or more)."""
-    return workers >= 3 and workerid == f"gw{workers - 1}"
 
 
 class _GroupsPerWorker:
@@ -298,35 +274,12 @@ class _GroupsPerWorker:
 
     @staticmethod
     def pytest_xdist_make_scheduler(config: pytest.Config, log):
-        """Whole groups (`group_of`) to a worker, in collection order: the light groups
-        to the light worker, which takes no other, the rest to the others (and light groups
-        too once no other is left)."""
+        """Whole groups (`group_of`) to a worker, in collection order."""
         from xdist.scheduler import LoadScopeScheduling
 
         class GroupScheduling(LoadScopeScheduling):
             def _split_scope(self, nodeid: str) -> str:
                 return group_of(nodeid)
-
-            def _light(self) -> set[str]:
-                if not hasattr(self, "_light_groups"):
-                    found = [set(p.read_text().split()) for p in Path(
-                        os.environ[LIGHT_ENV]).iterdir()]
-                    self._light_groups = set.intersection(*found) if found else set()
-                return self._light_groups
-
-            def _assign_work_unit(self, node) -> None:
-                # the workers as they started (a worker that ended leaves `self.nodes`)
-                self._workers = max(getattr(self, "_workers", 0), len(self.nodes))
-                light = _light_worker(node.gateway.id, self._workers)
-                scope = next((s for s in self.workqueue if (s in self._light()) == light),
-                             None)
-                if scope is None and not light:  # only light groups left: any worker
-                    scope = next(iter(self.workqueue), None)
-                if scope is not None:
-                    self.workqueue.move_to_end(scope, last=False)
-                    super()._assign_work_unit(node)
-                elif not self._pending_of(self.assigned_work[node]):
-                    node.shutdown()
 
         return GroupScheduling(config, log)
 
@@ -337,13 +290,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # they start; set here, not at import, so the benchmarks that import this module's
     # settings measure what a user runs
     os.environ["KRAFTLAKE_CHECK_HELD"] = "1"
-    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+    if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_GroupsPerWorker(), "kraftlake-groups-per-worker")
-        # the workers inherit it (they start after this hook)
-        os.environ[LIGHT_ENV] = tempfile.mkdtemp(prefix="kraftlake-light-")
-    if hasattr(config, "workerinput") and _light_worker(
-            config.workerinput["workerid"], int(config.workerinput["workercount"])):
-        os.nice(LIGHT_NICE)
 
 
 # the lakes tests build, their fixtures for every package's tests
