@@ -88,22 +88,25 @@ def main() -> None:
     print(f"{len(cuts) + 1} increments: {time.perf_counter() - t0:.1f} s")
 
     timed(Lake, "size", "table size (files, bytes)")
-    timed(m, "_rows", "row count")
-    timed(m, "_txn_versions", "transaction versions")
+    timed(m, "count_rows", "row count")
+    timed(m, "txn_versions", "transaction versions")
     timed(m, "_last_metrics", "vacuum metrics (history)")
     timed(m, "_check_txns", "transaction check")
     timed(DeltaOptimizeBuilder, "executeCompaction", "OPTIMIZE")
     timed(DeltaTable, "vacuum", "VACUUM")
     lake = Lake(cfg.lake)
+    jobs = spark.sparkContext._jsc.sc().statusStore()
     for title, kw in (("compact + checkpoint (default retention)", {}),
                       ("compact + vacuum (retention 0) + checkpoint",
                        {"retention_hours": 0, "enforce_retention": False})):
         SECONDS.clear()
         CALLS.clear()
+        before = jobs.jobsList(None).size()
         t0 = time.perf_counter()
         done = m.maintain(lake, **kw)
         took = time.perf_counter() - t0
-        print(f"\nmaintain, {title}: {took:.1f} s for {len(done)} tables")
+        print(f"\nmaintain, {title}: {took:.1f} s for {len(done)} tables, "
+              f"{jobs.jobsList(None).size() - before} Spark jobs")
         for r in sorted(done, key=lambda r: -r.seconds):
             print(f"  {r.seconds:6.2f}  {r.table}: files {r.files_before} -> {r.files_after},"
                   f" vacuumed {r.vacuumed}")

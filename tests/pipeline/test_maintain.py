@@ -17,7 +17,8 @@ from kraftlake.config import load_config
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.apps import app_id_for
 from kraftlake.lake.delta import Lake
-from kraftlake.lake.maintain import lake_app_ids, maintain
+from kraftlake.lake.deltalog import add_actions
+from kraftlake.lake.maintain import count_rows, lake_app_ids, maintain
 from kraftlake.lake.schema import table_names, table_schema
 from kraftlake.sources.files import read_cluster_id
 from tests.lake_rows import table_files, table_operations, table_rows
@@ -232,3 +233,23 @@ def test_upgrade_rewrites_a_lake_of_the_old_layout_and_the_next_increment_goes_o
     assert (nxt.start_offset, nxt.end_offset) == (131, 188)
     for name in [*DATA, "partition_intervals", "incidents"]:
         assert table_rows(lake, name) == table_rows(busy_once, name), name
+
+
+def test_a_table_whose_files_lack_statistics_is_counted_and_compacted(spark, tmp_path):
+    """Rows are counted from the record counts the Delta log holds with each file; a file
+    logged without them (another writer's, with Delta's statistics off) is counted by
+    Spark instead, and such a table is compacted like any other: the rows stay."""
+    lake = Lake(tmp_path / "lake", spark)
+    path = lake.path("records")
+    spark.range(5).coalesce(1).write.format("delta").save(path)
+    spark.conf.set("spark.databricks.delta.stats.collect", "false")
+    try:
+        spark.range(5, 8).coalesce(1).write.format("delta").mode("append").save(path)
+    finally:
+        spark.conf.unset("spark.databricks.delta.stats.collect")
+    logged = add_actions(path).column("num_records").to_pylist()
+    assert sorted(logged, key=lambda n: n is None) == [5, None]  # the fallback is taken
+    assert count_rows(lake, "records") == count_rows(lake, "records", 0) + 3 == 8
+    (done,) = maintain(lake, ["records"], vacuum=False)
+    assert (done.error, done.rows, done.files_before, done.files_after) == (None, 8, 2, 1)
+    assert sorted(r.id for r in lake.read(spark, "records").collect()) == list(range(8))

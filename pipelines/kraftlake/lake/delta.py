@@ -260,20 +260,28 @@ class Lake:
     def _commit_info(self, name: str, app_id: str, version: int, lookback: int | None
                      ) -> tuple[int, dict, dict] | None:
         """(table version, commitInfo, its user metadata) of the commit of (app_id, version)
-        to `name`, read from the commit files backwards from the newest (a history query
-        would start a Spark job), at most `lookback` of them (None: all the table keeps)."""
+        to `name`, among the newest `lookback` commits (None: all the table keeps)."""
+        for v, info in self.commit_infos(name, limit=lookback):
+            if (meta := increment_metadata(info, app_id, version)) is not None:
+                return v, info, meta
+        return None
+
+    def commit_infos(self, name: str, newer_than: int = -1, limit: int | None = None
+                     ) -> Iterator[tuple[int, dict]]:
+        """(table version, commitInfo) of table `name`'s commits after version `newer_than`,
+        newest first, at most `limit` of them: read from the commit files, where Delta's
+        `history()` would start a Spark job. Commits whose files the log no longer keeps
+        (older than its retention, behind a checkpoint) are left out."""
         latest = self.version(name)
         if latest is None:
-            return None
+            return
         log = join(self.path(name), "_delta_log")
-        stop = -1 if lookback is None else max(-1, latest - lookback)
+        stop = newer_than if limit is None else max(newer_than, latest - limit)
         for v in range(latest, stop, -1):
             for line in (self.fs.read_text(join(log, f"{v:020d}.json")) or "").splitlines():
-                info = json.loads(line).get("commitInfo")
-                if info is not None and (
-                        meta := increment_metadata(info, app_id, version)) is not None:
-                    return v, info, meta
-        return None
+                if (info := json.loads(line).get("commitInfo")) is not None:
+                    yield v, info
+                    break
 
     def transactions(self, name: str) -> tuple[int | None, dict[str, int]]:
         """The table's current version (None: no table) and every app id that committed to

@@ -78,11 +78,34 @@ def open_table(path: str, pin: tuple[str, int] | None = None) -> DeltaTable | No
         raise UnreadableError(f"{path}: {' '.join(str(exc).split())}") from None
     if pin is not None and str(dt.metadata().id) != pin[0]:  # replaced since pinned
         raise UnreadableError(f"{path}: not the table of id {pin[0]}")
+    return _readable(path, dt)
+
+
+def _readable(path: str, dt: DeltaTable) -> DeltaTable:
+    """`dt`, or `UnreadableError` when its protocol asks more of a reader than this one."""
     protocol = dt.protocol()
     if protocol.min_reader_version > READER_VERSION or protocol.reader_features:
         raise UnreadableError(f"{path}: Delta reader version "
                               f"{protocol.min_reader_version} ({protocol.reader_features})")
     return dt
+
+
+def add_actions(path: str, version: int | None = None) -> pa.Table:
+    """The `add` actions of the table at `path` at `version` (None: now), flattened
+    (delta-rs's `get_add_actions(flatten=True)`: `path`, `size_bytes`, `num_records`,
+    `partition.<column>` ...): the files of that snapshot and the statistics their writer
+    logged, without rebuilding the snapshot's state in Spark jobs. `UnreadableError`
+    without a table or where this reader cannot answer exactly."""
+    dt = open_table(path)
+    if dt is None:
+        raise UnreadableError(f"{path}: no table")
+    if version is not None and version != dt.version():
+        try:
+            dt.load_as_version(version)
+        except (DeltaError, OSError) as exc:
+            raise UnreadableError(f"{path}: {' '.join(str(exc).split())}") from None
+        _readable(path, dt)
+    return pa.table(dt.get_add_actions(flatten=True))
 
 
 def slice_adds(path: str, pin: tuple[str, int], values: Mapping[str, str | None]

@@ -9,6 +9,9 @@ replays its Delta log (one JSON commit per write). So, per table, with delta-spa
    partition into few large ones. It commits with `dataChange=false` and carries the table's
    transaction identifiers over unchanged, which the exactly-once writes rely on: both the row
    count and every app id's version are checked after the fact (`MaintenanceError` if not).
+   A table of one file per partition has nothing to compact and is not asked to. The row
+   counts and the commits made since the pass began are read from the Delta log itself
+   (the record counts it holds with each file, its commit files), not by Spark jobs.
 2. `VACUUM` deletes files that no snapshot newer than the retention period references. A
    reader of an older snapshot (a `kraftlake sql` started before the compaction, a
    `VERSION AS OF` query) needs those files until it is done; hence the retention (Delta's
@@ -29,13 +32,17 @@ Vacuum and checkpoint commit no data and do not conflict with writers.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from delta.tables import DeltaTable
 
 from .delta import COMMIT_CONFLICTS, Lake
+from .deltalog import UnreadableError, add_actions
 from .jvmclass import java_class
 from .retention import DEFAULT_RETENTION_HOURS
 from .schema import table_names
@@ -81,8 +88,45 @@ def _nothing_to_vacuum(lake: Lake, name: str, retention_hours: int) -> bool:
 
 
 def count_rows(lake: Lake, name: str, version: int | None = None) -> int:
-    """Rows of the table at `version` (Delta answers a count from its file statistics)."""
+    """Rows of the table at `version` (None: now)."""
+    return _rows(lake, name, version, _files(lake, name, version))
+
+
+def _files(lake: Lake, name: str, version: int | None) -> pa.Table | None:
+    """The files of the table's snapshot at `version` as its Delta log lists them
+    (`deltalog.add_actions`), None where delta-rs cannot say exactly."""
+    try:
+        return add_actions(lake.path(name), version)
+    except UnreadableError:
+        return None
+
+
+def _rows(lake: Lake, name: str, version: int | None, files: pa.Table | None) -> int:
+    """The sum of the snapshot's record counts as its writers logged them with each file,
+    which is what Delta itself answers a `count(*)` from, without the Spark jobs that
+    rebuild a snapshot's state (three of them a table were most of a maintenance pass);
+    Spark counts where the log cannot say (a file logged without statistics, a table
+    delta-rs does not read exactly)."""
+    if files is not None and "num_records" in files.column_names:
+        counts = files.column("num_records")
+        if counts.null_count == 0:
+            return int(pc.sum(counts).as_py() or 0)
     return lake.read(None, name, version).count()
+
+
+def _compactable(files: pa.Table | None) -> bool:
+    """Whether OPTIMIZE could rewrite anything: some partition holds two files or more.
+    Delta's compaction bins files per partition and leaves a bin of one file alone (without
+    a deletion vector, which this reader refuses), so a table of one file per partition is
+    left as it is, and asking OPTIMIZE costs its Spark jobs for nothing. Not known (None):
+    OPTIMIZE decides."""
+    if files is None:
+        return True
+    parts = [c for c in files.column_names if c.startswith("partition.")]
+    if not parts:
+        return files.num_rows > 1
+    keys = Counter(zip(*(files.column(c).to_pylist() for c in parts), strict=True))
+    return any(n > 1 for n in keys.values())
 
 
 def txn_versions(lake: Lake, name: str, app_ids: Iterable[str]) -> dict[str, int | None]:
@@ -99,19 +143,19 @@ def lake_app_ids(lake: Lake) -> list[str]:
 
 
 def _last_metrics(lake: Lake, name: str, operation: str) -> dict[str, str]:
-    for row in DeltaTable.forPath(lake.spark, lake.path(name)).history(5).collect():
-        if row.operation == operation:
-            return dict(row.operationMetrics or {})
+    for _v, info in lake.commit_infos(name, limit=5):
+        if info.get("operation") == operation:
+            return dict(info.get("operationMetrics") or {})
     return {}
 
 
-def _own_commit(dt: DeltaTable, since: int, operation: str) -> int:
+def _own_commit(lake: Lake, name: str, since: int, operation: str) -> int:
     """The version of the newest `operation` commit after version `since`: maintenance's own
     commit, whatever other writers committed after it (jobs of other clusters may write the
     lake meanwhile: the README's concurrency rules)."""
-    for row in dt.history(_HISTORY_LIMIT).collect():
-        if row.version > since and row.operation == operation:
-            return int(row.version)
+    for v, info in lake.commit_infos(name, newer_than=since, limit=_HISTORY_LIMIT):
+        if info.get("operation") == operation:
+            return v
     raise MaintenanceError(f"no {operation} commit after version {since} among the last "
                            f"{_HISTORY_LIMIT}")
 
@@ -122,10 +166,8 @@ def _check_txns(lake: Lake, name: str, before: dict[str, int | None],
     another writer's commit meanwhile may have raised it. A lost or lowered version would
     let a re-run of an increment write its rows a second time."""
     after = txn_versions(lake, name, before)
-    moved = (lake.version(name) or 0) - version_before
-    hist = DeltaTable.forPath(lake.spark, lake.path(name)).history(moved).collect() \
-        if moved > 0 else []
-    foreign = any(h.operation not in OWN_OPERATIONS for h in hist)
+    foreign = any(info.get("operation") not in OWN_OPERATIONS
+                  for _v, info in lake.commit_infos(name, newer_than=version_before))
     for app_id, v in before.items():
         w = after[app_id]
         if v is None:
@@ -151,16 +193,17 @@ def _maintain_table(lake: Lake, name: str, app_ids: Iterable[str] = (), *, compa
     res.version_before = version
     app_ids = list(app_ids)
     txns = txn_versions(lake, name, app_ids)
-    res.rows = count_rows(lake, name, res.version_before)
+    files = _files(lake, name, version)
+    res.rows = _rows(lake, name, version, files)
     try:
-        if compact:
+        if compact and _compactable(files):
             compaction = dt.optimize().executeCompaction().first()
             assert compaction is not None  # OPTIMIZE answers one row of metrics
             metrics = compaction.metrics
             if metrics.numFilesRemoved:
                 # the compaction's commit against the version just before it: jobs of other
                 # clusters may have added rows between the start and the compaction
-                v = _own_commit(dt, version, "OPTIMIZE")
+                v = _own_commit(lake, name, version, "OPTIMIZE")
                 if (n := count_rows(lake, name, v)) != (was := count_rows(lake, name, v - 1)):
                     raise MaintenanceError(f"{name}: compaction (version {v}) changed the row "
                                            f"count from {was} to {n}")
