@@ -16,7 +16,7 @@ from pathlib import Path
 from pyspark.find_spark_home import _find_spark_home
 
 from kraftlake.jvm import _cache_dir, resolve
-from kraftlake.jvm.cds import DYNAMIC_MAGIC, UNUSED_DAYS, ClassArchive, is_archive
+from kraftlake.jvm.cds import DYNAMIC_MAGIC, UNUSED_DAYS, ClassArchive, archive_key, is_archive
 from tests.conftest import cli_env, launch_command
 from tests.polling import wait_until
 
@@ -92,6 +92,24 @@ def _jvm_cache_without_archive(cache: Path) -> Path:
     return cache
 
 
+def _java_and_class_path(command: str) -> tuple[str, str]:
+    """The java and the class path of a launch command ("Spark Command: JAVA -cp CP ...")."""
+    words = command.removeprefix("Spark Command:").split()
+    return words[0], words[words.index("-cp") + 1]
+
+
+def test_a_jar_changed_at_its_path_gets_a_new_archive(tmp_path: Path) -> None:
+    """Java maps an archive only with every jar as it was (size, modification time), so a
+    pyspark installed again at the same path must not find the old archive under its name."""
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"PK")
+    key = archive_key(jars)
+    assert archive_key(jars) == key
+    os.utime(jars / "spark-core.jar", ns=(10**18, 10**18))
+    assert archive_key(jars) != key
+
+
 def _sql(lake: Path, cache: Path, state: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kraftlake", "sql", QUERY, "--lake", str(lake), "--format",
@@ -117,7 +135,15 @@ def test_the_first_short_job_writes_it_the_next_uses_it_a_broken_one_is_ignored(
     assert out.returncode == 0 and out.stdout == expected, out
     (archive,) = (cache / "cds").glob("*.jsa")
     assert is_archive(archive)
-    assert f"-XX:SharedArchiveFile={archive}" in launch_command(state)
+    command = launch_command(state)
+    assert f"-XX:SharedArchiveFile={archive}" in command
+    # and Java maps it: with -Xshare:on a JVM that cannot (a jar of the class path changed
+    # since the archive was written, another java) fails instead of running on without it
+    java, class_path = _java_and_class_path(command)
+    mapped = subprocess.run([java, f"-XX:SharedArchiveFile={archive}", "-Xshare:on", "-cp",
+                             class_path, "-version"], capture_output=True, text=True,
+                            check=False)
+    assert mapped.returncode == 0, mapped.stdout + mapped.stderr
 
     # the magic of a whole archive, garbage after it: Java refuses to map it, and runs on.
     # A new file in its place, as kraftlake puts one there: the JVM of the run before may

@@ -23,10 +23,13 @@ What makes it safe:
   renames it into place, and one that finds it broken deletes it;
 - the archive's name carries a digest of what it depends on: the `java` that runs (path,
   size, change time: a JVM upgrade gets a new archive) and Spark's jar directory (its path
-  and its jars: another pyspark or another virtual environment gets a new one). Java
-  itself checks the rest (its build, the class path) and runs without an archive that does
+  and each jar's name, size and change time: another pyspark, another virtual environment,
+  or the same one made again at the same path gets a new one). Java checks the same (its
+  build, the class path, each jar's size and time) and runs without an archive that does
   not match or is broken (`-Xshare:auto`, its default); its messages about that are
-  switched off (`-Xlog:cds*=off`);
+  switched off (`-Xlog:cds*=off`), so a digest that missed what Java checks would leave
+  every JVM silently without the archive (a venv made again at its path did, until
+  2026-12-03);
 - only a JVM kraftlake launches gets these options: under `spark-submit` (a cluster) the
   driver JVM is the launcher's and nothing here runs.
 
@@ -72,8 +75,12 @@ def archive_key(spark_jars: Path) -> str | None:
         return None
     st = java.stat()
     digest = hashlib.sha256(f"{java}|{st.st_size}|{st.st_mtime_ns}|{spark_jars}".encode())
-    for jar in sorted(p.name for p in spark_jars.iterdir()):
-        digest.update(jar.encode())
+    for jar in sorted(spark_jars.iterdir()):
+        # Java maps an archive only with every jar as it was when the archive was written,
+        # by size and modification time: a pyspark installed again at the same path (a
+        # virtual environment made anew) has the same names and new times
+        js = jar.stat()
+        digest.update(f"{jar.name}|{js.st_size}|{js.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
 
 
