@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
@@ -188,11 +189,17 @@ class LakeLog:
             t = pa.table({})
         else:
             try:
-                # one thread: Arrow's pool reading through delta-rs's file system aborts
-                # the process at exit in about half the runs ("terminate called without an
-                # active exception", delta-rs issue 2184); these tables are small
+                # Read by this thread alone, without Parquet's pre-buffering: delta-rs's file
+                # system is Python code, and a buffer it returned that an Arrow I/O thread
+                # still held when the interpreter began to exit was released there, whose
+                # thread then ended inside C++ ("terminate called without an active
+                # exception", SIGABRT: a core of a `timeline` under load showed
+                # ReadRangeCache -> PyBuffer::~PyBuffer -> PyGILState_Ensure in
+                # Py_FinalizeEx; delta-rs issue 2184). Without the threads, one run of 30
+                # did so; these tables are small.
                 t = dt.to_pyarrow_dataset().to_table(
                     columns=columns, use_threads=False,
+                    fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False),
                     filter=pq.filters_to_expression(filters) if filters else None)
             except (DeltaError, OSError, pa.ArrowException) as exc:
                 raise UnreadableError(f"{join(self.root, name)}: "
