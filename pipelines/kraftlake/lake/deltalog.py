@@ -195,8 +195,9 @@ class LakeLog:
                 # thread then ended inside C++ ("terminate called without an active
                 # exception", SIGABRT: a core of a `timeline` under load showed
                 # ReadRangeCache -> PyBuffer::~PyBuffer -> PyGILState_Ensure in
-                # Py_FinalizeEx; delta-rs issue 2184). Without the threads, one run of 30
-                # did so; these tables are small.
+                # Py_FinalizeEx; delta-rs issue 2184). With Arrow's CPU threads off but
+                # pre-buffering on, one `timeline` in 30 did so under load; without it, none
+                # of 150. These tables are small.
                 t = dt.to_pyarrow_dataset().to_table(
                     columns=columns, use_threads=False,
                     fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False),
