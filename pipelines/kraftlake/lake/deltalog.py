@@ -69,21 +69,23 @@ def _delta_rs_location(uri: str) -> tuple[str, dict[str, str]]:
 def open_table(path: str, pin: tuple[str, int] | None = None) -> DeltaTable | None:
     """The Delta table at `path` now, or at the (table id, version) `pin` (None: no table);
     `UnreadableError` where this reader cannot answer for it exactly."""
+    dt = _open(path, None if pin is None else pin[1])
+    if dt is not None and pin is not None and str(dt.metadata().id) != pin[0]:  # replaced
+        raise UnreadableError(f"{path}: not the table of id {pin[0]}")
+    return dt
+
+
+def _open(path: str, version: int | None) -> DeltaTable | None:
+    """The Delta table at `path` at `version` (None: now; None without a table), or
+    `UnreadableError` when delta-rs fails on it or its protocol asks more of a reader than
+    this one."""
     try:
         if not listing(join(path, "_delta_log")):
             return None
         uri, options = _delta_rs_location(path)
-        dt = DeltaTable(uri, version=None if pin is None else pin[1],
-                        storage_options=options or None)
+        dt = DeltaTable(uri, version=version, storage_options=options or None)
     except (DeltaError, OSError) as exc:
         raise UnreadableError(f"{path}: {' '.join(str(exc).split())}") from None
-    if pin is not None and str(dt.metadata().id) != pin[0]:  # replaced since pinned
-        raise UnreadableError(f"{path}: not the table of id {pin[0]}")
-    return _readable(path, dt)
-
-
-def _readable(path: str, dt: DeltaTable) -> DeltaTable:
-    """`dt`, or `UnreadableError` when its protocol asks more of a reader than this one."""
     protocol = dt.protocol()
     if protocol.min_reader_version > READER_VERSION or protocol.reader_features:
         raise UnreadableError(f"{path}: Delta reader version "
@@ -97,15 +99,9 @@ def add_actions(path: str, version: int | None = None) -> pa.Table:
     `partition.<column>` ...): the files of that snapshot and the statistics their writer
     logged, without rebuilding the snapshot's state in Spark jobs. `UnreadableError`
     without a table or where this reader cannot answer exactly."""
-    dt = open_table(path)
+    dt = _open(path, version)
     if dt is None:
         raise UnreadableError(f"{path}: no table")
-    if version is not None and version != dt.version():
-        try:
-            dt.load_as_version(version)
-        except (DeltaError, OSError) as exc:
-            raise UnreadableError(f"{path}: {' '.join(str(exc).split())}") from None
-        _readable(path, dt)
     return pa.table(dt.get_add_actions(flatten=True))
 
 
