@@ -4,6 +4,7 @@ workers).
 
     .venv/bin/python benchmarks/suite_cpu.py ./test.sh
     .venv/bin/python benchmarks/suite_cpu.py --top 40 ./test.sh tests/cluster
+    .venv/bin/python benchmarks/suite_cpu.py --json run.json ./test.sh
 
 The suite runs on two saturated cores, so a test's wall time is mostly the other worker's
 load; the CPU it costs is what a change can save. pytest's durations miss what a test's
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import subprocess
 import sys
@@ -199,6 +201,9 @@ def measure(cmd: list[str]) -> Run:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--top", type=int, default=30, help="tests listed (default 30)")
+    ap.add_argument("--json", type=Path, metavar="FILE",
+                    help="also write every test's CPU s by kind of process and its idle "
+                         "core seconds there, for comparing two runs test by test")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="e.g. ./test.sh")
     args = ap.parse_args()
     if not args.command:
@@ -244,6 +249,12 @@ def main() -> int:
     print(f"CPU s of the {args.top} costliest tests:")
     for name, cpu in per_test.most_common(args.top):
         print(f"{cpu:9.1f}  {name}")
+    if args.json:
+        tests: dict[str, dict] = {}
+        for (node, kind), cpu in per_kind.items():
+            tests.setdefault(node, {"cpu": {}, "idle": round(run.idle[node], 1)})
+            tests[node]["cpu"][kind] = round(cpu, 1)
+        args.json.write_text(json.dumps(tests, indent=1, sort_keys=True))
     return status
 
 
