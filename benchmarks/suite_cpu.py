@@ -16,7 +16,9 @@ process reads /proc every second and adds each process's CPU since the last read
 test its worker ran then; a process belongs to the worker it descends from when first seen
 (it keeps that worker after its parent dies). CPU of processes outside any worker (the
 controller, setup before pytest) is reported as "(no worker)"; a process living less than a
-second between readings is missed. Linux only.
+second between readings is missed. Linux only. The session JVM both workers share (the
+controller's child, tests/shared_jvm.py) serves both workers' tests at once: each reading's
+CPU of it is split equally between the tests running then.
 
 A worker's processes can use one core while the other worker uses the other; what they
 leave of it while a test runs (waiting on a sleep, a server, a timeout) is that test's idle
@@ -93,6 +95,10 @@ def _named_workers(d: Path) -> dict[int, tuple[str, str]]:
     return out
 
 
+# the Spark JVM the xdist controller starts for both workers' sessions (tests/shared_jvm.py)
+SHARED_JVM = "session JVM (both workers')"
+
+
 def kind_of(pid: int, parent: int, workers: dict[int, str]) -> str:
     """What a process is, from its command line: which of the suite's kinds of process
     (a worker's own SparkSession JVM, a job's, Kafka's ...) costs the CPU."""
@@ -163,6 +169,8 @@ def measure(cmd: list[str]) -> Run:
         # the cores are the xdist workers' (the controller's only when pytest runs alone)
         runners = {pid: node for pid, (name, node) in named.items()
                    if name != "main" or len(named) == 1}
+        controller = next((pid for pid, (name, _) in named.items()
+                           if name == "main" and len(named) > 1), None)
         now = time.monotonic()
         tick_used: collections.Counter = collections.Counter()  # worker pid -> CPU s
         for pid, (_, start, ticks) in procs.items():
@@ -178,11 +186,23 @@ def measure(cmd: list[str]) -> Run:
                 kinds[key] = kind_of(pid, procs[pid][0], workers)
             used = ticks - seen.get(key, 0)
             seen[key] = ticks
-            if used > 0:
-                tick_used[owner.get(key, -1)] += used / TICK
-                per_test[workers.get(owner.get(key, -1), "(no worker)")] += used / TICK
-                per_kind[(workers.get(owner.get(key, -1), "(no worker)"), kinds[key])] += (
-                    used / TICK)
+            if used <= 0:
+                continue
+            if controller is not None and procs[pid][0] == controller and kinds[key] in (
+                    "job JVM", SHARED_JVM):
+                kinds[key] = SHARED_JVM
+                # both workers' sessions: an equal share to each worker running a test
+                busy = [w for w, node in runners.items() if node != "(between tests)"]
+                for w in busy or list(runners):
+                    tick_used[w] += used / TICK / len(busy or runners)
+                    per_test[runners[w]] += used / TICK / len(busy or runners)
+                    per_kind[(runners[w], SHARED_JVM)] += used / TICK / len(busy or runners)
+                if runners:
+                    continue
+            tick_used[owner.get(key, -1)] += used / TICK
+            per_test[workers.get(owner.get(key, -1), "(no worker)")] += used / TICK
+            per_kind[(workers.get(owner.get(key, -1), "(no worker)"), kinds[key])] += (
+                used / TICK)
         idle_now = _machine_idle()
         if any(node != "(between tests)" for node in runners.values()):
             run.machine_idle += idle_now - idle_before

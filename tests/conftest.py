@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import shared_jvm
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 # An xdist worker's __main__ is execnet's bootstrap, without __file__ or __spec__, and
@@ -292,6 +294,12 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["KRAFTLAKE_CHECK_HELD"] = "1"
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_GroupsPerWorker(), "kraftlake-groups-per-worker")
+    if shared_jvm.wanted(config):
+        shared_jvm.start(_session_conf(SHARED_HEAP), config.option.numprocesses)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shared_jvm.stop()
 
 
 # the lakes tests build, their fixtures for every package's tests
@@ -365,18 +373,33 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             f" metadata-log files of {CORPUS.relative_to(REPO)}", yellow=True)
 
 
+def _session_conf(heap: str) -> dict[str, str]:
+    """The settings of the suite's sessions, with a driver heap of `heap`."""
+    return {**TEST_SPARK_CONF, **SESSION_RAW_LOCAL_FILES, "spark.driver.memory": heap,
+            "spark.driver.extraJavaOptions": SESSION_JAVA_OPTIONS}
+
+
+# A worker's own session takes the heap `kraftlake ingest` gives a large input
+# (`kraftlake.spark.DRIVER_MEMORY_MAX`, 3g): it runs every in-process test's increments, the
+# hypothesis fold's 200 logs among them. The JVM both workers share (`tests/shared_jvm.py`)
+# holds both workers' sessions.
+SHARED_HEAP = "5g"
+
+
 @pytest.fixture(scope="session")
 def spark():
     """The SparkSession of the whole run, one per xdist worker (pipeline, quality and rules
-    tests share it)."""
+    tests share it); under `./test.sh` both workers' sessions run in one JVM the xdist
+    controller started (`tests/shared_jvm.py`), which outlives them."""
     from kraftlake.config import load_config
     from kraftlake.spark import DRIVER_MEMORY_MAX, get_spark
 
-    # the heap `kraftlake ingest` gives a large input: the session runs every in-process
-    # test's increments, the hypothesis fold's 200 logs among them
-    s = get_spark(load_config(), master="local[2]", extra_conf={
-        **TEST_SPARK_CONF, **SESSION_RAW_LOCAL_FILES, "spark.driver.memory": DRIVER_MEMORY_MAX,
-        "spark.driver.extraJavaOptions": SESSION_JAVA_OPTIONS})
+    if os.environ.get(shared_jvm.GATEWAY_ENV):
+        shared = shared_jvm.attach(_session_conf(SHARED_HEAP))
+        if shared is not None:
+            yield shared
+            return
+    s = get_spark(load_config(), master="local[2]", extra_conf=_session_conf(DRIVER_MEMORY_MAX))
     yield s
     s.stop()
 

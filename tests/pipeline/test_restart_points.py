@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -63,6 +64,24 @@ def setup(spark, tmp_path_factory, cfg_factory) -> dict:
     return {"grown": grown, "first": first, "clean": clean, "res": res, "rows": rows}
 
 
+def _left_cached(spark, before: set[int], wait: float = 120.0) -> list[str]:
+    """The RDDs cached since `before` that stay cached: Delta's cache of table states
+    ("Delta Table State #n") is Delta's to manage, and in the JVM both test workers share
+    (tests/shared_jvm.py) the other worker's tests cache and release frames of their own
+    meanwhile, so a new RDD counts only if it is still cached `wait` seconds later."""
+    def new() -> dict[int, str]:
+        return {k: str(r.name()) for k, r in spark.sparkContext._jsc.getPersistentRDDs().items()
+                if k not in before and not str(r.name()).startswith("Delta Table State")}
+
+    left = new()
+    deadline = time.monotonic() + wait
+    while left and time.monotonic() < deadline:
+        time.sleep(1)
+        still = new()
+        left = {k: n for k, n in left.items() if k in still}
+    return list(left.values())
+
+
 @pytest.mark.parametrize(("point", "threads"), POINTS,
                          ids=[f"{p}-{t or 'threads'}" for p, t in POINTS])
 def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
@@ -76,11 +95,8 @@ def test_a_rerun_after_a_stop_at_each_commit_point_equals_a_clean_run(
     with pytest.raises(increment.InjectedFailure):
         ingest(spark, cfg_factory(lake), [setup["grown"]])
     # a failed increment leaves nothing of its own cached in the executors (a stream retries
-    # forever); Delta's cache of table states ("Delta Table State #n") is Delta's to manage
-    cached = spark.sparkContext._jsc.getPersistentRDDs()
-    ours = [r.name() for k, r in cached.items() if k not in before
-            and not str(r.name()).startswith("Delta Table State")]
-    assert ours == []
+    # forever)
+    assert _left_cached(spark, before) == []
     # a table the increment leaves unchanged gets no commit (increment.write): the point is
     # committed exactly when the clean run committed it
     app_id = "kraftlake-ingest:recreated-topic"
