@@ -188,16 +188,19 @@ def measure(cmd: list[str]) -> Run:
             seen[key] = ticks
             if used <= 0:
                 continue
+            # (its kind was read before the controller named itself, or after)
             if controller is not None and procs[pid][0] == controller and kinds[key] in (
-                    "job JVM", SHARED_JVM):
+                    "job JVM", "session JVM (worker's)", SHARED_JVM):
                 kinds[key] = SHARED_JVM
                 # both workers' sessions: an equal share to each worker running a test
-                busy = [w for w, node in runners.items() if node != "(between tests)"]
-                for w in busy or list(runners):
-                    tick_used[w] += used / TICK / len(busy or runners)
-                    per_test[runners[w]] += used / TICK / len(busy or runners)
-                    per_kind[(runners[w], SHARED_JVM)] += used / TICK / len(busy or runners)
-                if runners:
+                sharers = ([w for w, node in runners.items() if node != "(between tests)"]
+                           or list(runners))
+                for w in sharers:
+                    share = used / TICK / len(sharers)
+                    tick_used[w] += share
+                    per_test[runners[w]] += share
+                    per_kind[(runners[w], SHARED_JVM)] += share
+                if sharers:
                     continue
             tick_used[owner.get(key, -1)] += used / TICK
             per_test[workers.get(owner.get(key, -1), "(no worker)")] += used / TICK
