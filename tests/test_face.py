@@ -11,6 +11,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import kraftlake
@@ -60,9 +61,10 @@ def test_importing_the_package_imports_no_spark() -> None:
 # names whose example is the notebook the suite runs (examples/kraftlake-api.ipynb,
 # tests/cli/test_python_api.py): they need a SparkSession
 NOTEBOOK = Path(kraftlake.__file__).resolve().parents[2] / "examples" / "kraftlake-api.ipynb"
-# names with neither a doctest nor a notebook example yet (issue 62, item 3)
-NO_EXAMPLE_YET = {"ingest", "ingest_dir", "start_stream", "maintain", "run_quality",
-                  "write_report"}
+# the examples that build a lake (`ingest`'s) and go on with it, run in this order, each with
+# the names the ones before it made
+LAKE_EXAMPLES = ("ingest", "ingest_dir", "start_stream", "maintain", "run_quality",
+                 "write_report")
 CONSTANTS = {"EVENT_TYPES", "SCENARIOS"}
 
 
@@ -73,23 +75,33 @@ def _doctests(name: str) -> list[doctest.DocTest]:
 
 def test_every_public_name_has_a_docstring_and_an_example() -> None:
     """Each function and class of the face says what it takes and returns, and shows it: a
-    doctest in its docstring (run below) or the notebook the suite runs; the names still
-    without one are listed in NO_EXAMPLE_YET, so a new name without an example fails."""
+    doctest in its docstring (run below) or the notebook the suite runs."""
     notebook = "".join("".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"]
                        if c["cell_type"] == "code")
-    without = set()
     for name in sorted(set(kraftlake._FACE) - CONSTANTS):
         assert (getattr(kraftlake, name).__doc__ or "").strip(), f"{name} has no docstring"
-        if not _doctests(name) and f"kraftlake.{name}(" not in notebook:
-            without.add(name)
-    assert without == NO_EXAMPLE_YET
+        assert _doctests(name) or f"kraftlake.{name}(" in notebook, f"{name}: no example"
 
 
 def test_the_docstring_examples_run() -> None:
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for name in sorted(kraftlake._FACE):
+    for name in sorted(set(kraftlake._FACE) - set(LAKE_EXAMPLES)):
         for test in _doctests(name):
             runner.run(test)
+    assert runner.failures == 0, f"{runner.failures} of {runner.tries} examples failed"
+
+
+def test_the_examples_that_build_a_lake_run(spark, tmp_path, monkeypatch) -> None:
+    """`ingest`'s example on the real log of `examples/` from the clone's root (as a reader
+    runs it), then the examples that go on with its lake, in the order of LAKE_EXAMPLES;
+    their temporary directories under the test's."""
+    monkeypatch.chdir(NOTEBOOK.parents[1])
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    runner, names = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS), {}
+    for name in LAKE_EXAMPLES:
+        (test,) = _doctests(name)
+        test.globs = names
+        runner.run(test, clear_globs=False)
     assert runner.failures == 0, f"{runner.failures} of {runner.tries} examples failed"
 
 

@@ -274,6 +274,18 @@ def ingest(spark: SparkSession, cfg: Config, sources: list[str | Path],
 
     Returns:
         One `IncrementResult` per increment committed or input refused.
+
+    Example, from a clone's root (`examples/real-3-broker`: the log of a real 3-broker
+    cluster); the examples of `ingest_dir`, `start_stream`, `maintain`, `run_quality` and
+    `write_report` go on with this lake:
+
+        >>> import tempfile
+        >>> from kraftlake import get_spark, ingest, load_config
+        >>> cfg = load_config(lake=tempfile.mkdtemp())
+        >>> spark = get_spark(cfg)
+        >>> results = ingest(spark, cfg, ["examples/real-3-broker"])
+        >>> [(r.records, r.events, r.refused) for r in results]
+        [(153, 129, None)]
     """
     inputs = find_inputs(sources, cluster_id, cfg)
     say = log or (lambda _m: None)
@@ -318,6 +330,12 @@ def ingest_dir(spark: SparkSession, directory: str | Path, lake: str | Path,
 
     Returns:
         `ingest`'s results.
+
+    Example, going on from `ingest`'s: the same log again finds nothing new:
+
+        >>> from kraftlake import ingest_dir
+        >>> [(r.records, r.refused) for r in ingest_dir(spark, "examples/real-3-broker", cfg.lake)]
+        [(0, None)]
     """
     return ingest(spark, load_config(conf_file, lake=lake), [directory], log=log)
 

@@ -160,6 +160,17 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
 
     Returns:
         The running StreamingQuery.
+
+    Example, going on from `kraftlake.ingest`'s: the same log streamed into a lake of its
+    own, everything there read and the stream stopped (`available_now`):
+
+        >>> from kraftlake import Lake, start_stream
+        >>> streamed = load_config(lake=tempfile.mkdtemp())
+        >>> query = start_stream(spark, streamed, "examples/real-3-broker/__cluster_metadata-0",
+        ...                      available_now=True)
+        >>> query.awaitTermination()
+        >>> Lake(streamed.lake, spark).read(spark, "partition_events").count()
+        129
     """
     interval = None if available_now else processing_time(trigger or cfg.trigger)
     log_dir = find_log_dirs(source)[0]

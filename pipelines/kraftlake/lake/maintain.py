@@ -245,6 +245,14 @@ def maintain(lake: Lake, tables: Iterable[str] | None = None, *, compact: bool =
 
     Returns:
         One `TableMaintenance` per table: files and bytes before and after, seconds.
+
+    Example, going on from `kraftlake.ingest`'s: `records` compacted into one file, its
+    rows kept:
+
+        >>> from kraftlake import Lake, maintain
+        >>> done = maintain(Lake(cfg.lake, spark), ["records"])
+        >>> [(m.table, m.files_after, m.rows, m.error) for m in done]
+        [('records', 1, 153, None)]
     """
     names = list(tables) if tables is not None else [n for n in table_names() if lake.exists(n)]
     app_ids = lake_app_ids(lake)

@@ -196,6 +196,14 @@ def run_quality(spark: SparkSession, lake: Lake, *, suites: list[str] | None = N
 
     Returns:
         The `QualityRun`: each expectation's outcome and where the Data Docs went.
+
+    Example, going on from `kraftlake.ingest`'s: one suite, its expectations and how many
+    failed:
+
+        >>> from kraftlake import Lake, run_quality
+        >>> run = run_quality(spark, Lake(cfg.lake, spark), suites=["partition_current"])
+        >>> len(run.outcomes), len(run.failed), run.exit_code
+        (4, 0, 0)
     """
     from great_expectations.core.run_identifier import RunIdentifier
 

@@ -35,6 +35,14 @@ def write_report(spark: SparkSession, lake: Lake | ServedLake, out: Path, *,
 
     Returns:
         The pages written.
+
+    Example, going on from `kraftlake.ingest`'s (a lake of one cluster: one page):
+
+        >>> from pathlib import Path
+        >>> from kraftlake import Lake, write_report
+        >>> out = Path(tempfile.mkdtemp()) / "report.html"
+        >>> [p.name for p in write_report(spark, Lake(cfg.lake, spark), out)]
+        ['report.html']
     """
     window = window or Window()
     now = dt.datetime.now(dt.UTC)
