@@ -1,7 +1,7 @@
 """The class-data archive of the JVM kraftlake launches (`kraftlake.jvm.cds`): written once
 by a short job's JVM at its exit, put in place only whole, used by the next JVM, and a
-broken one never stops a command from answering. Real `kraftlake sql` processes and a real
-JVM; the claim and promotion rules on real files."""
+broken one never stops a JVM given kraftlake's options from running. Real `kraftlake sql`
+processes and real JVMs; the claim and promotion rules on real files."""
 
 from __future__ import annotations
 
@@ -145,13 +145,21 @@ def test_the_first_short_job_writes_it_the_next_uses_it_a_broken_one_is_ignored(
                             check=False)
     assert mapped.returncode == 0, mapped.stdout + mapped.stderr
 
-    # the magic of a whole archive, garbage after it: Java refuses to map it, and runs on.
-    # A new file in its place, as kraftlake puts one there: the JVM of the run before may
-    # still be ending with the old one mapped, and a file cut under a mapping is a SIGBUS
+    # the magic of a whole archive, garbage after it: Java refuses to map it, and a JVM
+    # given the options kraftlake gives the next one (the archive, `-Xshare:auto`) runs on.
+    # A JVM, not a third `sql`: a cold one is a third of this test's CPU, and the JVM is
+    # what the archive could stop. A new file in its place, as kraftlake puts one there:
+    # the JVM of the run before may still be ending with the old one mapped, and a file
+    # cut under a mapping is a SIGBUS
     broken = archive.with_suffix(".broken")
     with archive.open("rb") as src, broken.open("wb") as dst:
         dst.write(src.read(4) + b"\x5a" * 4096 + src.read(archive.stat().st_size // 2))
     os.replace(broken, archive)
-    out = _sql(lake, cache, state)
-    assert out.returncode == 0 and out.stdout == expected, out
-    assert out.stderr == ""
+    options = ClassArchive(JARS, archive.parent).jvm_options(write=True)
+    assert options[0] == f"-XX:SharedArchiveFile={archive}", options
+    refused = subprocess.run([java, options[0], "-Xshare:on", "-cp", class_path, "-version"],
+                             capture_output=True, text=True, check=False)
+    assert refused.returncode != 0, refused.stdout + refused.stderr
+    runs_on = subprocess.run([java, *options, "-cp", class_path, "-version"],
+                             capture_output=True, text=True, check=False)
+    assert runs_on.returncode == 0, runs_on.stdout + runs_on.stderr
