@@ -52,6 +52,7 @@ from kraftlake.fold import kernel
 from kraftlake.fold.context import cluster_contexts
 from kraftlake.fold.silver import KEY
 from kraftlake.jobs.batch import ingest
+from kraftlake.kraft.troubles import trouble_kinds
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_schema
 from kraftlake.reference.replay import Replay, iter_log_records, plan_log_dir, read_records
@@ -203,20 +204,30 @@ def main() -> int:
     return 0
 
 
-def replay_fold(log: Path) -> tuple[float, int]:
+def replay_fold(log: Path, rules: bool = False) -> tuple[float, int]:
     """CPU seconds the reference replay takes to apply the records of metadata-log directory
     `log`, decoded before the clock starts (its fold without its decoding), and the
     partition steps it made. CPU, not wall: the replay runs on one core, and a busy
-    machine's waits are not its cost (the kernel's figures are CPU seconds too)."""
+    machine's waits are not its cost (the kernel's figures are CPU seconds too).
+
+    `rules`: each step's events and trouble kinds too (`Step.events`, `trouble_kinds`), the
+    rules the kernel applies beside the fold; the replay's fold alone applies only the
+    records (`PartitionRegistration.merge`)."""
     plan = plan_log_dir(log)
     start = plan.start_snapshot
     loaded = list(read_records(start)) if start is not None else []
     records = list(iter_log_records(plan, start.offset - 1 if start is not None else -1))
     replay = Replay()
     t0 = time.process_time()
-    steps = len(replay.load_snapshot(loaded, start.offset)) if start is not None else 0
+    made = replay.load_snapshot(loaded, start.offset) if start is not None else []
+    steps = len(made)
     for rec in records:
-        steps += len(replay.apply(rec))
+        made = replay.apply(rec)
+        steps += len(made)
+        if rules:
+            for step in made:
+                step.events()
+                trouble_kinds(step.after, step.context.min_isr)
     return time.process_time() - t0, steps
 
 

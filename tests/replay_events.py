@@ -10,21 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kraftlake.kraft.events import CHANGED, step_events
-from kraftlake.kraft.partition import LRS_NO_CHANGE, NO_LEADER_CHANGE
 from kraftlake.reference.replay import Step
 
 
 def events_of(step: Step) -> list[str]:
-    """The event names of one replay step (kraft.events.step_events, detections dropped)."""
-    data: dict[str, Any] = {}
-    if step.kind == CHANGED and step.record is not None and step.record.data is not None:
-        data = step.record.data
-    return [e for e, _ in step_events(
-        step.kind, step.before, step.after, min_isr=step.context.min_isr,
-        metadata_version=step.context.metadata_version,
-        leader_field=data.get("leader", NO_LEADER_CHANGE),
-        lrs_field=data.get("leader_recovery_state", LRS_NO_CHANGE))]
+    """The event names of one replay step (`Step.events`, detections dropped)."""
+    return [e for e, _ in step.events()]
 
 
 def event_lines(steps: Iterable[Step]) -> list[dict[str, Any]]:

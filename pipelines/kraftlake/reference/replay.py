@@ -54,9 +54,16 @@ from kraftlake.kraft.events import (  # step kinds
     ELR_CLEARED,
     RESET,
     SNAPSHOT,
+    Event,
+    step_events,
 )
 from kraftlake.kraft.fanout import UnknownTopic, reached
-from kraftlake.kraft.partition import InvalidRecord, PartitionRegistration
+from kraftlake.kraft.partition import (
+    LRS_NO_CHANGE,
+    NO_LEADER_CHANGE,
+    InvalidRecord,
+    PartitionRegistration,
+)
 from kraftlake.kraft.records import (
     BEGIN_TRANSACTION,
     BROKER_REGISTRATION_CHANGE_RECORD,
@@ -145,6 +152,17 @@ class Step:
     @property
     def deleted(self) -> bool:
         return self.kind == DELETED
+
+    def events(self) -> list[Event]:
+        """The step's events by `kraft.events.step_events`, the rules the kernel applies to
+        the same step: what the reference reading of a log names, one step at a time."""
+        data: dict[str, Any] = {}
+        if self.kind == CHANGED and self.record is not None and self.record.data is not None:
+            data = self.record.data
+        return step_events(self.kind, self.before, self.after, min_isr=self.context.min_isr,
+                           metadata_version=self.context.metadata_version,
+                           leader_field=data.get("leader", NO_LEADER_CHANGE),
+                           lrs_field=data.get("leader_recovery_state", LRS_NO_CHANGE))
 
 
 @dataclass(frozen=True, slots=True)
