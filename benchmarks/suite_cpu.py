@@ -195,8 +195,8 @@ def measure(cmd: list[str]) -> Run:
                 # both workers' sessions: an equal share to each worker running a test
                 sharers = ([w for w, node in runners.items() if node != "(between tests)"]
                            or list(runners))
+                share = used / TICK / len(sharers) if sharers else 0.0
                 for w in sharers:
-                    share = used / TICK / len(sharers)
                     tick_used[w] += share
                     per_test[runners[w]] += share
                     per_kind[(runners[w], SHARED_JVM)] += share

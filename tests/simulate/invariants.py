@@ -26,6 +26,7 @@ from kraftlake.codec.logfiles import LogFile, iter_file
 from kraftlake.kraft.configs import controller_min_isr
 from kraftlake.kraft.partition import (
     LRS_CHANGE_VALUES,
+    LRS_NO_CHANGE,
     MIGRATING_DIR,
     NO_LEADER,
     NO_LEADER_CHANGE,
@@ -168,7 +169,7 @@ def check_step(step: Step, replay: Replay | None = None) -> list[Violation]:
 
     _check_record_version(step, v)
     leader_field = data.get("leader", NO_LEADER_CHANGE)
-    lrs_field = data.get("leader_recovery_state", -1)
+    lrs_field = data.get("leader_recovery_state", LRS_NO_CHANGE)
     # 6, 7, 8: epochs
     if a.partition_epoch != b.partition_epoch + 1:
         v(6, E, f"partition epoch {b.partition_epoch} -> {a.partition_epoch}")
