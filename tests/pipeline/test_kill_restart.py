@@ -50,7 +50,8 @@ from tests.lake_rows import row_count, table_dicts, table_rows
 from tests.lakes import built_once
 from tests.logs import NOMAN
 
-# every table but ingest_progress, whose rows differ by design (one per run)
+# every table but ingest_progress: a stream's progress rows are its micro-batches, not one
+# ingest's (the ingest tests compare it too)
 TABLES = [n for n in table_names() if n != "ingest_progress"]
 # the settings of a short job process (tests/conftest.py SHORT_JOB_CONF: C1 only, which
 # matters here, where a dozen JVMs each live a minute or less) in a small driver, folding over
