@@ -32,6 +32,10 @@ class _Main(click.Group):
     to (the console gets none of that log unless `--verbose`)."""
 
     def invoke(self, ctx: click.Context) -> object:
+        """click's `Group.invoke`: run the command. What a command raises ends as one line instead
+        of a traceback: a configuration or `--lake` kraftlake cannot use as `BadInput` (exit status
+        2), a slice another job moved as a ClickException (1), an exception of Spark, py4j or Delta
+        as its first line with its root cause and Spark's log file (1); any other passes."""
         from kraftlake.config import ConfigError
         from kraftlake.lake.conflicts import SliceMovedError
         from kraftlake.lake.location import NotALakeError

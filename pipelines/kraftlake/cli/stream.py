@@ -135,6 +135,9 @@ class _Told:
             self.watch.events(res)
 
     def batch(self, r) -> None:
+        """A micro-batch completed: the live gauges are told, and the console gets a line when it
+        read records or quarantined some, an error line when offsets of it are unknown
+        (`loss_note`), a warning per compaction it skipped."""
         if self.watch is not None:
             self.watch.batch(r)
         if r.records or r.quarantined:

@@ -70,6 +70,9 @@ class Columns:
                 col.clear()
 
     def add_batch(self, batch: Batch, *, redact: bool) -> None:
+        """A batch that is no NoOp run: its records decoded by the object path
+        (`logfiles.records_of_batch`) and held as rows, made a record batch (`_flush`) once `_CHUNK`
+        rows are held, so few decoded bodies are alive at once."""
         c = self._rows
         for r in records_of_batch(batch, redact=redact):
             c["offset"].append(r.offset)
@@ -90,6 +93,9 @@ class Columns:
             self._flush()
 
     def add_noop_run(self, run: np.ndarray, first_position: int) -> None:
+        """A run of intact NoOp batches (`_noop_run`) as one record batch, its columns made from the
+        run's arrays and constants, with no Python object per record. The rows held are flushed
+        first, so the record batches stay in log order."""
         self._flush()
         k = len(run)
         base = pa.array(run["base"].astype(np.int64))

@@ -84,6 +84,9 @@ def decompress(codec: int, data: bytes) -> bytes:
 
 
 def compress(codec: int, data: bytes) -> bytes:
+    """A batch's records section compressed with `codec` as Kafka writes it (snappy in xerial
+    framing, gzip without a timestamp, so equal input gives equal bytes); ValueError for an unknown
+    codec. The writing side of `decompress`, for the encoder (`batch.encode_batch`)."""
     if codec == NONE:
         return data
     if codec == GZIP:

@@ -307,6 +307,9 @@ class _Parser:
         return DumpProblem(self.source, lineno, reason, text[:200])
 
     def close_batch(self) -> Iterator[DumpProblem]:
+        """End the batch being read: a problem when fewer record lines followed its header than it
+        announced (a dump cut short, or made without --deep-iteration); a skipped batch, or one that
+        announces no count, yields none."""
         b = self.batch
         if b is not None and not self.skip_batch and b.count is not None and b.seen < b.count:
             yield self.problem(
@@ -317,6 +320,9 @@ class _Parser:
         self.skip_batch = False
 
     def feed(self, lineno: int, line: str) -> Iterator[Record | DumpProblem]:
+        """One line of the text: a batch line opens a batch (its records skipped when the header is
+        unreadable or marked invalid), record and payload lines give Records, and a line that is no
+        kafka-dump-log output gives a DumpProblem rather than an exception."""
         if _BATCH_START.match(line):
             yield from self.close_batch()
             batch, why = _batch_header(line)
@@ -357,6 +363,9 @@ class _Parser:
     # -- records
 
     def record_line(self, lineno: int, line: str) -> Iterator[Record | DumpProblem]:
+        """A `| offset: ...` line: its Record, with the batch's epoch and timestamp, or a problem
+        when the line is malformed, lies outside any batch or its batch's offsets, or its payload
+        cannot be used; nothing for a record of a skipped batch."""
         m = _RECORD.match(line)
         if m is None:
             yield self.problem(lineno, "record line is cut short or malformed", line)
@@ -415,6 +424,10 @@ class _Parser:
 
     def metadata_record(self, offset: int, ts: int, epoch: int, payload: str
                         ) -> tuple[Record, list[str]]:
+        """A metadata payload (`{"type", "version", "data"}`) as the Record the binary reader gives,
+        its value re-encoded from the data after redaction, and the fields dropped for want of a
+        schema; `_LineError` when the payload cannot be used. Kafka's own `Error at` line keeps its
+        offset as an Unknown record without data."""
         if m := _ERROR_AT.match(payload):
             # Kafka itself could not decode the value; keep the offset, like the binary
             # reader keeps undecodable values.
@@ -452,6 +465,10 @@ class _Parser:
 
     def control_record(self, offset: int, ts: int, epoch: int, rest: str
                        ) -> tuple[Record, list[str]]:
+        """A control record's printed form (a JSON body under its label, an end-transaction marker,
+        or the control type alone) as a Record and the fields dropped; `_LineError` for a form not
+        known. One printed by type alone (older Kafka) keeps its offset, with no data and an error
+        saying so."""
         reg = registry()
         if m := _CONTROL_TYPE.match(rest):
             # Printed without contents (LeaderChange before 4.1, snapshot markers before 3.3,

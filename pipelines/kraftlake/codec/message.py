@@ -111,6 +111,8 @@ def _string_decoder(flexible: bool, nullable: bool) -> Decoder:
     read_len = _length_reader(flexible, nullable, "string", wide=False)
 
     def dec(buf: bytes, pos: int) -> tuple[Any, int]:
+        """The string at `pos` (None when null) and the position after it; IndexError when `buf`
+        ends first (`decode_body` reports it), RecordDecodeError when it is not UTF-8."""
         n, pos = read_len(buf, pos)
         if n < 0:
             return None, pos
@@ -149,6 +151,9 @@ def _array_decoder(elem: Decoder, elem_type: str, flexible: bool, nullable: bool
         by_len: dict[int, Callable[..., tuple[Any, ...]]] = {}
 
         def dec_fixed(buf: bytes, pos: int) -> tuple[Any, int]:
+            """An array of fixed-width numbers in one struct call, compiled once per length, and a
+            one-byte compact length read inline: the ISR and replica lists of every partition
+            record."""
             if flexible and buf[pos] < 0x80:  # one-byte compact length: inline
                 n = buf[pos] - 1
                 pos += 1
@@ -169,6 +174,8 @@ def _array_decoder(elem: Decoder, elem_type: str, flexible: bool, nullable: bool
         return dec_fixed
 
     def dec(buf: bytes, pos: int) -> tuple[Any, int]:
+        """The array at `pos` element by element (None when null); a length that cannot fit in the
+        bytes left is a RecordDecodeError before any element is read."""
         n, pos = read_len(buf, pos)
         if n < 0:
             return None, pos
@@ -344,6 +351,8 @@ def _array_encoder(elem: Encoder, flexible: bool, elem_type: str = "") -> Encode
         by_len: dict[int, Callable[..., bytes]] = {}
 
         def enc_fixed(out: bytearray, v: Any) -> None:
+            """Append an array of fixed-width numbers (None: the null length) in one struct call,
+            compiled once per length."""
             if v is None:
                 wlen(out, -1)
                 return

@@ -88,6 +88,10 @@ class Decoded:
 
 
 def decode_metadata_value(value: bytes | None) -> Decoded:
+    """A metadata record value's type, apiKey, version and data (docs/semantics.md 4.4). It never
+    raises: a null value, a cut frame header, an unknown frame version, apiKey or version, or a
+    malformed body gives `data` None and the reason in `error`, so the record is kept with its
+    bytes."""
     if value is None:
         return Decoded(UNKNOWN, -1, -1, None, "metadata record with a null value")
     if len(value) >= 3 and value[0] == 1 and value[1] < 0x80 and value[2] < 0x80:
@@ -133,6 +137,10 @@ def frame_decoders() -> dict[int, tuple[str, Decoder]]:
 
 
 def decode_control_value(key: bytes | None, value: bytes | None) -> Decoded:
+    """A control record's type, from the control type in its 4-byte key, and its data, decoded at
+    version 0 whatever the key's version (docs/semantics.md 4.6), which `version` reports. Like
+    `decode_metadata_value` it never raises: what cannot be decoded has `data` None and the reason
+    in `error`."""
     if key is None or len(key) != _CONTROL_KEY.size:
         return Decoded(UNKNOWN, -1, -1, None, "control record without a 4-byte key")
     key_version, ctype = _CONTROL_KEY.unpack(key)
@@ -156,6 +164,10 @@ def schema_named(name: str) -> RecordSchema:
 
 
 def encode_metadata_value(type_name: str, version: int, data: dict[str, Any]) -> bytes:
+    """The value Kafka writes for a metadata record: frame version, apiKey and `version`, then the
+    body, missing fields at their defaults. KeyError for an unknown type name, ValueError for a
+    control record. It re-encodes redacted data (`logfiles`, `dumplog`) and writes the simulator's
+    log."""
     schema = schema_named(type_name)
     if schema.kind != "metadata" or schema.api_key is None:
         raise ValueError(f"{type_name} is not a metadata record")

@@ -154,6 +154,9 @@ class SchemaRegistry:
 
 @cache
 def registry(directory: str | None = None) -> SchemaRegistry:
+    """Every record layout in `directory` (default: the packaged `schemas/records`), read once and
+    cached. A file that does not parse, a duplicate name, apiKey or control type, or a directory
+    without schemas is a SchemaError."""
     root = Path(directory) if directory else SCHEMAS / "records"
     files = sorted(root.glob("*.json"))
     if not files:

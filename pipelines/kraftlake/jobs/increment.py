@@ -266,6 +266,10 @@ class _Increment:
         self.open_first: int | None = None
 
     def run(self) -> None:
+        """Every stage of the increment in order, its results in `res`. A quiet increment commits
+        bronze alone; a re-run whose gold committed already (`partition_current` holds its
+        transaction id) commits the tables gold is not made of (`commit_after_gold`); `topics` only
+        when topic records were read; `ingest_progress` always, last."""
         x = self.decode()
         records = self.src.filter(F.col("row_kind") == "record")
         # Every record stays in bronze; those breaking a record-level invariant are also
@@ -511,6 +515,8 @@ class _Increment:
         rows = _Once(lambda: self.gold_rows(k, s))
 
         def changes() -> None:
+            """`partition_changes`: the Arrow rows silver collected on the driver, else the work
+            frame, counted by its commit (or by a scan, when a re-run finds it committed)."""
             arrow = self.work.arrow.get("partition_changes")
             if arrow is not None:
                 res.changes = arrow.num_rows

@@ -83,6 +83,9 @@ def resolve(pom: str | Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    """`python -m kraftlake.jvm`: resolve the jar sets named (none: `LAKE_SETS`), a line per set
+    with its number of jars. Returns the exit status: 1, with the error on stderr, at the first set
+    that cannot be resolved, else 0."""
     for name in argv or LAKE_SETS:
         try:
             jars = resolve(name)

@@ -396,6 +396,9 @@ class Lake:
         key = (self.path(name), predicate(slice_))
 
         def attempt() -> bool:
+            """One try on the latest snapshot, made again by `_retrying` after a conflict: False
+            when the transaction id committed already, else True once committed (a plain append to a
+            new or empty table, Delta's overwrite under a protocol kraftlake does not know)."""
             snap = self._snapshot(name)
             if _done(snap, app_id, version):
                 return False

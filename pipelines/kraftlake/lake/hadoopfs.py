@@ -29,6 +29,8 @@ class HadoopFS:
         return bool(self._fs.exists(self._p(uri)))
 
     def read_text(self, uri: str) -> str | None:
+        """A file's whole content as UTF-8 text, or None when it does not exist (a plan or a
+        stream's state not written yet)."""
         if not self.exists(uri):
             return None
         stream = self._fs.open(self._p(uri))

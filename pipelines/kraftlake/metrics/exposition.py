@@ -79,6 +79,9 @@ class FleetCollector(Collector):
         self.fleet = fleet
 
     def collect(self) -> Iterator[Metric]:
+        """prometheus_client's `Collector.collect`, called at every scrape: every family of
+        `METRICS`, from the numbers last counted (`Fleet.snapshot`), without a Spark job. A gauge a
+        cluster has not counted yet has no sample for it, not a zero."""
         clusters = sorted(self.fleet.snapshot().items())
         now = dt.datetime.now(dt.UTC)
         for name, (key, help_) in GAUGES.items():

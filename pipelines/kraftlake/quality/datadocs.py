@@ -131,6 +131,8 @@ class ResultsTable(ValidationResultsTableContentBlockRenderer):
         assert row_fn is not None  # GX's results table falls back to a generic row
 
         def row(configuration=None, result=None, runtime_configuration=None, **kwargs):
+            """GX's row for one expectation result, with `row_status` as text in its status cell and
+            `_found`'s statement in place of GX's "unexpected values" one."""
             out = row_fn(configuration=configuration, result=result,
                          runtime_configuration=runtime_configuration, **kwargs)
             cells = out[0]

@@ -113,6 +113,10 @@ class Simulation:
         return self.writer.next
 
     def append(self, records: list[Rec], *, atomic: bool = True) -> list[Record]:
+        """`RecordSink.append`: the controller's records written at the simulated now, as one batch
+        when `atomic` (ValueError if they do not fit) or as many as the limits need, returned as
+        `Record`s with their offsets. Each broker's and controller's last registration is kept for
+        the snapshots, and the clock moves on to the last batch's timestamp."""
         for t, v, d in records:
             if t == REGISTER_BROKER_RECORD:
                 self.registrations[d["broker_id"]] = (v, d)
@@ -199,6 +203,9 @@ class Simulation:
             self.snapshot()
 
     def snapshot(self) -> None:
+        """Write a snapshot of the image at the log's end (`snapshot_records`), unless the log is
+        empty or the last snapshot ends there already, and count time and bytes to the next one from
+        here (`maybe_snapshot`, which also holds it back during a metadata transaction)."""
         end = self.writer.next
         if end == 0 or (self.snapshots and self.snapshots[-1] == end):
             return

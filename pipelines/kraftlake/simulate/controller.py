@@ -317,6 +317,9 @@ class Controller:
         self.write(self.bootstrap_records(), atomic=False)
 
     def register_controller(self, controller_id: int, host: str) -> None:
+        """A controller's RegisterControllerRecord, from metadata.version 3.7-IV0 (nothing before):
+        a new incarnation id, its CONTROLLER listener on `host`:9093 and the features it
+        supports."""
         if self.mv < MV_3_7_IV0:
             return
         self.write([(REGISTER_CONTROLLER_RECORD, 0, {
@@ -561,6 +564,9 @@ class Controller:
         return self.write(recs, atomic=False)
 
     def reassign(self, tp: TP, target: list[int]) -> Step | None:
+        """AlterPartitionReassignments (KIP-455) for one partition: the PartitionChangeRecord that
+        starts moving it to `target` (`reassignment_target`), labelled as a reassignment started.
+        Its step, or None when no record is written."""
         p = self.partition(tp)
         replicas, removing, adding = reassignment_target(p, target)
         targets: dict[str, Any] = {}
@@ -577,6 +583,10 @@ class Controller:
         return steps[0] if steps else None
 
     def cancel_reassignment(self, tp: TP) -> Step | None:
+        """A partition's reassignment cancelled (`PartitionReassignmentRevert`): its replicas and
+        ISR without the replicas being added, by an unclean election when no ISR member would
+        remain. None when no reassignment is under way, when that election is not allowed for the
+        topic (Kafka's InvalidReplicaAssignmentException), or when no record is written."""
         p = self.partition(tp)
         if not p.reassigning:
             return None

@@ -142,6 +142,9 @@ class Ops:
             self.c.unfence(b)
 
     def create_topics(self, n: int, prefix: str = "topic") -> list[str]:
+        """`n` topics `prefix-0000`, ... created at setup, 0.1 to 2 s apart, with the params'
+        partitions and replication factor and a random mix of configs (about 15% unclean election
+        enabled, 20% min.insync.replicas 2, 30% compacted); returns the names created."""
         names = []
         for i in range(n):
             self.sim.now += self.rng.randint(100, 2000)
@@ -201,6 +204,8 @@ class Ops:
                     ) -> None:
         """Follower `b` falls behind: its leaders shrink it out of their ISRs."""
         def shrink() -> None:
+            """Unless `b` is down: it lags for `duration`, and each of its leaders shrinks it out of
+            their ISRs (one AlterPartition per leader; only `only`'s partitions when given)."""
             if b in self.down:
                 return
             self.lagging[b] = self.sim.now + duration
@@ -219,7 +224,12 @@ class Ops:
         self.sim.at(t, shrink)
 
     def reassign(self, t: int, tps: list[TP], *, cancel: bool = False) -> None:
+        """At `t`, reassign each of `tps` (still existing and not moving already) to a random list
+        of as many brokers. With `cancel` the new replicas never catch up and the reassignments are
+        cancelled 30 s to 5 min later."""
         def start() -> None:
+            """Start each reassignment (partitions deleted or already moving are left); with
+            `cancel`, its new replicas are kept out of sync past the scenario's end."""
             brokers = sorted(self.c.image.brokers)
             for tp in tps:
                 if tp[0] not in self.c.image.partitions:
@@ -255,6 +265,9 @@ class Ops:
         self.sim.at(t, lambda: self.c.set_config(key, value, topic))
 
     def topic_churn(self, t: int, n: int) -> None:
+        """`n` topics `churn-000`, ... created 7 minutes apart from `t`, each deleted 2 to 40
+        minutes later; every other one is created again under its name 50 minutes after its first
+        creation (a new topic id)."""
         for i in range(n):
             name = f"churn-{i:03d}"
             ti = t + i * 7 * MIN

@@ -91,6 +91,9 @@ class _BatchReader(DataSourceReader):
         self.end_json = options.get("endjson")
 
     def partitions(self) -> list[InputPartition]:
+        """`DataSourceReader.partitions`: the byte ranges of the read, one Spark task each (`plan`,
+        split at `splitBytes`), from the start option to `endJson` when given, else to what is
+        complete on disk now, capped at `endOffset`."""
         index = LogDirIndex(self.path)
         if self.end_json:
             index.refresh()
@@ -143,6 +146,10 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(self.max_offsets) if self.max_offsets else ReadAllAvailable()
 
     def latestOffset(self, start: dict | None = None, limit: object = None) -> dict:
+        """`DataSourceStreamReader.latestOffset`: the offset dict the next micro-batch ends at
+        (`plan.latest`), at most `limit` (else maxOffsetsPerTrigger) log offsets past `start`,
+        uncapped for AvailableNow's ReadAllAvailable unless `capAvailableNow`, never past that run's
+        fixed end. `start` itself when nothing moved or a tail of NoOps alone is held (`_held`)."""
         cap = self.max_offsets
         if limit is not None and type(limit).__name__ == "ReadMaxRows":
             cap = int(cast(ReadMaxRows, limit).max_rows)

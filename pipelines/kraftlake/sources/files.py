@@ -295,6 +295,9 @@ class LogDirIndex:
         self.path = uris.to_uri(self.path)
 
     def refresh(self) -> LogDirIndex:
+        """List the directory again: segments deleted by retention dropped, new ones indexed, each
+        one's index extended by the batches appended since (`SegmentIndex.refresh`), the snapshots
+        listed afresh. Returns itself (`index.refresh().log_end`)."""
         segs, snaps = log_files_at(self.path)
         live = {s.name for s in segs}
         for name in list(self.segments):
