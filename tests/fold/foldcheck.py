@@ -19,6 +19,7 @@ from kraftlake.fold.silver import (
     transaction_markers,
 )
 from kraftlake.kraft.partition import STATE_COLUMNS
+from kraftlake.lake.delta import conform
 from kraftlake.lake.schema import table_schema
 
 STATE_KEYS = list(STATE_COLUMNS)
@@ -36,7 +37,7 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
     offset, event_type), intervals (cluster_id, topic_id, partition_id, kind, start_offset)
     -> end_offset) of source rows, through the same silver functions and kernel the
     increment job runs: Spark's tasks (`kernel.run`, as many as it gives `rows` changes), or
-    with `on_driver` the driver (`kernel.run_on_driver`, a small increment's path).
+    with `on_driver` the driver (`kernel.run_on_driver_arrow`, a small increment's path).
 
     The kernel writes no delete rows: a state that ends with no state after it at that
     offset ended by a deletion, which is how the rows of a deletion are rebuilt here. The
@@ -54,8 +55,11 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
     inputs = (spark, changes, _empty_like(spark, "partition_current"),
               _empty_like(spark, "partition_intervals"),
               cluster_contexts(configs_of(eff).toArrow(), topics.toArrow(), default_min_isr))
-    if on_driver:
-        out = spark.createDataFrame(kernel.run_on_driver(*inputs), kernel.output_schema())
+    if on_driver:  # as a small increment's rows reach it: Arrow on the driver
+        arrow_in = (conform(changes, "partition_changes").toArrow(),
+                    *(df.toArrow() for df in inputs[2:4]))
+        out = spark.createDataFrame(kernel.run_on_driver_arrow(spark, *arrow_in, inputs[4]),
+                                    kernel.output_schema())
     else:
         out = kernel.run(*inputs, rows=rows).localCheckpoint()
     tl = kernel.part(out, "timeline").select(

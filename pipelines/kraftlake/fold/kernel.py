@@ -60,7 +60,7 @@ from pyspark import Broadcast
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
 from ..kraft.configs import partition_min_isr
 from ..kraft.events import CHANGED, CREATED, DELETED, ELR_CLEARED, RESET, SNAPSHOT, step_events
@@ -73,7 +73,7 @@ from ..kraft.partition import (
 )
 from ..kraft.records import CLEAR_ELR_RECORD, GAP_SOURCE, UNKNOWN_RECORD
 from ..kraft.troubles import KINDS, trouble_kinds
-from ..lake.schema import table_schema
+from ..lake.schema import table_rows, table_schema
 from .context import ClusterContext, History
 from .silver import KEY
 
@@ -697,28 +697,67 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+@dataclass(frozen=True)
+class _Literal:
+    """A value every input row of a role holds (`_INPUT`), of Spark type `type_`."""
+
+    value: Any
+    type_: T.DataType
+
+
+# The kernel's input columns per `_role`: each column from a column of that role's table
+# (name) or a literal. The rows of the three roles are unioned by column name, a column a
+# role does not name is null; `input_rows` builds it in Spark, `input_arrow` in Arrow.
+_CHANGE_INPUT: dict[str, str | _Literal] = {
+    **{c: c for c in KEY}, "_role": _Literal(CHANGE, T.IntegerType()),
+    **{c: c for c in ("offset", "seq", "timestamp", "record_type", "source", "is_reset",
+                      "is_delete", *STATE)}}
+_SEED_INPUT: dict[str, str | _Literal] = {
+    **{c: c for c in KEY}, "_role": _Literal(SEED, T.IntegerType()),
+    "offset": "valid_from_offset", "seq": "seq", "timestamp": "valid_from_ts",
+    "record_type": "record_type", "source": "source",
+    "is_reset": _Literal(True, T.BooleanType()), "is_delete": _Literal(False, T.BooleanType()),
+    **{c: c for c in (*STATE, "recovering_since_offset", "recovering_since_ts",
+                      "uncertain_since")}}
+_OPEN_INPUT: dict[str, str | _Literal] = {
+    **{c: c for c in KEY}, "_role": _Literal(OPEN_INTERVAL, T.IntegerType()),
+    **{c: c for c in ("kind", "start_offset", "start_seq", "start_ts")}}
+
+
+def _spark_columns(columns: dict[str, str | _Literal]) -> list[Column]:
+    return [F.col(src).alias(name) if isinstance(src, str)
+            else F.lit(src.value).cast(src.type_).alias(name) for name, src in columns.items()]
+
+
 def input_rows(changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
                anchors: DataFrame | None = None) -> DataFrame:
     """The kernel's input, one row per change, seed and open interval, each marked with its
     `_role`, in no particular order (`run` groups and sorts them). `anchors`: full states
     (`partition_changes` rows) applied only to a partition whose state is uncertain."""
-    cols: list[Column | str] = [*KEY, F.lit(CHANGE).alias("_role"), "offset", "seq",
-                                "timestamp", "record_type", "source", "is_reset", "is_delete",
-                                *STATE]
-    rows = changes.select(*cols)
+    rows = changes.select(*_spark_columns(_CHANGE_INPUT))
     if anchors is not None:
-        rows = rows.unionByName(anchors.select(*cols, F.lit(True).alias("_anchor")),
+        rows = rows.unionByName(anchors.select(*_spark_columns(_CHANGE_INPUT),
+                                               F.lit(True).alias("_anchor")),
                                 allowMissingColumns=True)
-    seed = seeds.select(*KEY, F.lit(SEED).alias("_role"),
-                        F.col("valid_from_offset").alias("offset"), "seq",
-                        F.col("valid_from_ts").alias("timestamp"), "record_type", "source",
-                        F.lit(True).alias("is_reset"), F.lit(False).alias("is_delete"),
-                        *STATE, "recovering_since_offset", "recovering_since_ts",
-                        "uncertain_since")
-    opened = open_intervals.select(*KEY, F.lit(OPEN_INTERVAL).alias("_role"), "kind",
-                                   "start_offset", "start_seq", "start_ts")
-    return rows.unionByName(seed, allowMissingColumns=True).unionByName(
-        opened, allowMissingColumns=True)
+    return rows.unionByName(seeds.select(*_spark_columns(_SEED_INPUT)),
+                            allowMissingColumns=True).unionByName(
+        open_intervals.select(*_spark_columns(_OPEN_INPUT)), allowMissingColumns=True)
+
+
+def input_arrow(changes: pa.Table, seeds: pa.Table, open_intervals: pa.Table) -> pa.Table:
+    """`input_rows` of rows the driver holds as Arrow (`partition_changes`,
+    `partition_current` and `partition_intervals` rows, in their tables' columns), made
+    without Spark: a small increment's changes and seeds are Arrow on the driver already, and
+    unioning them as DataFrames to collect them again was a Spark job of its own."""
+    parts = []
+    for rows, columns, table in ((changes, _CHANGE_INPUT, "partition_changes"),
+                                 (seeds, _SEED_INPUT, "partition_current"),
+                                 (open_intervals, _OPEN_INPUT, "partition_intervals")):
+        rows = table_rows(rows, table)
+        parts.append(pa.table({name: rows.column(src) if isinstance(src, str) else pa.repeat(
+            pa.scalar(src.value, to_arrow_type(src.type_)), rows.num_rows)
+            for name, src in columns.items()}))
+    return pa.concat_tables(parts, promote_options="permissive")
 
 
 def _arrow_output_schema(spark: SparkSession) -> pa.Schema:
@@ -734,7 +773,20 @@ def run_on_driver(spark: SparkSession, changes: DataFrame, seeds: DataFrame,
     For a small increment (a stream's micro-batch, an hourly ingest): its few thousand rows
     fold in milliseconds, where the distributed fold pays a shuffle, a wave of Python tasks
     and a write of its output before anything reads it."""
-    every = input_rows(changes, seeds, open_intervals, anchors).toArrow()
+    return _fold_on_driver(spark, input_rows(changes, seeds, open_intervals, anchors).toArrow(),
+                           contexts)
+
+
+def run_on_driver_arrow(spark: SparkSession, changes: pa.Table, seeds: pa.Table,
+                        open_intervals: pa.Table, contexts: dict[str, ClusterContext]
+                        ) -> pa.Table:
+    """`run_on_driver` of rows the driver holds as Arrow already (`input_arrow`): no Spark
+    job at all."""
+    return _fold_on_driver(spark, input_arrow(changes, seeds, open_intervals), contexts)
+
+
+def _fold_on_driver(spark: SparkSession, every: pa.Table, contexts: dict[str, ClusterContext]
+                    ) -> pa.Table:
     ordered = every.sort_by([(c, "ascending") for c in ORDER])
     schema = _arrow_output_schema(spark)
     batches = list(fold_batches(contexts, schema, ordered.to_batches()))

@@ -430,7 +430,8 @@ class _Increment:
         open intervals the lake held at the start.
 
         The kernel's output is computed once (`work.frame`, or Arrow on the driver,
-        `kernel.run_on_driver`); every gold table is a slice of it. When states are
+        `kernel.run_on_driver`, without a Spark job when its inputs are Arrow on the
+        driver already: `run_on_driver_arrow`); every gold table is a slice of it. When states are
         uncertain (unknown offsets in this increment or carried from an earlier one) and
         the source holds a check snapshot, the snapshot's states are the kernel's anchors
         (`_anchors`)."""
@@ -455,18 +456,23 @@ class _Increment:
         if res.unknown:
             contexts.setdefault(cid, kernel.empty_context(self.min_isr_default)).unknown = \
                 res.unknown
+        arrow_in: tuple[pa.Table, pa.Table, pa.Table] | None = None
         if res.unknown or anchors is not None:  # every live partition: carried, anchored
             seeds, opened = cur_df, open_iv
         elif self.work.local:  # only those the increment changes, picked on the driver
             touched = self.work.arrow["partition_changes"]
-            seeds, opened = (from_arrow(spark, name, _of_partitions(seed.rows(name), touched))
-                             for name in ("partition_current", "partition_intervals"))
+            arrow_in = (touched, *(_of_partitions(seed.rows(name), touched)
+                                   for name in ("partition_current", "partition_intervals")))
+            seeds, opened = (from_arrow(spark, name, rows) for name, rows in zip(
+                ("partition_current", "partition_intervals"), arrow_in[1:], strict=True))
         else:  # the same, by Spark
             touched = changes.select(*KEY).distinct()
             seeds, opened = (cur_df.join(touched, KEY, "left_semi"),
                              open_iv.join(touched, KEY, "left_semi"))
         if on_driver:
-            table = kernel.run_on_driver(spark, changes, seeds, opened, contexts, anchors)
+            # rows the driver holds already fold without a Spark job
+            table = kernel.run_on_driver_arrow(spark, *arrow_in, contexts) if arrow_in \
+                else kernel.run_on_driver(spark, changes, seeds, opened, contexts, anchors)
             out = spark.createDataFrame(table, kernel.output_schema())
             types = pc.struct_field(table.column("event"), "event_type").to_pylist()
             counts = dict(Counter((o, t if o == "event" else None) for o, t in zip(
