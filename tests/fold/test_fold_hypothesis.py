@@ -282,6 +282,35 @@ def test_a_clear_reaches_a_partition_created_again_in_the_same_increment(spark, 
     _assert_kernel_equals_reference(spark, [CLEARED_AFTER_CREATED_AGAIN], on_driver)
 
 
+# Found by the test above (2026-12-04): a RemoveTopicRecord of a topic id not created yet,
+# then its TopicRecord. Kafka refuses the removal, so the topic's own min.insync.replicas
+# (unparseable here: no under-min-ISR verdict) stays in force; silver recorded the removal as
+# the topic's deletion, the kernel's context dropped the config there, and the partition
+# created next was judged under min ISR by the cluster's default.
+REMOVED_BEFORE_CREATED = {
+    "snapshot": [
+        ("FeatureLevelRecord", 0, {"name": MV_FEATURE, "feature_level": 14}),
+        ("ConfigRecord", 0, {"resource_type": RESOURCE_TOPIC, "resource_name": TOPICS[0][0],
+                             "name": MIN_ISR, "value": " 2"})],
+    "end": 10, "default_min_isr": 2,
+    "log": [
+        ("RemoveTopicRecord", 0, {"topic_id": TOPICS[0][1]}),
+        ("TopicRecord", 0, {"name": TOPICS[0][0], "topic_id": TOPICS[0][1]}),
+        ("PartitionRecord", 2, {
+            "partition_id": 0, "topic_id": TOPICS[0][1], "replicas": [0, 1, 2], "isr": [0],
+            "removing_replicas": [], "adding_replicas": [], "leader": 0, "leader_epoch": 0,
+            "partition_epoch": 0, "directories": [], "leader_recovery_state": 0,
+            "eligible_leader_replicas": None, "last_known_elr": None})]}
+
+
+@PATHS
+def test_a_topic_removed_before_it_was_created_keeps_its_configs(spark, on_driver):
+    _states, events, _intervals = _expected("h0", REMOVED_BEFORE_CREATED, [])
+    assert ("h0", TOPICS[0][1], 0, 12, "partition_created") in events
+    assert not any(e[-1] == "under_min_isr" for e in events)
+    _assert_kernel_equals_reference(spark, [REMOVED_BEFORE_CREATED], on_driver)
+
+
 def _assert_kernel_equals_reference(spark, logs: list[dict[str, Any]], on_driver: bool
                                     ) -> None:
     """The kernel's states, events and intervals of every log equal the reference's; on a

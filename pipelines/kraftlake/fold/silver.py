@@ -130,8 +130,14 @@ def committed(rel: DataFrame, markers: pa.Table | None) -> tuple[DataFrame, dict
     return done, pending
 
 
-def topics_of(rec: DataFrame) -> DataFrame:
-    """(cluster_id, topic_id, topic_name, created_*, deleted_*) events of this increment."""
+def topics_of(rec: DataFrame, live: DataFrame | None = None) -> DataFrame:
+    """(cluster_id, topic_id, topic_name, created_*, deleted_*) events of this increment.
+
+    A RemoveTopicRecord of a topic that does not exist there deletes nothing: Kafka refuses
+    to remove a topic id its image does not hold (`TopicsDelta`), so it drops none of the
+    configs of the name the id gets later (`fold.context`). The topic exists when an earlier
+    increment left it live (`live`: cluster_id, topic_id) or a TopicRecord of this one
+    came first; a removal of an id no TopicRecord ever names is kept, nameless."""
     created = (rec.filter(F.col("record_type") == TOPIC_RECORD)
                .select("cluster_id", field("topic_id").alias("topic_id"),
                        field("name").alias("topic_name"), F.col("offset").alias("created_offset"),
@@ -139,12 +145,18 @@ def topics_of(rec: DataFrame) -> DataFrame:
     created = created.groupBy("cluster_id", "topic_id").agg(
         F.first("topic_name").alias("topic_name"), F.min("created_offset").alias("created_offset"),
         F.min("created_ts").alias("created_ts"))
-    deleted = (rec.filter(F.col("record_type") == REMOVE_TOPIC_RECORD)
+    key = ["cluster_id", "topic_id"]
+    removed = (rec.filter(F.col("record_type") == REMOVE_TOPIC_RECORD)
                .select("cluster_id", field("topic_id").alias("topic_id"),
                        F.col("offset").alias("deleted_offset"),
                        F.col("timestamp").alias("deleted_ts"))
-               .groupBy("cluster_id", "topic_id").agg(F.min("deleted_offset").alias(
-                   "deleted_offset"), F.min("deleted_ts").alias("deleted_ts")))
+               .join(created.select(*key, "created_offset"), key, "left"))
+    removed = removed.withColumn("_live", F.lit(None).cast("boolean")) if live is None else \
+        removed.join(live.select(*key).distinct().withColumn("_live", F.lit(True)), key, "left")
+    deleted = (removed.filter(F.col("created_offset").isNull() | F.col("_live").isNotNull()
+                              | (F.col("deleted_offset") > F.col("created_offset")))
+               .groupBy(*key).agg(F.min("deleted_offset").alias("deleted_offset"),
+                                  F.min("deleted_ts").alias("deleted_ts")))
     return created.join(deleted, ["cluster_id", "topic_id"], "full_outer")
 
 

@@ -385,11 +385,11 @@ class _Increment:
         old_topics = seed.slice("topics")
         # records read back may hold topic records; without any the topics stay as they were
         topic_records = bool(x.topic_records or read_back)
-        topics = _topics_after(old_topics, topics_of(effective)) if topic_records else \
-            old_topics
-        names = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset")
         live = old_topics.filter(F.col("deleted_offset").isNull()).select(
             "cluster_id", "topic_id")
+        topics = _topics_after(old_topics, topics_of(effective, live)) if topic_records \
+            else old_topics
+        names = topics.select("cluster_id", "topic_id", "topic_name", "deleted_offset")
         # the partitions known before the increment are joined only where a record reaches
         # them: a RemoveTopic or ClearElr record (or records read back, uncounted) or a
         # reset snapshot
