@@ -699,7 +699,7 @@ def _collector_paused() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class _Literal:
-    """A value every input row of a role holds (`_INPUT`), of Spark type `type_`."""
+    """A value every input row of a role holds (`_CHANGE_INPUT` ...), of Spark type `type_`."""
 
     value: Any
     type_: T.DataType
