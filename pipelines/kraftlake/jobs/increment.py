@@ -456,40 +456,58 @@ class _Increment:
         if res.unknown:
             contexts.setdefault(cid, kernel.empty_context(self.min_isr_default)).unknown = \
                 res.unknown
-        arrow_in: tuple[pa.Table, pa.Table, pa.Table] | None = None
-        if res.unknown or anchors is not None:  # every live partition: carried, anchored
-            seeds, opened = cur_df, open_iv
-        elif self.work.local:  # only those the increment changes, picked on the driver
+        carried = bool(res.unknown) or anchors is not None  # every live partition's seed
+        table: pa.Table | None = None
+        if on_driver and self.work.local and not carried:
+            # the partitions the increment changes, every input Arrow on the driver already:
+            # picked and folded there without a Spark job
             touched = self.work.arrow["partition_changes"]
-            arrow_in = (touched, *(_of_partitions(seed.rows(name), touched)
-                                   for name in ("partition_current", "partition_intervals")))
-            seeds, opened = (from_arrow(spark, name, rows) for name, rows in zip(
-                ("partition_current", "partition_intervals"), arrow_in[1:], strict=True))
-        else:  # the same, by Spark
-            touched = changes.select(*KEY).distinct()
-            seeds, opened = (cur_df.join(touched, KEY, "left_semi"),
-                             open_iv.join(touched, KEY, "left_semi"))
-        if on_driver:
-            # rows the driver holds already fold without a Spark job
-            table = kernel.run_on_driver_arrow(spark, *arrow_in, contexts) if arrow_in \
-                else kernel.run_on_driver(spark, changes, seeds, opened, contexts, anchors)
+            table = kernel.run_on_driver_arrow(spark, touched, *self.touched_slices(touched),
+                                               contexts)
+        else:
+            seeds, opened = self.kernel_seeds(changes, cur_df, open_iv, carried)
+            if on_driver:
+                table = kernel.run_on_driver(spark, changes, seeds, opened, contexts, anchors)
+            else:
+                out = self.work.frame("kernel", kernel.run(spark, changes, seeds, opened,
+                                                           contexts, anchors, rows=rows))
+                counts = {(r["out"], r["event_type"]): r["count"] for r in out.groupBy(
+                    "out", F.col("event.event_type").alias("event_type")).count().collect()}
+        if table is not None:
             out = spark.createDataFrame(table, kernel.output_schema())
             types = pc.struct_field(table.column("event"), "event_type").to_pylist()
             counts = dict(Counter((o, t if o == "event" else None) for o, t in zip(
                 table.column("out").to_pylist(), types, strict=True)))
-        else:
-            out = self.work.frame("kernel", kernel.run(spark, changes, seeds, opened,
-                                                       contexts, anchors, rows=rows))
-            counts = {(r["out"], r["event_type"]): r["count"] for r in out.groupBy(
-                "out", F.col("event.event_type").alias("event_type")).count().collect()}
         res.timeline = counts.get(("timeline", None), 0)
         res.orphans = counts.get(("orphan", None), 0)
         res.event_counts = {e: n for (o, e), n in counts.items() if o == "event"}
         res.events = sum(res.event_counts.values())
         k = _Kernel(changes, out, open_iv, counts.get(("interval", None), 0),
                     {c: ctx.windows for c, ctx in contexts.items()},
-                    table if on_driver else None)
+                    table)
         return k
+
+    def touched_slices(self, touched: pa.Table) -> tuple[pa.Table, pa.Table]:
+        """The held current states and open intervals of the partitions `touched` (the
+        increment's partition changes, Arrow on the driver) changes."""
+        return (_of_partitions(self.seed.rows("partition_current"), touched),
+                _of_partitions(self.seed.rows("partition_intervals"), touched))
+
+    def kernel_seeds(self, changes: DataFrame, cur_df: DataFrame, open_iv: DataFrame,
+                     carried: bool) -> tuple[DataFrame, DataFrame]:
+        """What a kernel given DataFrames continues from, of `cur_df` (the cluster's current
+        states) and `open_iv` (its open intervals): every live partition's when states are
+        `carried` across unknown offsets or anchored, else those of the partitions the
+        increment changes, picked on the driver when its changes are Arrow there, else by
+        Spark."""
+        if carried:
+            return cur_df, open_iv
+        if self.work.local:
+            cur, iv = self.touched_slices(self.work.arrow["partition_changes"])
+            return (from_arrow(self.spark, "partition_current", cur),
+                    from_arrow(self.spark, "partition_intervals", iv))
+        touched = changes.select(*KEY).distinct()
+        return cur_df.join(touched, KEY, "left_semi"), open_iv.join(touched, KEY, "left_semi")
 
     def topics_rows(self, s: _Silver, names: DataFrame) -> pa.Table:
         """The cluster's topics after the increment as Arrow: collected with silver on the
