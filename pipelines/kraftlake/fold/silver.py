@@ -151,10 +151,13 @@ def topics_of(rec: DataFrame, live: DataFrame | None = None) -> DataFrame:
                        F.col("offset").alias("deleted_offset"),
                        F.col("timestamp").alias("deleted_ts"))
                .join(created.select(*key, "created_offset"), key, "left"))
-    removed = removed.withColumn("_live", F.lit(None).cast("boolean")) if live is None else \
-        removed.join(live.select(*key).distinct().withColumn("_live", F.lit(True)), key, "left")
-    deleted = (removed.filter(F.col("created_offset").isNull() | F.col("_live").isNotNull()
-                              | (F.col("deleted_offset") > F.col("created_offset")))
+    existed = F.col("created_offset").isNull() | (
+        F.col("deleted_offset") > F.col("created_offset"))
+    if live is not None:
+        removed = removed.join(live.select(*key).distinct().withColumn("_live", F.lit(True)),
+                               key, "left")
+        existed = existed | F.col("_live").isNotNull()
+    deleted = (removed.filter(existed)
                .groupBy(*key).agg(F.min("deleted_offset").alias("deleted_offset"),
                                   F.min("deleted_ts").alias("deleted_ts")))
     return created.join(deleted, ["cluster_id", "topic_id"], "full_outer")
