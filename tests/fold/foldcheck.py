@@ -52,16 +52,15 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
     empty = spark.createDataFrame([], "cluster_id string, topic_id string, partition_id int")
     none = spark.createDataFrame([], "cluster_id string, topic_id string")
     changes = partition_changes(done, empty, names, none)
-    inputs = (spark, changes, _empty_like(spark, "partition_current"),
-              _empty_like(spark, "partition_intervals"),
-              cluster_contexts(configs_of(eff).toArrow(), topics.toArrow(), default_min_isr))
+    seeds, opened = (_empty_like(spark, "partition_current"),
+                     _empty_like(spark, "partition_intervals"))
+    contexts = cluster_contexts(configs_of(eff).toArrow(), topics.toArrow(), default_min_isr)
     if on_driver:  # as a small increment's rows reach it: Arrow on the driver
-        arrow_in = (conform(changes, "partition_changes").toArrow(),
-                    *(df.toArrow() for df in inputs[2:4]))
-        out = spark.createDataFrame(kernel.run_on_driver_arrow(spark, *arrow_in, inputs[4]),
-                                    kernel.output_schema())
+        out = spark.createDataFrame(kernel.run_on_driver_arrow(
+            spark, conform(changes, "partition_changes").toArrow(), seeds.toArrow(),
+            opened.toArrow(), contexts), kernel.output_schema())
     else:
-        out = kernel.run(*inputs, rows=rows).localCheckpoint()
+        out = kernel.run(spark, changes, seeds, opened, contexts, rows=rows).localCheckpoint()
     tl = kernel.part(out, "timeline").select(
         "cluster_id", "topic_id", "partition_id", "valid_from_offset", "valid_to_offset", "seq",
         "record_type", *STATE_KEYS).collect()
