@@ -50,8 +50,9 @@ def test_an_unresolvable_artifact_is_one_line_naming_it(tmp_path, monkeypatch) -
 
 
 def test_the_s3a_log_store_is_compiled_once_and_found_offline(tmp_path, monkeypatch) -> None:
-    """Setup compiles the s3a lake's LogStore into the cache (its class in the jar); later
-    runs find it there with neither javac nor Maven on the PATH. (The jar lists resolved
+    """Setup compiles the s3a lake's LogStore and checkpoint file manager into the cache
+    (their classes in the jar); later runs find it there with neither javac nor Maven on
+    the PATH. (The jar lists resolved
     at setup are copied into the test's cache: resolving them again is Maven's work.)"""
     for listing in jvm._cache_dir().glob("*.classpath"):
         shutil.copy(listing, tmp_path)
@@ -59,8 +60,8 @@ def test_the_s3a_log_store_is_compiled_once_and_found_offline(tmp_path, monkeypa
     monkeypatch.delenv("JAVA_HOME", raising=False)
     jar = logstore.log_store_jar()
     assert Path(jar).parent == tmp_path
-    assert f"{logstore.LOG_STORE_CLASS.replace('.', '/')}.class" in \
-        zipfile.ZipFile(jar).namelist()
+    for cls in (logstore.LOG_STORE_CLASS, logstore.CHECKPOINT_MANAGER_CLASS):
+        assert f"{cls.replace('.', '/')}.class" in zipfile.ZipFile(jar).namelist(), cls
     monkeypatch.setenv("PATH", "/nonexistent")
     assert shutil.which("javac") is None
     assert logstore.log_store_jar() == jar

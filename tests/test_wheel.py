@@ -37,6 +37,7 @@ def test_the_installed_wheel_runs_the_demo_and_it_prints_the_labels(tmp_path: Pa
                    "kraftlake/schemas/tables/partition_events.json",
                    "kraftlake/expectations/partition_timeline.json",
                    "kraftlake/jvm/delta.pom.xml", "kraftlake/jvm/S3ConditionalLogStore.java",
+                   "kraftlake/jvm/S3CheckpointFileManager.java",
                    "kraftlake/py.typed",
                    "kraftlake/quality/datadocs_static/fontawesome-free@6.6.0/webfonts/"
                    "fa-solid-900.woff2"):

@@ -41,7 +41,13 @@ from pyspark.sql import SparkSession
 
 from .config import Config, load_config
 from .jvm import JarResolutionError, resolve
-from .jvm.logstore import LOG_STORE_CLASS, LOG_STORE_CONF, log_store_jar
+from .jvm.logstore import (
+    CHECKPOINT_MANAGER_CLASS,
+    CHECKPOINT_MANAGER_CONF,
+    LOG_STORE_CLASS,
+    LOG_STORE_CONF,
+    log_store_jar,
+)
 from .uris import s3_options
 
 if TYPE_CHECKING:
@@ -85,7 +91,9 @@ def _jars(conf: dict[str, str], uris: list[str]) -> str | None:
     """`spark.jars` for this session, or None when the launcher or the conf brings them.
     With the s3a jars comes the s3a LogStore's, which `conf` then names, unless it names
     one already (then none is built): delta-storage's default for s3a lets two writer
-    processes of one lake replace each other's commit files (`jvm/logstore.py`)."""
+    processes of one lake replace each other's commit files (`jvm/logstore.py`). The same
+    jar's checkpoint file manager writes a stream's checkpoint and Delta's checksum files with
+    one PUT each instead of a rename, unless `conf` names another."""
     submitted = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if "spark.jars" in conf or "--packages" in submitted or "--jars" in submitted:
         return None
@@ -96,6 +104,7 @@ def _jars(conf: dict[str, str], uris: list[str]) -> str | None:
             if LOG_STORE_CONF not in conf:
                 jars.append(log_store_jar())
                 conf[LOG_STORE_CONF] = LOG_STORE_CLASS
+                conf.setdefault(CHECKPOINT_MANAGER_CONF, CHECKPOINT_MANAGER_CLASS)
     except JarResolutionError as exc:  # one line and exit status 1, not a traceback
         raise SystemExit(f"kraftlake: {exc}") from None
     return ",".join(jars)

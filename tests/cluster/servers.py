@@ -111,19 +111,22 @@ def spark_standalone(work: Path, workers: int = 2, java_options: str = "") -> It
 class FaultyStore:
     """An HTTP proxy in front of an S3 server that answers the first request `fails` picks
     with `status` and an S3 error document of `code`, as a store revoking a write would,
-    and passes every other request through unchanged. `failed`: the requests it refused."""
+    and passes every other request through unchanged. `failed`: the requests it refused;
+    `seen`: every request, as (method, path)."""
 
     def __init__(self, target: str, fails: Callable[[str, str], bool], status: int = 403,
                  code: str = "AccessDenied") -> None:
         self.target = urlsplit(target)
         self.fails, self.status, self.code = fails, status, code
         self.failed: list[tuple[str, str]] = []
+        self.seen: list[tuple[str, str]] = []
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def _refuse(self, method: str, path: str) -> bool:
         with self.lock:
+            self.seen.append((method, path))
             if self.failed or not self.fails(method, path):
                 return False
             self.failed.append((method, path))

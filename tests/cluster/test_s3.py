@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import deltalake
 import pyarrow.fs as pafs
@@ -56,7 +57,9 @@ def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake, tmp_path) -> 
     of the increment committed): that ingest ends with exit status 1 and one line naming the
     store's error code, no traceback. The next one, the store answering again, completes the
     lake, which then equals a local ingest of the same log table for table; sql, quality
-    (one suite) and maintain (two tables) work on it."""
+    (one suite) and maintain (two tables) work on it. No file is written as a temporary
+    one renamed into place (`kraftlake.jvm.S3CheckpointFileManager`: Delta's checksums and
+    the stream's checkpoint are one PUT each)."""
     lake = "s3a://kraftlake/lake"
     refused = "/kraftlake/lake/incidents/_delta_log/"
     want = [r.asDict() for r in spark.sql(CURRENT.replace(
@@ -75,6 +78,11 @@ def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake, tmp_path) -> 
                  "partition_timeline", "--retention-hours", "0", "--allow-short-retention"])],
             tmp_path, cli_env(AWS_ENDPOINT_URL=store.url))
     assert [m for m, _p in store.failed] == ["PUT"]
+    # Spark's rename-based writer names its temporary files `.<name>.<uuid>.tmp`
+    renamed = [p for m, p in store.seen if m == "PUT" and re.search(r"/\.[^/]+\.tmp$", p)]
+    assert not renamed and any(p.endswith(".crc") for _m, p in store.seen), renamed[:3]
+    assert any("/_kraftlake/checkpoints/" in p and "/offsets/" in p
+               for m, p in store.seen if m == "PUT"), "the stream wrote no offsets here"
     assert failed.returncode == 1, failed.stderr[-3000:]
     err = failed.stderr.strip().splitlines()
     assert err[-1].startswith("Error: ") and "Traceback" not in failed.stderr, failed.stderr

@@ -59,17 +59,34 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
             return;
         }
         try {
+            createOnce(fs, path, bytes);
+        } catch (org.apache.hadoop.fs.FileAlreadyExistsException e) {
+            final java.nio.file.FileAlreadyExistsException lost =
+                new java.nio.file.FileAlreadyExistsException(path.toString());
+            lost.initCause(e);
+            throw lost;  // what Delta takes for a lost race
+        }
+    }
+
+    /**
+     * Creates the object at `path` holding `bytes` unless one is there: S3's conditional PUT.
+     * Another writer's object there is Hadoop's {@code FileAlreadyExistsException} (S3A's own
+     * check before the PUT, or the store's refusal of it); an object holding exactly `bytes`
+     * is this writer's own PUT, retried by the SDK, and no error.
+     */
+    static void createOnce(FileSystem fs, Path path, byte[] bytes) throws IOException {
+        try {
             try (FSDataOutputStream out = (FSDataOutputStream) fs.createFile(path)
                     .overwrite(false).recursive().must(CONDITIONAL, true).build()) {
                 out.write(bytes);
             }
-        } catch (org.apache.hadoop.fs.FileAlreadyExistsException e) {
-            // S3A's own check before the PUT saw the object already there
-            throw lostRace(path, e);
         } catch (RemoteFileChangedException e) {
             // the store refused the PUT: the object appeared between the check and the PUT
             if (!holds(fs, path, bytes)) {
-                throw lostRace(path, e);
+                final org.apache.hadoop.fs.FileAlreadyExistsException lost =
+                    new org.apache.hadoop.fs.FileAlreadyExistsException(path.toString());
+                lost.initCause(e);
+                throw lost;
             }
         }
     }
@@ -94,12 +111,5 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
         } catch (java.io.FileNotFoundException e) {
             return false;
         }
-    }
-
-    private static java.nio.file.FileAlreadyExistsException lostRace(Path path, Exception e) {
-        final java.nio.file.FileAlreadyExistsException out =
-            new java.nio.file.FileAlreadyExistsException(path.toString());
-        out.initCause(e);
-        return out;
     }
 }
