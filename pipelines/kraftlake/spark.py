@@ -78,7 +78,12 @@ def _s3a_conf(conf: dict[str, str]) -> dict[str, str]:
     """Hadoop s3a settings from the AWS environment (`kraftlake.uris`), unless the conf
     sets them: the lake's writer then talks to the same store as the log readers."""
     opts = s3_options()
-    out = {"spark.hadoop.fs.s3a.endpoint.region": opts["region"]}
+    out = {"spark.hadoop.fs.s3a.endpoint.region": opts["region"],
+           # S3A checks that no object or directory is at a path before creating a file
+           # there (a HEAD and a LIST), which no file the lake writes needs: data files have
+           # new names, and a file that must not replace another (a commit, a checkpoint)
+           # is created with S3's conditional PUT, which the store itself refuses
+           "spark.hadoop.fs.s3a.create.performance": "true"}
     if "endpoint" in opts:
         out.update({"spark.hadoop.fs.s3a.endpoint": opts["endpoint"],
                     "spark.hadoop.fs.s3a.path.style.access": "true",
