@@ -36,7 +36,8 @@ import org.apache.hadoop.fs.s3a.RemoteFileChangedException;
  *
  * <p>Listing is Hadoop's (S3 lists what it has written since 2020, so no cache of recent
  * writes as the default store keeps); overwrites ({@code _last_checkpoint}) are plain PUTs.
- * Built from this file by {@code python -m kraftlake.jvm} ({@code kraftlake/jvm/logstore.py}).
+ * Built with {@link S3CheckpointFileManager}, which creates its files the same way, by
+ * {@code python -m kraftlake.jvm} ({@code kraftlake/jvm/logstore.py}).
  */
 public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
 
@@ -81,7 +82,7 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
                 out.write(bytes);
             }
         } catch (RemoteFileChangedException e) {
-            // the store refused the PUT: the object appeared between the check and the PUT
+            // the store refused the PUT (412): an object is there
             if (!holds(fs, path, bytes)) {
                 final org.apache.hadoop.fs.FileAlreadyExistsException lost =
                     new org.apache.hadoop.fs.FileAlreadyExistsException(path.toString());

@@ -8,6 +8,7 @@ driver wrote from Arrow (`lake.arrow_files`): a few hundred rows, never a large 
 
 from __future__ import annotations
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from .jvmclass import java_class
@@ -30,10 +31,15 @@ class HadoopFS:
 
     def read_text(self, uri: str) -> str | None:
         """A file's whole content as UTF-8 text, or None when it does not exist (a plan or a
-        stream's state not written yet)."""
-        if not self.exists(uri):
-            return None
-        stream = self._fs.open(self._p(uri))
+        stream's state not written yet). Opened without asking first whether it exists:
+        on S3 that question is a request of its own (a HEAD, and a LIST when the answer is
+        no), and the open asks the store anyway."""
+        try:
+            stream = self._fs.open(self._p(uri))
+        except Py4JJavaError as exc:
+            if exc.java_exception.getClass().getName() == "java.io.FileNotFoundException":
+                return None
+            raise
         try:
             data = java_class(self._spark, "org.apache.commons.io.IOUtils").toByteArray(stream)
         finally:
