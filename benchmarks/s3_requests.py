@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path
 
 import pyarrow.fs as pafs
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the suite's S3 server and Spark settings
@@ -72,8 +73,6 @@ def served(log: Path, start: int) -> tuple[collections.Counter, int]:
 
 def run(code: Path | None, work: Path) -> dict[str, collections.Counter]:
     """Each command's requests, with this checkout (`code` None) or the `pipelines/` `code`."""
-    import yaml
-
     conf = work / "conf.yaml"
     conf.write_text(yaml.safe_dump({"spark": {"master": "local[2]", "conf": SHORT_JOB_CONF},
                                     "stream": {"noop_every": 0}}))

@@ -52,8 +52,8 @@ def test_an_unresolvable_artifact_is_one_line_naming_it(tmp_path, monkeypatch) -
 def test_the_s3a_log_store_is_compiled_once_and_found_offline(tmp_path, monkeypatch) -> None:
     """Setup compiles the s3a lake's LogStore and checkpoint file manager into the cache
     (their classes in the jar); later runs find it there with neither javac nor Maven on
-    the PATH. (The jar lists resolved
-    at setup are copied into the test's cache: resolving them again is Maven's work.)"""
+    the PATH. (The jar lists resolved at setup are copied into the test's cache: resolving
+    them again is Maven's work.)"""
     for listing in jvm._cache_dir().glob("*.classpath"):
         shutil.copy(listing, tmp_path)
     monkeypatch.setenv("KRAFTLAKE_JVM_CACHE", str(tmp_path))
