@@ -4,8 +4,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataOutputStream;
-import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
 import org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager;
@@ -55,20 +53,13 @@ public class S3CheckpointFileManager extends FileContextBasedCheckpointFileManag
         private final Path path;
         private final boolean overwrite;
         private final Configuration hadoopConf;
-        private final ByteArrayOutputStream buffer;
         private boolean done;
 
         OnePut(Path path, boolean overwrite, Configuration hadoopConf) {
-            this(path, overwrite, hadoopConf, new ByteArrayOutputStream());
-        }
-
-        private OnePut(Path path, boolean overwrite, Configuration hadoopConf,
-                       ByteArrayOutputStream buffer) {
-            super(buffer);
+            super(new ByteArrayOutputStream());
             this.path = path;
             this.overwrite = overwrite;
             this.hadoopConf = hadoopConf;
-            this.buffer = buffer;
         }
 
         @Override
@@ -78,15 +69,8 @@ public class S3CheckpointFileManager extends FileContextBasedCheckpointFileManag
             }
             done = true;
             super.close();  // flushes into the buffer
-            final FileSystem fs = path.getFileSystem(hadoopConf);
-            final byte[] bytes = buffer.toByteArray();
-            if (overwrite) {
-                try (FSDataOutputStream out = fs.create(path, true)) {
-                    out.write(bytes);
-                }
-                return;
-            }
-            S3ConditionalLogStore.createOnce(fs, path, bytes);
+            final byte[] bytes = ((ByteArrayOutputStream) underlyingStream()).toByteArray();
+            S3ConditionalLogStore.put(path.getFileSystem(hadoopConf), path, bytes, overwrite);
         }
 
         @Override

@@ -51,16 +51,8 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
     @Override
     public void write(Path path, Iterator<String> actions, Boolean overwrite,
                       Configuration hadoopConf) throws IOException {
-        final FileSystem fs = path.getFileSystem(hadoopConf);
-        final byte[] bytes = encode(actions);
-        if (overwrite) {
-            try (FSDataOutputStream out = fs.create(path, true)) {
-                out.write(bytes);
-            }
-            return;
-        }
         try {
-            createOnce(fs, path, bytes);
+            put(path.getFileSystem(hadoopConf), path, encode(actions), overwrite);
         } catch (org.apache.hadoop.fs.FileAlreadyExistsException e) {
             final java.nio.file.FileAlreadyExistsException lost =
                 new java.nio.file.FileAlreadyExistsException(path.toString());
@@ -70,12 +62,20 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
     }
 
     /**
-     * Creates the object at `path` holding `bytes` unless one is there: S3's conditional PUT.
-     * Another writer's object there is Hadoop's {@code FileAlreadyExistsException} (S3A's own
-     * check before the PUT, or the store's refusal of it); an object holding exactly `bytes`
-     * is this writer's own PUT, retried by the SDK, and no error.
+     * One PUT of the object at `path` holding `bytes`: a plain one when it may `overwrite`,
+     * else S3's conditional PUT, which creates it only if no object is there. Another
+     * writer's object there is Hadoop's {@code FileAlreadyExistsException} (S3A's own check
+     * before the PUT, or the store's refusal of it); an object holding exactly `bytes` is
+     * this writer's own PUT, retried by the SDK, and no error.
      */
-    static void createOnce(FileSystem fs, Path path, byte[] bytes) throws IOException {
+    static void put(FileSystem fs, Path path, byte[] bytes, boolean overwrite)
+            throws IOException {
+        if (overwrite) {
+            try (FSDataOutputStream out = fs.create(path, true)) {
+                out.write(bytes);
+            }
+            return;
+        }
         try {
             try (FSDataOutputStream out = (FSDataOutputStream) fs.createFile(path)
                     .overwrite(false).recursive().must(CONDITIONAL, true).build()) {
