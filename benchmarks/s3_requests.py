@@ -39,7 +39,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the suite's S3 server and Spark settings
 
-from tests.cluster.servers import s3_server  # noqa: E402
+from tests.cluster.servers import s3_server, store_fs  # noqa: E402
 from tests.conftest import SHORT_JOB_CONF  # noqa: E402
 
 LOG = REPO / "examples" / "real-3-broker"
@@ -78,9 +78,7 @@ def run(code: Path | None, work: Path) -> dict[str, collections.Counter]:
                                     "stream": {"noop_every": 0}}))
     out: dict[str, collections.Counter] = {}
     with s3_server(work) as env:
-        os.environ.update(env)  # pyarrow's uploads sign with these
-        fs = pafs.S3FileSystem(endpoint_override=env["AWS_ENDPOINT_URL"][len("http://"):],
-                               scheme="http", region="us-east-1", allow_bucket_creation=True)
+        fs = store_fs(env)
         fs.create_dir("kraftlake")
         pafs.copy_files(str(LOG), "kraftlake/logs/real-3-broker", destination_filesystem=fs)
         full = {**os.environ, **env, "KRAFTLAKE_CONF": str(conf),

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kraftlake.codec.batch import build_batch, encode_batch
-from tests.cluster.servers import s3_server
+from tests.cluster.servers import s3_server, store_fs
 from tests.conftest import REPO
 
 EXAMPLE = REPO / "examples" / "real-3-broker"
@@ -150,9 +150,7 @@ def test_a_reader_on_an_s3a_location_without_a_lake(tmp_path: Path) -> None:
     import pyarrow.fs as pafs
 
     with s3_server(tmp_path) as aws:
-        fs = pafs.S3FileSystem(endpoint_override=aws["AWS_ENDPOINT_URL"][len("http://"):],
-                               scheme="http", region="us-east-1", access_key="testing",
-                               secret_key="testing", allow_bucket_creation=True)
+        fs = store_fs(aws)
         fs.create_dir("bucket")
         fs.open_output_stream("bucket/notes/readme.txt").close()
         assert fs.get_file_info("bucket/notes").type == pafs.FileType.Directory

@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pyarrow.fs as pafs
 import pyspark
 
 from tests.polling import wait_until
@@ -62,6 +63,16 @@ def s3_server(work: Path) -> Iterator[dict[str, str]]:
                "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}
     finally:
         _stop(proc)
+
+
+def store_fs(env: dict[str, str]) -> pafs.S3FileSystem:
+    """pyarrow's client of the store `s3_server` yielded `env` for, signing with its
+    credentials (an unsigned client's uploads were read back empty)."""
+    return pafs.S3FileSystem(endpoint_override=env["AWS_ENDPOINT_URL"][len("http://"):],
+                             scheme="http", region=env["AWS_REGION"],
+                             access_key=env["AWS_ACCESS_KEY_ID"],
+                             secret_key=env["AWS_SECRET_ACCESS_KEY"],
+                             allow_bucket_creation=True)
 
 
 def _spark_class(cls: str, *args: str, log: Path, env: dict[str, str]) -> subprocess.Popen:

@@ -19,7 +19,7 @@ from kraftlake.lake.deltalog import LakeLog
 from kraftlake.lake.schema import table_names
 from kraftlake.lake.schema import table_rows as table_rows_of
 from tests.cluster.conftest import EXAMPLE, cli_commands
-from tests.cluster.servers import FaultyStore, s3_server
+from tests.cluster.servers import FaultyStore, s3_server, store_fs
 from tests.conftest import cli_env
 from tests.lake_rows import table_rows
 
@@ -34,9 +34,7 @@ def s3(tmp_path_factory):
         old = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # pyarrow (uploads here, the CLI's executors) reads these
         try:
-            fs = pafs.S3FileSystem(endpoint_override=env["AWS_ENDPOINT_URL"][len("http://"):],
-                                   scheme="http", region="us-east-1",
-                                   allow_bucket_creation=True)
+            fs = store_fs(env)
             fs.create_dir("kraftlake")
             pafs.copy_files(str(EXAMPLE), "kraftlake/logs/real-3-broker",
                             destination_filesystem=fs)
@@ -127,8 +125,7 @@ def _options(s3: dict[str, str]) -> dict[str, str]:
 def test_the_delta_log_reader_reads_a_lake_on_s3a(s3, spark, local_lake) -> None:
     """`lake.deltalog` (delta-rs, no JVM) on an `s3a://` lake, a copy of the local one on
     the store: the progress rows Spark reads locally, every table's version and layout."""
-    fs = pafs.S3FileSystem(endpoint_override=s3["AWS_ENDPOINT_URL"][len("http://"):],
-                           scheme="http", region="us-east-1")
+    fs = store_fs(s3)
     pafs.copy_files(str(local_lake), "kraftlake/copied-lake", destination_filesystem=fs)
     log, local = LakeLog("s3a://kraftlake/copied-lake"), Lake(local_lake, spark)
     want = table_rows_of(local.read(None, "ingest_progress").toArrow(), "ingest_progress")

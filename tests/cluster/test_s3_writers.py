@@ -34,7 +34,7 @@ from kraftlake.lake.delta import Lake
 from kraftlake.lake.schema import table_names
 from kraftlake.sources.files import find_log_dirs, read_cluster_id
 from tests.cluster.conftest import cli_commands
-from tests.cluster.servers import CommitRace, s3_server
+from tests.cluster.servers import CommitRace, s3_server, store_fs
 from tests.conftest import cli_env
 from tests.lake_rows import comparable, table_rows
 from tests.lakes import ingested_once
@@ -53,15 +53,9 @@ LOG_STORE_ENV = "KRAFTLAKE_TEST_S3_LOG_STORE"
 def store(tmp_path_factory):
     """moto's S3 server with an empty bucket; yields its AWS environment."""
     with s3_server(tmp_path_factory.mktemp("s3-writers")) as env:
-        fs = _fs(env)
+        fs = store_fs(env)
         fs.create_dir("kraftlake")
         yield env
-
-
-def _fs(env: dict[str, str]) -> pafs.S3FileSystem:
-    return pafs.S3FileSystem(endpoint_override=env["AWS_ENDPOINT_URL"][len("http://"):],
-                             scheme="http", region="us-east-1", access_key="testing",
-                             secret_key="testing", allow_bucket_creation=True)
 
 
 def _increments(log: Path, cuts: tuple[int, ...], dest: Path) -> list[Path]:
@@ -88,8 +82,8 @@ def _s3_dicts(env: dict[str, str], name: str) -> list[dict]:
 
 def _versions(env: dict[str, str], name: str) -> list[int]:
     """The versions of the commit files in table `name`'s Delta log on the store."""
-    infos = _fs(env).get_file_info(pafs.FileSelector(f"kraftlake/lake/{name}/_delta_log",
-                                                     allow_not_found=True))
+    infos = store_fs(env).get_file_info(
+        pafs.FileSelector(f"kraftlake/lake/{name}/_delta_log", allow_not_found=True))
     return sorted(int(Path(i.path).stem) for i in infos if i.path.endswith(".json"))
 
 
