@@ -16,9 +16,12 @@ A worker (`attach`) connects to its gateway as pyspark connects to one `spark-su
 started, wraps the running SparkContext, and takes `newSession()` of it: its own SQL
 settings, temporary views, registered data sources and streaming queries, the SparkContext,
 catalog and cache shared. `kraftlake.spark.get_spark` in the worker then returns that
-session, as it returns an existing one. The JVM runs `local[4]`: the two task threads each
-worker's own JVM had. The workers never stop the context; the controller stops it when the
-run ends, and the JVM ends with the controller.
+session, as it returns an existing one. The lake's tables are registered in the shared
+catalog under their own names (`Lake.register_views`), so each worker's session works in a
+database of its own (`gw0`, `gw1`): otherwise one worker's `kraftlake sql` re-registers
+`partition_events` over its lake while the other's test counts its own. The JVM runs
+`local[4]`: the two task threads each worker's own JVM had. The workers never stop the
+context; the controller stops it when the run ends, and the JVM ends with the controller.
 
 A thread of the JVM that no Python call gave an active session (a new py4j connection,
 i.e. a new Python thread) falls back to the JVM's default session, which the controller
@@ -142,4 +145,8 @@ def attach(session_conf: dict[str, str]):
     root = classic.getDefaultSession().get()
     SparkSession(sc, jsparkSession=root.newSession())
     classic.setDefaultSession(root)  # the controller's, as the module docstring says
-    return get_spark(load_config(), extra_conf=session_conf)
+    session = get_spark(load_config(), extra_conf=session_conf)
+    database = os.environ["PYTEST_XDIST_WORKER"]
+    session.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
+    session.catalog.setCurrentDatabase(database)
+    return session
