@@ -247,19 +247,47 @@ def _jvm_ignoring_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+# At its first data source lookup a JVM looks for Python data sources installed as
+# `pyspark_*` packages, in a Python daemon and a worker of their own, whenever `command -v
+# $PYSPARK_DRIVER_PYTHON` (python3 when unset) finds a command: Spark reads that variable for
+# nothing else once the JVM runs. kraftlake reads no such package (it registers its own source
+# by name), so the JVMs it launches are given a path that cannot be a command, and skip the
+# lookup: a cold one-row `sql` took 13.6-14.5 CPU s and 11.0-11.6 s instead of 14.9-16.0 and
+# 12.4-13.3 s, 0.66 GiB instead of 0.76 (benchmarks/cpu_time.py, three runs each, 2026-12-04).
+NO_PYTHON_SOURCE_LOOKUP = {"PYSPARK_DRIVER_PYTHON": "/dev/null/no-python-data-source-lookup"}
+
+
 def _start_gateway(spark_conf: SparkConf) -> JavaGateway:
-    """pyspark's gateway, its output in kraftlake's Spark log unless `verbose()`."""
+    """pyspark's gateway, its output in kraftlake's Spark log unless `verbose()`, its
+    environment this process's with NO_PYTHON_SOURCE_LOOKUP."""
     from pyspark.java_gateway import launch_gateway
 
     global _log
-    if verbose():
-        return launch_gateway(spark_conf)
-    log = _new_log()
-    with open(log, "ab") as out:
-        try:
-            return launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
-        finally:
-            _log = log
+    with _environment(NO_PYTHON_SOURCE_LOOKUP):
+        if verbose():
+            return launch_gateway(spark_conf)
+        log = _new_log()
+        with open(log, "ab") as out:
+            try:
+                return launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
+            finally:
+                _log = log
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """`values` in os.environ for the block (pyspark hands the JVM a copy of os.environ),
+    as they were after it."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def quiet_hangup(server: socketserver.BaseServer | None) -> None:
@@ -318,7 +346,6 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
     """
     cfg = cfg or load_config()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     conf = {"spark.app.name": cfg.spark_app_name, **DELTA_CONF,
             **cfg.spark_conf, **(extra_conf or {})}
     ours = "PYSPARK_GATEWAY_PORT" not in os.environ  # not spark-submit's JVM, whose conf rules

@@ -1,6 +1,7 @@
 """The Python workers of a session kraftlake starts import the installed pyspark, not the zip
 Spark puts first on their path (`kraftlake.python_daemon`), and only a pip-installed
-pyspark's own zips are moved."""
+pyspark's own zips are moved; its JVM starts no Python to look for installed data sources
+(`kraftlake.spark.NO_PYTHON_SOURCE_LOOKUP`)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,17 @@ def _pyspark_file(batches):
 def test_the_workers_import_the_installed_pyspark(spark) -> None:
     (row,) = spark.range(1).coalesce(1).mapInArrow(_pyspark_file, "file string").collect()
     assert row.file == pyspark.__file__  # not .../python/lib/pyspark.zip/pyspark/__init__.py
+
+
+def test_the_jvm_looked_up_no_installed_python_data_source(spark) -> None:
+    """Spark keeps what the lookup found (None until one ran) in `DataSourceManager`; the
+    session has read Delta tables and registered kraftlake's own source by now, either of
+    which runs the lookup when the JVM may (with PYSPARK_DRIVER_PYTHON unset, it is Some)."""
+    spark.range(1).write.format("noop").mode("overwrite").save()  # a data source looked up
+    manager = getattr(getattr(spark.sparkContext._jvm,
+                              "org.apache.spark.sql.execution.datasources.DataSourceManager$"),
+                      "MODULE$")
+    assert manager.dataSourceBuilders().isEmpty()
 
 
 def test_only_the_zips_of_the_installed_pyspark_move_behind_it() -> None:
