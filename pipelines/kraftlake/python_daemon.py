@@ -6,10 +6,10 @@ it starts with `$SPARK_HOME/python/lib/pyspark.zip` and `py4j-*-src.zip` first o
 `PYTHONPATH`. Python cannot write bytecode beside modules it imports from a zip, so the
 daemon compiled the pyspark modules it needs from source at every start, and each worker the
 rest: importing `pyspark.daemon` took 0.61 CPU s from the zip against 0.11 s from the
-installed package (whose bytecode the installer wrote: pip by default, uv with
-`--compile-bytecode`, as `scripts/venv.sh` runs it). With this module a daemon took 0.13
-CPU s instead of 0.58, a worker 0.13 instead of 0.26. The daemons of Spark's data-source
-planning workers are not this setting's: Spark names `pyspark.daemon` for them itself.
+installed package (whose bytecode pip writes at install, and `scripts/venv.sh` after uv's).
+With this module a daemon took 0.13 CPU s instead of 0.58, a worker 0.13 instead of 0.26.
+The daemons of Spark's data-source planning workers are not this setting's: Spark names
+`pyspark.daemon` for them itself.
 
 A pip-installed pyspark is its own `SPARK_HOME`: the zip inside it holds the same pyspark as
 the package around it. Only then are the zips moved behind the installed packages; another
