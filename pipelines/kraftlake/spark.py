@@ -21,7 +21,8 @@ output stays where the launcher sends it.
 The JVM kraftlake launches maps Spark's classes from a class-data archive in kraftlake's JVM
 cache, written by the first JVM that answered one question, at its exit
 (`kraftlake.jvm.cds`), and such a JVM takes a quick JIT and the serial collector
-(`SHORT_JOB_JVM_OPTIONS`).
+(`SHORT_JOB_JVM_OPTIONS`). No JVM kraftlake launches starts Python processes to look for
+installed Python data sources (`NO_PYTHON_SOURCE_LOOKUP`).
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ def test_the_workers_import_the_installed_pyspark(spark) -> None:
 def test_the_jvm_looked_up_no_installed_python_data_source(spark) -> None:
     """Spark keeps what the lookup found (None until one ran) in `DataSourceManager`; the
     session has read Delta tables and registered kraftlake's own source by now, either of
-    which runs the lookup when the JVM may (with PYSPARK_DRIVER_PYTHON unset, it is Some)."""
+    which runs the lookup when the JVM may (with $PYSPARK_DRIVER_PYTHON naming a command, or
+    unset, it is Some: the test fails)."""
     spark.range(1).write.format("noop").mode("overwrite").save()  # a data source looked up
     manager = getattr(getattr(spark.sparkContext._jvm,
                               "org.apache.spark.sql.execution.datasources.DataSourceManager$"),
