@@ -7,7 +7,6 @@ log directories a pattern matches there holds the same rows."""
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import deltalake
@@ -30,21 +29,13 @@ CURRENT = ("SELECT topic_name, partition_id, leader, isr, leader_epoch, partitio
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     work = tmp_path_factory.mktemp("s3")
-    with s3_server(work) as env:
-        old = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)  # pyarrow (uploads here, the CLI's executors) reads these
-        try:
-            fs = store_fs(env)
-            fs.create_dir("kraftlake")
-            pafs.copy_files(str(EXAMPLE), "kraftlake/logs/real-3-broker",
-                            destination_filesystem=fs)
-            yield env
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    with s3_server(work) as env, pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():  # pyarrow (uploads here, the CLI's executors) reads these
+            mp.setenv(k, v)
+        fs = store_fs(env)
+        fs.create_dir("kraftlake")
+        pafs.copy_files(str(EXAMPLE), "kraftlake/logs/real-3-broker", destination_filesystem=fs)
+        yield env
 
 
 def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake, tmp_path) -> None:
