@@ -20,8 +20,8 @@ ensure_venv() {
     .venv/bin/python -m pip install --quiet uv
     .venv/bin/uv pip install --quiet --python .venv/bin/python -e ".${extras:+[$extras]}"
     # Every package's bytecode, written once here as pip writes it by default (uv does not):
-    # where Python may not write it itself (PYTHONDONTWRITEBYTECODE, as on this project's CI
-    # machines), every process compiled each module it imported from source
+    # where Python may not write it itself (PYTHONDONTWRITEBYTECODE, set on the machines
+    # this project runs on), every process compiled each module it imported from source
     # (`import great_expectations` 8.7 CPU s against 3.8, pandas 1.8 against 0.5). The
     # packages' own tests are left out: nothing imports them, and they are a fifth of the files.
     .venv/bin/python -m compileall -q -j 0 -x '/tests?/' "$site" >/dev/null
