@@ -250,11 +250,13 @@ def _jvm_ignoring_sigterm() -> Iterator[None]:
 
 # At its first data source lookup a JVM looks for Python data sources installed as
 # `pyspark_*` packages, in a Python daemon and a worker of their own, whenever `command -v
-# $PYSPARK_DRIVER_PYTHON` (python3 when unset) finds a command: Spark reads that variable for
-# nothing else once the JVM runs. kraftlake reads no such package (it registers its own source
-# by name), so the JVMs it launches are given a path that cannot be a command, and skip the
-# lookup: a cold one-row `sql` took 13.6-14.5 CPU s and 11.0-11.6 s instead of 14.9-16.0 and
-# 12.4-13.3 s, 0.66 GiB instead of 0.76 (benchmarks/cpu_time.py, three runs each, 2026-12-04).
+# $PYSPARK_DRIVER_PYTHON` (python3 when unset) finds a command. The running JVM reads that
+# variable otherwise only as the Python of a Spark Connect client's UDFs when $PYSPARK_PYTHON
+# is unset, and `get_spark` sets that one. kraftlake reads no such package (it registers its
+# own source by name), so the JVMs it launches are given a path that cannot be a command, and
+# skip the lookup: a cold one-row `sql` took 13.6-14.5 CPU s and 11.0-11.6 s instead of
+# 14.9-16.0 and 12.4-13.3 s, 0.66 GiB instead of 0.76 (benchmarks/cpu_time.py, three runs
+# each, 2026-12-04).
 NO_PYTHON_SOURCE_LOOKUP = {"PYSPARK_DRIVER_PYTHON": "/dev/null/no-python-data-source-lookup"}
 
 
