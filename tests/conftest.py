@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -185,8 +186,16 @@ os.environ["KRAFTLAKE_CONF"] = _conf_file(TEST_SPARK_CONF)
 # tests/cli/test_serve.py takes the record up where it means to.
 os.environ["KRAFTLAKE_NO_RESIDENT"] = "1"
 # Spark's logs and warehouse (`kraftlake.spark.state_dir`) away from the user's home: the run's
-# own temporary directory, shared by the jobs it starts as processes
-os.environ.setdefault("KRAFTLAKE_STATE_DIR", tempfile.mkdtemp(prefix="kraftlake-state-"))
+# own temporary directory, shared by the jobs it starts as processes. Spark's scratch
+# directories go there too: a JVM a test kills (kill -9, a stopped stream) leaves its
+# `spark-*` directory behind (the delta jars Spark copies in, 9 MB), about a hundred a day
+# in /tmp on a machine that runs the suite all day. The directory goes when a run passes.
+if "KRAFTLAKE_STATE_DIR" not in os.environ:
+    os.environ["KRAFTLAKE_STATE_DIR"] = _OWN_STATE_DIR = tempfile.mkdtemp(
+        prefix="kraftlake-state-")
+    os.environ.setdefault("SPARK_LOCAL_DIRS", os.path.join(_OWN_STATE_DIR, "spark-local"))
+else:
+    _OWN_STATE_DIR = ""
 
 
 # ------------------------------------------------------------ running on two workers
@@ -298,8 +307,20 @@ def pytest_configure(config: pytest.Config) -> None:
         shared_jvm.start(_session_conf(SHARED_HEAP), config.option.numprocesses)
 
 
+_PASSED = pytest.StashKey[bool]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_PASSED] = exitstatus == 0
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     shared_jvm.stop()
+    # the run's own state directory, once no JVM uses it, when every test passed (the
+    # workers share it: only the controlling process removes it); pyproject.toml's
+    # `tmp_path_retention_policy` does the same for pytest's temporary directories
+    if _OWN_STATE_DIR and config.stash.get(_PASSED, False) and not hasattr(config, "workerinput"):
+        shutil.rmtree(_OWN_STATE_DIR, ignore_errors=True)
 
 
 # the lakes tests build, their fixtures for every package's tests
