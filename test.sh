@@ -14,7 +14,10 @@ ensure_venv test
 python -m kraftlake.jvm tests/kafka/poms/kafka-4.3.1.pom.xml tests/kafka/poms/kafka-3.9.1.pom.xml >/dev/null &
 kafka_jars=$!
 ruff check pipelines tests benchmarks
-mypy  # pyproject.toml [tool.mypy]: kraft/, codec/ and fold/ strict, the rest checked
+# pyproject.toml [tool.mypy]: kraft/, codec/ and fold/ strict, the rest checked. Its cache
+# is the machine's, beside the JVM jars' (every clone checks the same modules: an entry
+# whose file differs in time or place is used only when the file's hash is the same)
+MYPY_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/kraftlake/mypy" mypy
 wait "$kafka_jars"
 wait "$debian"
 # two workers, each taking whole groups (tests/conftest.py says which), longest first; the
