@@ -11,6 +11,7 @@ the terminal summary, that the extension did not run.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
@@ -185,15 +186,23 @@ os.environ["KRAFTLAKE_CONF"] = _conf_file(TEST_SPARK_CONF)
 # tests' process would also switch pyspark into Connect mode for the worker's later tests).
 # tests/cli/test_serve.py takes the record up where it means to.
 os.environ["KRAFTLAKE_NO_RESIDENT"] = "1"
+def _remove_if_empty(path: str) -> None:
+    with contextlib.suppress(OSError):  # not empty, or removed already
+        os.rmdir(path)
+
+
 # Spark's logs and warehouse (`kraftlake.spark.state_dir`) away from the user's home: the run's
 # own temporary directory, shared by the jobs it starts as processes. Spark's scratch
 # directories go there too: a JVM a test kills (kill -9, a stopped stream) leaves its
 # `spark-*` directory behind (the delta jars Spark copies in, 9 MB), about a hundred a day
-# in /tmp on a machine that runs the suite all day. The directory goes when a run passes.
+# in /tmp on a machine that runs the suite all day. The directory goes when a run passes
+# (`pytest_unconfigure`); a process that imports this module outside pytest
+# (benchmarks/suite_cpu.py, for the groups) and wrote nothing there leaves it empty: gone too.
 if "KRAFTLAKE_STATE_DIR" not in os.environ:
     os.environ["KRAFTLAKE_STATE_DIR"] = _OWN_STATE_DIR = tempfile.mkdtemp(
         prefix="kraftlake-state-")
     os.environ.setdefault("SPARK_LOCAL_DIRS", os.path.join(_OWN_STATE_DIR, "spark-local"))
+    atexit.register(_remove_if_empty, _OWN_STATE_DIR)
 else:
     _OWN_STATE_DIR = ""
 
