@@ -186,6 +186,8 @@ os.environ["KRAFTLAKE_CONF"] = _conf_file(TEST_SPARK_CONF)
 # tests' process would also switch pyspark into Connect mode for the worker's later tests).
 # tests/cli/test_serve.py takes the record up where it means to.
 os.environ["KRAFTLAKE_NO_RESIDENT"] = "1"
+
+
 def _remove_if_empty(path: str) -> None:
     with contextlib.suppress(OSError):  # not empty, or removed already
         os.rmdir(path)
