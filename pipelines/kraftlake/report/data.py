@@ -180,11 +180,13 @@ def load(spark: SparkSession, lake: Lake | ServedLake, cluster_id: str, window: 
         first["states"] = _states(read("partition_timeline"), partitions)
     else:
         first["top"] = in_window.filter(F.col("event_type").isin(*HARM_EVENTS)).groupBy(
-            "topic_name", "partition_id").count()
+            "topic_name", "partition_id").count().orderBy(
+            F.col("count").desc(), "topic_name", "partition_id").limit(TOP_PARTITIONS)
     got = _collected(first)
     if not partitions:
+        # the union of the frames keeps no order: sorted again (stable: ties by name)
         top = sorted(_sorted(got["top"], "topic_name", "partition_id"),
-                     key=lambda r: -r["count"])[:TOP_PARTITIONS]  # stable: ties by name
+                     key=lambda r: -r["count"])
         partitions = [(r["topic_name"], r["partition_id"]) for r in top]
     since = max((r["start_offset"] for r in got["progress"] if r["start_offset"] is not None),
                 default=None)
