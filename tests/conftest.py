@@ -327,10 +327,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shared_jvm.stop()
-    # the run's own state directory, once no JVM uses it, when every test passed (the
-    # workers share it: only the controlling process removes it); pyproject.toml's
-    # `tmp_path_retention_policy` does the same for pytest's temporary directories
-    if _OWN_STATE_DIR and config.stash.get(_PASSED, False) and not hasattr(config, "workerinput"):
+    # the run's own state directory, once no JVM uses it, when every test passed (only the
+    # process that made it: the workers inherit it in the environment, so their
+    # `_OWN_STATE_DIR` is empty); pyproject.toml's `tmp_path_retention_policy` does the same
+    # for pytest's temporary directories
+    if _OWN_STATE_DIR and config.stash.get(_PASSED, False):
         shutil.rmtree(_OWN_STATE_DIR, ignore_errors=True)
 
 
