@@ -20,6 +20,6 @@ ruff check pipelines tests benchmarks
 MYPY_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/kraftlake/mypy" mypy
 wait "$kafka_jars"
 wait "$debian"
-# two workers, each taking whole groups (tests/conftest.py says which), longest first; the
-# 30 slowest tests in every CI log
-pytest -q -n 2 --no-loadscope-reorder --durations=30 "$@"
+# three workers on the two cores, each taking whole groups (tests/conftest.py says which and
+# why three), longest first; the 30 slowest tests in every CI log
+pytest -q -n 3 --no-loadscope-reorder --durations=30 "$@"

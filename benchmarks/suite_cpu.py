@@ -6,7 +6,7 @@ workers).
     .venv/bin/python benchmarks/suite_cpu.py --top 40 ./test.sh tests/cluster
     .venv/bin/python benchmarks/suite_cpu.py --json run.json ./test.sh
 
-The suite runs on two saturated cores, so a test's wall time is mostly the other worker's
+The suite runs on two saturated cores, so a test's wall time is mostly the other workers'
 load; the CPU it costs is what a change can save. pytest's durations miss what a test's
 processes use after they are orphaned (a kill -9 test's JVMs) and count a worker's waits.
 
@@ -16,8 +16,8 @@ process reads /proc every second and adds each process's CPU since the last read
 test its worker ran then; a process belongs to the worker it descends from when first seen
 (it keeps that worker after its parent dies). CPU of processes outside any worker (the
 controller, setup before pytest) is reported as "(no worker)"; a process living less than a
-second between readings is missed. Linux only. The session JVM both workers share (the
-controller's child, tests/shared_jvm.py) serves both workers' tests at once: each reading's
+second between readings is missed. Linux only. The session JVM the workers share (the
+controller's child, tests/shared_jvm.py) serves every worker's tests at once: each reading's
 CPU of it is split equally between the tests running then.
 
 A worker's processes can use one core while the other worker uses the other; what they
@@ -95,8 +95,8 @@ def _named_workers(d: Path) -> dict[int, tuple[str, str]]:
     return out
 
 
-# the Spark JVM the xdist controller starts for both workers' sessions (tests/shared_jvm.py)
-SHARED_JVM = "session JVM (both workers')"
+# the Spark JVM the xdist controller starts for the workers' sessions (tests/shared_jvm.py)
+SHARED_JVM = "session JVM (shared by the workers)"
 
 
 def kind_of(pid: int, parent: int, workers: dict[int, str]) -> str:
@@ -192,7 +192,7 @@ def measure(cmd: list[str]) -> Run:
             if controller is not None and procs[pid][0] == controller and kinds[key] in (
                     "job JVM", "session JVM (worker's)", SHARED_JVM):
                 kinds[key] = SHARED_JVM
-                # both workers' sessions: an equal share to each worker running a test
+                # every worker's session: an equal share to each worker running a test
                 sharers = ([w for w, node in runners.items() if node != "(between tests)"]
                            or list(runners))
                 share = used / TICK / len(sharers) if sharers else 0.0

@@ -209,11 +209,16 @@ else:
     _OWN_STATE_DIR = ""
 
 
-# ------------------------------------------------------------ running on two workers
+# ------------------------------------------------------------ running on three workers
 #
-# test.sh runs the suite on two pytest-xdist workers: much of it waits on one core (Spark's
-# driver planning, JVM starts, a Kafka scenario, the pure-Python codec) while the other
-# idles. A worker takes whole groups (the scheduler below), so a fixture shared by a group
+# test.sh runs the suite on three pytest-xdist workers on the machine's two cores: much of it
+# waits (Spark's driver planning, JVM starts, a Kafka scenario stepping at Kafka's pace, a
+# stream's trigger) while a core idles, and a third worker fills those waits. With every
+# worker's session in one JVM (`tests/shared_jvm.py`) a worker adds only its Python process:
+# the same commit, 2026-12-04, alternating, 2 -> 3 workers: pytest 21.3-21.8 -> 20.2 min,
+# the machine idle 153-154 -> 33 core-s, the CPU the same (2,319-2,327 -> 2,285 s). When each
+# worker had a JVM of its own, a third cost more than it filled (25.9 against 24.0 min,
+# 2026-12-01). A worker takes whole groups (the scheduler below), so a fixture shared by a group
 # is built once: packages whose conftest holds session or package fixtures (a Kafka cluster,
 # simulated lakes, the cluster tests' reference lake) are one group each, modules sharing a
 # session fixture of tests/lakes.py are joined into one (`JOINED`), every other
@@ -227,11 +232,11 @@ JOINED = {"tests/pipeline/test_ingest_growth.py": "tests/pipeline/test_maintain.
           "tests/pipeline/test_nothing_new.py": "tests/pipeline/test_maintain.py"}
 
 # The groups go to the workers longest first (longest processing time first: whichever
-# worker is free takes the longest group left, so the run ends on short groups and the two
+# worker is free takes the longest group left, so the run ends on short groups and the
 # workers finish within about one short group of each other). A worker that is handed a group
 # of one or two tests asks for the next group at once (xdist needs a worker's next test
 # before it runs the current one), so a long group left for the end can keep one worker busy
-# for a minute while the other has nothing left: test_wheel.py (one test of about a minute)
+# for a minute while the others have nothing left: test_wheel.py (one test of about a minute)
 # came last in collection order. The seconds are estimates of one worker running the group,
 # its fixtures included, summed from `--durations=0` of a whole run at 298b4ce (22.2 min,
 # 2026-11-26); only their order matters. A group not listed (each under about 25 s) runs
@@ -414,15 +419,15 @@ def _session_conf(heap: str) -> dict[str, str]:
 
 # A worker's own session takes the heap `kraftlake ingest` gives a large input
 # (`kraftlake.spark.DRIVER_MEMORY_MAX`, 3g): it runs every in-process test's increments, the
-# hypothesis fold's 200 logs among them. The JVM both workers share (`tests/shared_jvm.py`)
-# holds both workers' sessions.
+# hypothesis fold's 200 logs among them. The JVM the workers share (`tests/shared_jvm.py`)
+# holds every worker's session.
 SHARED_HEAP = "5g"
 
 
 @pytest.fixture(scope="session")
 def spark():
     """The SparkSession of the whole run, one per xdist worker (pipeline, quality and rules
-    tests share it); under `./test.sh` both workers' sessions run in one JVM the xdist
+    tests share it); under `./test.sh` every worker's session runs in one JVM the xdist
     controller started (`tests/shared_jvm.py`), which outlives them."""
     from kraftlake.config import load_config
     from kraftlake.spark import DRIVER_MEMORY_MAX, get_spark

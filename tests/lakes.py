@@ -31,7 +31,7 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
                build: Callable[[Path], object]) -> Path:
     """Directory `name` of the test run, filled by `build(directory)` once in the run, by
     whichever xdist worker asks first: it lies under the run's temporary directory, which
-    both workers share, and is built behind a file lock (the other worker waits, then reads
+    the workers share, and is built behind a file lock (another worker waits, then reads
     it). For inputs and lakes that tests only read; a test that writes works on a copy."""
     base = tmp_path_factory.getbasetemp()
     shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "built-once"
