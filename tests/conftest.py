@@ -213,17 +213,16 @@ else:
 #
 # test.sh runs the suite on three pytest-xdist workers on the machine's two cores: much of it
 # waits (Spark's driver planning, JVM starts, a Kafka scenario stepping at Kafka's pace, a
-# stream's trigger) while a core idles, and a third worker fills those waits. With every
-# worker's session in one JVM (`tests/shared_jvm.py`) a worker adds only its Python process:
-# the same commit, 2026-12-04, alternating, 2 -> 3 workers: pytest 21.3-21.8 -> 20.2 min,
-# the machine idle 153-154 -> 33 core-s, the CPU the same (2,319-2,327 -> 2,285 s). When each
-# worker had a JVM of its own, a third cost more than it filled (25.9 against 24.0 min,
-# 2026-12-01). A worker takes whole groups (the scheduler below), so a fixture shared by a group
-# is built once: packages whose conftest holds session or package fixtures (a Kafka cluster,
-# simulated lakes, the cluster tests' reference lake) are one group each, modules sharing a
-# session fixture of tests/lakes.py are joined into one (`JOINED`), every other
-# module is a group, and each kill -9 test is a group of its own (they share nothing and are
-# among the longest).
+# stream's trigger) while a core idles, and a third worker fills those waits. With every worker's
+# session in one JVM (`tests/shared_jvm.py`) a worker adds only its Python process: 2026-12-04,
+# two runs each way, alternating, 2 -> 3 workers: pytest 21.3-21.8 -> 20.2-20.9 min, the machine
+# idle 153-154 -> 33-39 core-s, the CPU the same (2,319-2,327 -> 2,285-2,336 s). When each worker
+# had a JVM of its own, a third cost more than it filled (25.9 against 24.0 min, 2026-12-01). A
+# worker takes whole groups (the scheduler below), so a fixture shared by a group is built once:
+# packages whose conftest holds session or package fixtures (a Kafka cluster, simulated lakes, the
+# cluster tests' reference lake) are one group each, modules sharing a session fixture of
+# tests/lakes.py are joined into one (`JOINED`), every other module is a group, and each kill -9
+# test is a group of its own (they share nothing and are among the longest).
 # (xdist's own `--dist loadgroup` cannot be used: it renames items through an attribute
 # pytest 9.2 no longer reads, so its groups silently fall apart.)
 PACKAGE_GROUPS = ("cli", "cluster", "kafka", "quality", "report", "simulate")
