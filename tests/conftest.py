@@ -188,23 +188,35 @@ os.environ["KRAFTLAKE_CONF"] = _conf_file(TEST_SPARK_CONF)
 os.environ["KRAFTLAKE_NO_RESIDENT"] = "1"
 
 
-def _remove_if_empty(path: str) -> None:
-    with contextlib.suppress(OSError):  # not empty, or removed already
-        os.rmdir(path)
+_run_passed = False  # every test of the run passed (`pytest_sessionfinish`)
+
+
+def _remove_state_dir(path: str) -> None:
+    """At exit, once no JVM of the run uses it: the run's own state directory, whole when
+    every test passed, else only when nothing was written there (a failing run's logs stay
+    for reading)."""
+    if _run_passed:
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):  # not empty, or removed already
+            os.rmdir(path)
 
 
 # Spark's logs and warehouse (`kraftlake.spark.state_dir`) away from the user's home: the run's
 # own temporary directory, shared by the jobs it starts as processes. Spark's scratch
 # directories go there too: a JVM a test kills (kill -9, a stopped stream) leaves its
 # `spark-*` directory behind (the delta jars Spark copies in, 9 MB), about a hundred a day
-# in /tmp on a machine that runs the suite all day. The directory goes when a run passes
-# (`pytest_unconfigure`); a process that imports this module outside pytest
-# (benchmarks/suite_cpu.py, for the groups) and wrote nothing there leaves it empty: gone too.
+# in /tmp on a machine that runs the suite all day. The directory goes at exit when a run
+# passes, or when nothing was written there (a process that imports this module outside
+# pytest: benchmarks/suite_cpu.py, for the groups). Only the process that made it removes it:
+# the workers inherit it in the environment, so their `_OWN_STATE_DIR` is empty.
+# pyproject.toml's `tmp_path_retention_policy` does the same for pytest's temporary
+# directories.
 if "KRAFTLAKE_STATE_DIR" not in os.environ:
     os.environ["KRAFTLAKE_STATE_DIR"] = _OWN_STATE_DIR = tempfile.mkdtemp(
         prefix="kraftlake-state-")
     os.environ.setdefault("SPARK_LOCAL_DIRS", os.path.join(_OWN_STATE_DIR, "spark-local"))
-    atexit.register(_remove_if_empty, _OWN_STATE_DIR)
+    atexit.register(_remove_state_dir, _OWN_STATE_DIR)
 else:
     _OWN_STATE_DIR = ""
 
@@ -322,21 +334,13 @@ def pytest_configure(config: pytest.Config) -> None:
         shared_jvm.start(_session_conf(SHARED_HEAP), config.option.numprocesses)
 
 
-_PASSED = pytest.StashKey[bool]()
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    session.config.stash[_PASSED] = exitstatus == 0
+    global _run_passed
+    _run_passed = exitstatus == 0
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shared_jvm.stop()
-    # the run's own state directory, once no JVM uses it, when every test passed (only the
-    # process that made it: the workers inherit it in the environment, so their
-    # `_OWN_STATE_DIR` is empty); pyproject.toml's `tmp_path_retention_policy` does the same
-    # for pytest's temporary directories
-    if _OWN_STATE_DIR and config.stash.get(_PASSED, False):
-        shutil.rmtree(_OWN_STATE_DIR, ignore_errors=True)
 
 
 # the lakes tests build, their fixtures for every package's tests
