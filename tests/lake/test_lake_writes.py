@@ -203,7 +203,7 @@ def test_an_append_commits_what_deltas_writer_would_as_another_reader_sees_it(
     schema = table_schema("partition_current").arrow
     rows = [_current_row("c", "AAAAAAAAAAAAAAAAAAAAAQ", p) for p in range(3)]
     assert lake.append("partition_current", pa.Table.from_pylist(rows[:1], schema=schema),
-                       "app", 1)  # creates the table (Delta's writer)
+                       "app", 1)  # creates the table (the same transaction)
     assert lake.append("partition_current", pa.Table.from_pylist(rows[1:], schema=schema),
                        "app", 2, metadata={"kraftlake.events": "7"})
     assert not lake.append("partition_current", pa.Table.from_pylist(rows, schema=schema),
@@ -394,6 +394,86 @@ def test_a_transactions_files_carry_the_statistics_deltas_writer_writes(
         stats[how] = sorted((json.dumps(a["partitionValues"], sort_keys=True), a["stats"])
                             for a in _log_actions(lake, "partition_timeline", 1, "add"))
     assert len(stats["writer"]) == 2 and stats["kraftlake"] == stats["writer"]
+
+
+def _created(lake: Lake, name: str) -> dict[str, dict]:
+    """What the first commit of table `name` declares: its protocol, its metadata less what
+    differs per table (the id, the time), and its operation and parameters."""
+    log = lake.path(name).removeprefix("file:") + f"/_delta_log/{0:020d}.json"
+    with open(log) as fh:
+        actions = {kind: body for a in map(json.loads, fh) for kind, body in a.items()}
+    meta = {k: v for k, v in actions["metaData"].items() if k not in ("id", "createdTime")}
+    info = actions["commitInfo"]
+    return {"protocol": actions["protocol"], "metaData": meta,
+            "operation": {k: info[k] for k in ("operation", "operationParameters",
+                                               "isBlindAppend")}}
+
+
+def test_a_table_kraftlake_creates_is_the_one_deltas_writer_creates(spark, tmp_path) -> None:
+    """A table's first write creates it in kraftlake's own transaction (`NewTable`): every
+    table of the lake, created so with one row and by Delta's writer with the same row
+    (a write without a transaction id still takes the writer), gets the same protocol,
+    schema, partition columns and properties, and a WRITE naming the same partition
+    columns; delta-rs, another Delta implementation, reads the two alike."""
+    import deltalake
+
+    for name in table_names():
+        schema = table_schema(name)
+        row = pa.Table.from_pylist([_a_row(schema.arrow)], schema=schema.arrow)
+        made = {}
+        for how in ("writer", "kraftlake"):
+            lake = Lake(tmp_path / how, spark)
+            if how == "writer":
+                assert lake.append(name, row)
+            else:
+                assert lake.append(name, row, "app", 0)
+            made[how] = _created(lake, name)
+            dt = deltalake.DeltaTable(lake.path(name).removeprefix("file:"))
+            assert dt.metadata().partition_columns == list(schema.partition_by), name
+            assert dt.to_pyarrow_table().num_rows == 1, name
+        assert made["kraftlake"] == made["writer"], name
+
+
+def _a_row(schema: pa.Schema) -> dict:
+    """A row of every column of `schema` set (the null-free values of its types)."""
+    def value(t: pa.DataType):
+        if pa.types.is_list(t):
+            return [value(t.value_type)]
+        if pa.types.is_struct(t):
+            return {f.name: value(f.type) for f in t}
+        if pa.types.is_map(t):
+            return [("k", value(t.item_type))]
+        if pa.types.is_boolean(t):
+            return True
+        if pa.types.is_integer(t) or pa.types.is_timestamp(t):
+            return 1
+        if pa.types.is_floating(t):
+            return 1.0
+        if pa.types.is_binary(t):
+            return b"x"
+        return "x"
+    return {f.name: value(f.type) for f in schema}
+
+
+def test_a_session_giving_new_tables_features_has_deltas_writer_create_them(
+        spark, tmp_path) -> None:
+    """Where the session's defaults would give a new table features kraftlake's transaction
+    does not honour, Delta's writer creates the table, with them. Column mapping here:
+    its data files name columns by the physical names Delta chose, which only the writer
+    knows to use, so a file written by the driver would read back as nulls."""
+    key = "spark.databricks.delta.properties.defaults.columnMapping.mode"
+    lake = Lake(tmp_path, spark)
+    schema = table_schema("brokers").arrow
+    row = pa.Table.from_pylist([_a_row(schema)], schema=schema)
+    spark.conf.set(key, "name")
+    try:
+        assert lake.append("brokers", row, "app", 0)
+    finally:
+        spark.conf.unset(key)
+    created = _created(lake, "brokers")
+    assert created["protocol"]["minReaderVersion"] >= 2, created
+    assert created["metaData"]["configuration"]["delta.columnMapping.mode"] == "name"
+    assert lake.read_arrow("brokers").to_pylist() == row.to_pylist()
 
 
 def test_the_tables_of_a_lake_write_their_checkpoints_on_different_increments(

@@ -48,8 +48,10 @@ from .jvmclass import has_jvm, java_class
 from .location import PROGRESS_TABLE, not_a_lake
 from .schema import layout_problem, table_names, table_rows, table_schema
 from .transaction import (
+    NewTable,
     Slice,
     SliceFiles,
+    UnknownProtocol,
     commit_files,
     known_protocol,
     predicate,
@@ -111,6 +113,13 @@ COMMIT_CONFLICTS = tuple(getattr(delta.exceptions, n) for n in (
 # detection against every commit since (`lake.transaction`)
 _SLICES: dict[tuple[str, str], SliceFiles] = {}
 _SLICES_LOCK = threading.Lock()
+
+
+def new_table(name: str) -> NewTable:
+    """What table `name` is created with: its partition columns and properties
+    (`TABLE_PROPERTIES`, its `CHECKPOINT_INTERVALS`)."""
+    return NewTable(table_schema(name).partition_by, {
+        **TABLE_PROPERTIES, "delta.checkpointInterval": str(CHECKPOINT_INTERVALS[name])})
 
 
 class LakeLayoutError(ValueError):
@@ -347,20 +356,25 @@ class Lake:
 
     def _append(self, name: str, snap, data: DataFrame | pa.Table, app_id: str | None,
                 version: int | None, metadata: dict[str, str] | None) -> bool:
-        """`append` into the table whose snapshot is `snap`, the transaction id checked."""
-        if _version(snap) is not None:
+        """`append` into the table whose snapshot is `snap` (none yet: the commit creates
+        it, `new_table`), the transaction id checked."""
+        creating = _version(snap) is None
+        if not creating:
             self._check_layout(name, snap)
-            if app_id is not None and version is not None and known_protocol(snap):
+        if app_id is not None and version is not None and (creating or known_protocol(snap)):
+            try:
                 commit_files(self.spark, self.path(name), self._rows(name, data), snap,
                              app_id, version, self._meta(app_id, version, metadata),
-                             schema=table_schema(name).spark)
+                             schema=table_schema(name).spark, new_table=new_table(name))
                 return True
+            except UnknownProtocol:
+                pass  # the session's defaults give new tables features: the writer's
         w = self._frame(name, data).write.format("delta").mode("append")
-        if _version(snap) is None:
-            w = w.partitionBy(*table_schema(name).partition_by)
-            for key, value in TABLE_PROPERTIES.items():
+        if creating:
+            made = new_table(name)
+            w = w.partitionBy(*made.partition_by)
+            for key, value in made.properties.items():
                 w = w.option(key, value)
-            w = w.option("delta.checkpointInterval", str(CHECKPOINT_INTERVALS[name]))
         if app_id is not None and version is not None:
             w = (w.option("txnAppId", app_id).option("txnVersion", str(version))
                  .option("userMetadata", self._meta(app_id, version, metadata)))

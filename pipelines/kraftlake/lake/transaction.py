@@ -33,16 +33,23 @@ conflict check still decides whether the commit may land:
   the snapshot's state in Spark jobs (seconds in a new process); `filterFiles` where
   delta-rs cannot say exactly.
 
-Only for a table that exists and whose protocol kraftlake knows (`known_protocol`): a
-first write creates the table (partitioning, properties) through the writer, and a table
-another engine upgraded (deletion vectors, column mapping ...) is written by the writer,
-which honours its features.
+A table's first write creates it in the same transaction (`NewTable`): the metadata the
+writer would declare (the table's schema, partition columns and properties), set with
+`updateMetadataForNewTable`, the call the writer makes, so Delta picks the protocol and adds
+the session's default table properties as it would for the writer. Through the writer, the
+creation cost each table of a new lake about 0.3 s and three Spark jobs more (2026-12-04:
+eight tables of a 153-record lake in 3.1-3.6 s against 1.2-1.4 s, 3.5-4.1 against 0.6-0.8
+JVM CPU s). Only for a protocol kraftlake knows (`known_protocol`): a table another engine
+upgraded (deletion vectors, column mapping ...), or one Delta would create with such
+features (a session's `spark.databricks.delta.properties.defaults.*`), is written by the
+writer, which honours them (`UnknownProtocol`).
 """
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -73,9 +80,24 @@ class SliceFiles:
     files: tuple[Any, ...]  # its AddFile actions of the slice
 
 
+@dataclass(frozen=True)
+class NewTable:
+    """What a table's first commit declares besides its schema: the writer's `partitionBy`
+    and the table properties it takes as options."""
+
+    partition_by: tuple[str, ...]
+    properties: dict[str, str]
+
+
+class UnknownProtocol(Exception):
+    """Delta would create the table with a protocol kraftlake's transaction does not know
+    (`known_protocol`): the caller writes it through Delta's writer instead."""
+
+
 def known_protocol(snapshot) -> bool:
     """The table's protocol is the one kraftlake's tables are created with (reader 1,
-    writer 2: no table feature a transaction of its own would have to honour)."""
+    writer 2: no table feature a transaction of its own would have to honour). `snapshot`:
+    a Delta snapshot, or a transaction (whose protocol is the one it would commit)."""
     p = snapshot.protocol()
     return int(p.minReaderVersion()) == 1 and int(p.minWriterVersion()) <= 2
 
@@ -94,7 +116,8 @@ def predicate(slice_: Slice) -> str:
 def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | None, snapshot,
                  app_id: str, version: int, user_metadata: str, *,
                  schema: StructType, slice_: Slice | None = None,
-                 held: SliceFiles | None = None) -> SliceFiles | None:
+                 held: SliceFiles | None = None, new_table: NewTable | None = None
+                 ) -> SliceFiles | None:
     """Commit `frame` (rows conformed to the table; None: no rows) to the Delta table at
     `path` as (app_id, version), whose latest snapshot `snapshot` was read to decide that
     this has not committed yet. An Arrow table's rows (in the table's schema) are written by
@@ -106,15 +129,22 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | N
     slice are added by the same commit. Returns the slice's files after the commit (None:
     an append, or a commit another one overtook before its snapshot was read). `schema`:
     the table's columns, which the slice's predicate is resolved against (and Arrow rows
-    the driver cannot write are handed to Spark as)."""
+    the driver cannot write are handed to Spark as). `new_table`: what the table is created
+    with when `snapshot` has none (version -1); `UnknownProtocol` if Delta would give it
+    features this transaction does not honour (nothing is written then)."""
     some, none = java_class(spark, "scala.Some"), java_class(spark, "scala.Option").empty()
     log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(
         spark._jsparkSession, path)
     txn = log.startTransaction(none, some(held.snapshot if held else snapshot))
+    seq = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq
+    creating = int(snapshot.version()) < 0
+    if creating:
+        if new_table is None:
+            raise ValueError(f"{path}: no table there, and nothing says how to create it")
+        _declare(spark, txn, schema, new_table)
     txn.readTxn().addOne(app_id)  # as the writer's own check would (see the module doc)
     where = None if slice_ is None else predicate(slice_)
     read: tuple[Any, ...] = ()
-    seq = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq
     if slice_ is not None and where is not None:
         expr = _resolved(spark, schema, where)
         listed = held.files if held is not None else _slice_files(spark, path, snapshot,
@@ -138,10 +168,11 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | N
         app_id, version, some(now)))
     save_mode = java_class(spark, "org.apache.spark.sql.SaveMode")
     replacing = where is not None and frame is not None
-    # DeltaOperations.Write(mode, partitionBy, predicate, userMetadata, and five options
-    # the writer leaves unset for these writes)
+    # DeltaOperations.Write(mode, partitionBy (the writer names it when it creates the
+    # table), predicate, userMetadata, and five options the writer leaves unset for these)
+    partition_by = some(seq(list(new_table.partition_by))) if creating and new_table else none
     operation = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Write")(
-        save_mode.Overwrite if replacing else save_mode.Append, none,
+        save_mode.Overwrite if replacing else save_mode.Append, partition_by,
         some(where) if replacing else none, some(user_metadata), none, none, none, none, none)
     committed = int(txn.commit(seq(actions), operation))
     if slice_ is None:
@@ -151,6 +182,21 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | N
         return None
     files = tuple(f for f in added if _in_slice(f, slice_)) if frame is not None else read
     return SliceFiles(str(after.metadata().id()), committed, after, files)
+
+
+def _declare(spark: SparkSession, txn, schema: StructType, new_table: NewTable) -> None:
+    """Make `txn` create its table: the `metaData` action the writer's first write makes
+    (a new id, parquet, the schema, the partition columns, the properties), given to
+    `updateMetadataForNewTable` as the writer gives it, which settles the protocol.
+    `UnknownProtocol` if that is not one `known_protocol` accepts."""
+    metadata = {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+                "schemaString": schema.json(), "partitionColumns": list(new_table.partition_by),
+                "configuration": new_table.properties, "createdTime": int(time.time() * 1000)}
+    action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
+    txn.updateMetadataForNewTable(action.fromJson(json.dumps({"metaData": metadata})))
+    if not known_protocol(txn):
+        p = txn.protocol()
+        raise UnknownProtocol(f"reader {p.minReaderVersion()}, writer {p.minWriterVersion()}")
 
 
 def _slice_files(spark: SparkSession, path: str, snapshot, slice_: Slice
