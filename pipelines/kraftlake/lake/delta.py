@@ -5,11 +5,11 @@ hundred rows, decoded and folded on the driver) by the driver from its Arrow tab
 (`lake.arrow_files`). Either way the driver commits the Delta log entry, and exactly-once
 comes from Delta's transaction identifiers, kept in the table itself (no side files):
 
-* an append into an existing table, and a replacement of one of its slices (`replace`: one
-  cluster's current states, open intervals, open incident, topics), is a Delta transaction
-  kraftlake opens itself (`lake.transaction`) with a `SetTransaction` of the app id and
-  version; a table's first write, and a write into a table whose protocol kraftlake does
-  not know, carry the writer options `txnAppId` / `txnVersion` instead;
+* an append, the one that creates a table included (`new_table`), and a replacement of a
+  table's slice (`replace`: one cluster's current states, open intervals, open incident,
+  topics), is a Delta transaction kraftlake opens itself (`lake.transaction`) with a
+  `SetTransaction` of the app id and version; a write into a table whose protocol kraftlake
+  does not know carries the writer options `txnAppId` / `txnVersion` instead;
 * merges (snapshot reconciliation, refusals in `quarantine`) carry the same pair as the
   session settings `spark.databricks.delta.write.txnAppId` / `txnVersion`, in a session of
   the writing thread's own (`own_session`) when an increment commits independent tables
