@@ -1,5 +1,5 @@
-"""Every commit of an increment into an existing table: one Delta transaction opened by
-kraftlake, not by the DataFrame writer.
+"""Every commit of an increment, the one that creates a table included: one Delta
+transaction opened by kraftlake, not by the DataFrame writer.
 
 Delta's writer answers two questions before it writes, and both reconstruct the state of
 the table's snapshot (Delta: "Compute snapshot for version", about three Spark jobs and
