@@ -399,12 +399,11 @@ def test_a_transactions_files_carry_the_statistics_deltas_writer_writes(
 def _created(lake: Lake, name: str) -> dict[str, dict]:
     """What the first commit of table `name` declares: its protocol, its metadata less what
     differs per table (the id, the time), and its operation and parameters."""
-    log = lake.path(name).removeprefix("file:") + f"/_delta_log/{0:020d}.json"
-    with open(log) as fh:
-        actions = {kind: body for a in map(json.loads, fh) for kind, body in a.items()}
-    meta = {k: v for k, v in actions["metaData"].items() if k not in ("id", "createdTime")}
-    info = actions["commitInfo"]
-    return {"protocol": actions["protocol"], "metaData": meta,
+    (meta,) = _log_actions(lake, name, 0, "metaData")
+    (protocol,) = _log_actions(lake, name, 0, "protocol")
+    (info,) = _log_actions(lake, name, 0, "commitInfo")
+    return {"protocol": protocol,
+            "metaData": {k: v for k, v in meta.items() if k not in ("id", "createdTime")},
             "operation": {k: info[k] for k in ("operation", "operationParameters",
                                                "isBlindAppend")}}
 

@@ -365,7 +365,8 @@ class Lake:
             try:
                 commit_files(self.spark, self.path(name), self._rows(name, data), snap,
                              app_id, version, self._meta(app_id, version, metadata),
-                             schema=table_schema(name).spark, new_table=new_table(name))
+                             schema=table_schema(name).spark,
+                             new_table=new_table(name) if creating else None)
                 return True
             except UnknownProtocol:
                 pass  # the session's defaults give new tables features: the writer's

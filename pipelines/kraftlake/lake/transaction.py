@@ -137,11 +137,12 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | N
         spark._jsparkSession, path)
     txn = log.startTransaction(none, some(held.snapshot if held else snapshot))
     seq = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq
-    creating = int(snapshot.version()) < 0
-    if creating:
+    partition_by = none  # the writer names its partition columns when it creates the table
+    if int(snapshot.version()) < 0:
         if new_table is None:
             raise ValueError(f"{path}: no table there, and nothing says how to create it")
         _declare(spark, txn, schema, new_table)
+        partition_by = some(seq(list(new_table.partition_by)))
     txn.readTxn().addOne(app_id)  # as the writer's own check would (see the module doc)
     where = None if slice_ is None else predicate(slice_)
     read: tuple[Any, ...] = ()
@@ -168,9 +169,8 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | N
         app_id, version, some(now)))
     save_mode = java_class(spark, "org.apache.spark.sql.SaveMode")
     replacing = where is not None and frame is not None
-    # DeltaOperations.Write(mode, partitionBy (the writer names it when it creates the
-    # table), predicate, userMetadata, and five options the writer leaves unset for these)
-    partition_by = some(seq(list(new_table.partition_by))) if creating and new_table else none
+    # DeltaOperations.Write(mode, partitionBy, predicate, userMetadata, and five options
+    # the writer leaves unset for these writes)
     operation = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Write")(
         save_mode.Overwrite if replacing else save_mode.Append, partition_by,
         some(where) if replacing else none, some(user_metadata), none, none, none, none, none)
