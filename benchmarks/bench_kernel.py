@@ -1,30 +1,32 @@
 """The kernel's ways of handing partitions to Python, side by side: `mapInArrow` over rows
-repartitioned and sorted by partition key (what `fold.kernel.run` does, a large increment's
-path), the driver folding the rows it collected (`fold.kernel.run_on_driver`, a small
-increment's path) and `groupBy(...).applyInArrow` (Spark groups the rows and calls Python once
-per partition key).
+repartitioned and sorted by partition key, each task writing the tables' files (`tasks`:
+`fold.kernel.write_files`, a large increment's path), the driver folding the rows it
+collected (`fold.kernel.run_on_driver`, a small increment's path) and
+`groupBy(...).applyInArrow` (Spark groups the rows and calls Python once per partition key).
 
     .venv/bin/python benchmarks/bench_kernel.py                       # large, 1 h, seed 2
     .venv/bin/python benchmarks/bench_kernel.py --scenario mixed --hours 6 --rounds 3
     .venv/bin/python benchmarks/bench_kernel.py --sizes 1000,5000,20000,50000
         # the first N changes of the log, as increments of N changes: where the driver's
         # path stops paying (`ingest.driver_fold_max_records`)
-    .venv/bin/python benchmarks/bench_kernel.py --against main --variants mapInArrow,driver
+    .venv/bin/python benchmarks/bench_kernel.py --against main --variants tasks,driver
         # also the kernel of git revision `main` (its `fold/kernel.py`, with this
         # checkout's rules), in the same rounds on the same changes: before and after
-    .venv/bin/python benchmarks/bench_kernel.py --log /tmp/large24 --variants mapInArrow
+        # (`tasks` of a revision that has `write_files`)
+    .venv/bin/python benchmarks/bench_kernel.py --log /tmp/large24 --variants tasks
         # a log simulated beforehand (bench_first_ingest.py's 24-hour `large` log), beside
         # the replay's fold of the same log: issue 47's "kernel alone" figure
 
 A log is simulated and ingested once; its `partition_changes` (with no seed states and no
-open intervals: a first ingest) are then folded by both variants in turn, `--rounds` times,
-each run written to Spark's `noop` sink so that only the fold is timed. The two outputs must
-hold the same rows (compared by a hash of every row), or the script exits 1. With `--log`,
-the reference replay's fold of that log is timed first: its records decoded beforehand, then
-applied one by one (`reference/replay.py`, one core), the yardstick the kernel is held to.
-Wall and the driver process's CPU are printed per run, and the CPU of the processes it
-started (its JVM, Spark's Python workers; read from /proc, Linux only). Prints figures;
-asserts nothing about time.
+open intervals: a first ingest) are then folded by every variant in turn, `--rounds` times:
+the tasks' run writes the tables' files into a new lake (what a first ingest's tasks do),
+the others' output goes to Spark's `noop` sink. The outputs must hold the same rows
+(compared by a hash of every row), or the script exits 1. With `--log`, the reference
+replay's fold of that log is timed first: its records decoded beforehand, then applied one
+by one (`reference/replay.py`, one core), the yardstick the kernel is held to. Wall and the
+driver process's CPU are printed per run, and the CPU of the processes it started (its JVM,
+Spark's Python workers; read from /proc, Linux only). Prints figures; asserts nothing about
+time.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -60,7 +64,7 @@ from kraftlake.simulate.run import simulate_cluster
 from kraftlake.spark import get_spark
 
 TICK = os.sysconf("SC_CLK_TCK")
-VARIANTS = ("mapInArrow", "driver", "applyInArrow")
+VARIANTS = ("tasks", "driver", "applyInArrow")
 
 
 def tree_cpu() -> tuple[float, float]:
@@ -132,19 +136,38 @@ def by_apply(spark: SparkSession, changes: DataFrame, seeds: DataFrame, opened: 
         fold_group, schema)
 
 
-def digest(out: DataFrame) -> tuple[tuple[int, int], ...]:
-    """(rows, sum of a hash of every row) of each kind of a kernel's output, read as its
-    table's columns: equal for two kernels that emit the same rows, whichever layout their
-    output has (a struct per kind, or before 73f5626 the tables' columns side by side)."""
+Parts = Callable[[str], DataFrame]  # a kernel's rows of one kind (`kernel.OUTPUTS`)
+
+
+def frame_parts(out: DataFrame) -> Parts:
+    """The kinds of rows of a kernel's output frame (`kernel.output_schema`), once the
+    frame was run to Spark's `noop` sink (what is timed)."""
+    out.write.format("noop").mode("overwrite").save()
+    return lambda kind: kernel.part(out, kind)
+
+
+def by_tasks(k: ModuleType, spark: SparkSession, work: str, changes: DataFrame,
+             seeds: DataFrame, opened: DataFrame, contexts) -> Parts:
+    """`kernel.write_files` into a new lake under `work`, as a large increment's tasks write
+    a first ingest's tables: the kinds of rows, read back from the files."""
+    root = tempfile.mkdtemp(dir=work)
+    lake = Lake(root, spark)
+    files = k.write_files(spark, changes, seeds, opened, contexts, {
+        kind: lake.files_target(table, f"{root}/work") for kind, table in k.TABLES.items()})
+    return lambda kind: (files.written[kind].files_frame(spark) if kind in k.TABLES
+                         else files.gone_frame(spark))
+
+
+def digest(part: Parts) -> tuple[tuple[int, int], ...]:
+    """(rows, sum of a hash of every row) of each kind of a kernel's rows with a table, and
+    of the partitions deleted, read as the table's columns: equal for two kernels that emit
+    the same rows, whichever way they hand them over."""
     out_digests = []
-    for kind in kernel.OUTPUTS:
+    for kind in (*kernel.TABLES, "gone"):
         table = kernel.TABLES.get(kind)
         names = table_schema(table).spark.fieldNames() if table else list(kernel.PARTITION)
-        rows = out.filter(F.col("out") == kind)
-        if kind in out.columns:  # a struct of the kind's columns
-            rows = rows.select("*", f"{kind}.*")
-        row = rows.select(F.count(F.lit(1)), F.sum(F.xxhash64(*names).cast("decimal(38,0)"))
-                          ).first()
+        row = part(kind).select(F.count(F.lit(1)),
+                                F.sum(F.xxhash64(*names).cast("decimal(38,0)"))).first()
         out_digests.append((row[0], row[1]))
     return tuple(out_digests)
 
@@ -241,16 +264,18 @@ def _compare(spark: SparkSession, kernels: dict[str, ModuleType], changes: DataF
     partitions = changes.select(*KEY).distinct().count()
     print(f"{n_changes:,} changes of {partitions:,} partitions; "
           f"{spark.conf.get('spark.sql.shuffle.partitions')} shuffle partitions")
-    variants = {}
+    variants: dict[str, Callable[[], Parts]] = {}
+    work = tempfile.mkdtemp(prefix="bench-kernel-files-")
     for suffix, k in kernels.items():
-        if "mapInArrow" in which:
-            variants[f"mapInArrow{suffix}"] = partial(k.run, spark, changes, seeds, opened,
-                                                      contexts)
+        if "tasks" in which:
+            variants[f"tasks{suffix}"] = partial(by_tasks, k, spark, work, changes, seeds,
+                                                 opened, contexts)
         if "driver" in which:
             variants[f"driver{suffix}"] = partial(_on_driver, k, spark, changes, seeds, opened,
                                                   contexts)
     if "applyInArrow" in which:
-        variants["applyInArrow"] = partial(by_apply, spark, changes, seeds, opened, contexts)
+        variants["applyInArrow"] = lambda: frame_parts(by_apply(spark, changes, seeds, opened,
+                                                                contexts))
     digests = {name: digest(make()) for name, make in variants.items()}
     for name, kinds in digests.items():
         print(f"{name}: {sum(rows for rows, _h in kinds):,} output rows")
@@ -262,7 +287,7 @@ def _compare(spark: SparkSession, kernels: dict[str, ModuleType], changes: DataF
     for r in range(rounds):
         for name in list(variants)[::-1 if r % 2 else 1]:
             t0, c0, (jvm0, py0) = time.perf_counter(), time.process_time(), tree_cpu()
-            variants[name]().write.format("noop").mode("overwrite").save()
+            variants[name]()
             wall = time.perf_counter() - t0
             driver = time.process_time() - c0
             jvm, py = (now - before for now, before in zip(tree_cpu(), (jvm0, py0), strict=True))
@@ -270,15 +295,16 @@ def _compare(spark: SparkSession, kernels: dict[str, ModuleType], changes: DataF
             cpus[name].append(driver + jvm + py)
             print(f"{name}: {wall:.2f} s wall; CPU: driver {driver:.2f} s, JVM {jvm:.2f} s, "
                   f"Python workers {py:.2f} s (load {os.getloadavg()[0]:.2f})", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
     for name, ts in times.items():
         print(f"{name}: best {min(ts):.2f} s wall, {min(cpus[name]):.2f} s CPU, "
               f"{n_changes / min(ts):,.0f} changes/s")
     return True
 
 
-def _on_driver(k: ModuleType, spark: SparkSession, *inputs: Any) -> DataFrame:
-    """`run_on_driver`'s table as a frame, to be written as the others are."""
-    return spark.createDataFrame(k.run_on_driver(spark, *inputs), k.output_schema())
+def _on_driver(k: ModuleType, spark: SparkSession, *inputs: Any) -> Parts:
+    """`run_on_driver`'s table as a frame, run as the others are."""
+    return frame_parts(spark.createDataFrame(k.run_on_driver(spark, *inputs), k.output_schema()))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import re
 import deltalake
 import pyarrow.fs as pafs
 import pytest
+import yaml
 
 from kraftlake.lake.delta import Lake
 from kraftlake.lake.deltalog import LakeLog
@@ -43,7 +44,8 @@ def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake, tmp_path) -> 
     request against a local server, and a JVM start costs more than the commands). The
     store first refuses one write in the middle of the ingest, as one whose credentials were
     revoked would (403 AccessDenied for the first commit of `incidents`, after other tables
-    of the increment committed): that ingest ends with exit status 1 and one line naming the
+    of the increment committed; both ingests as a large increment, whose tasks write gold's
+    files on the store): that ingest ends with exit status 1 and one line naming the
     store's error code, no traceback. The next one, the store answering again, completes the
     lake, which then equals a local ingest of the same log table for table; sql, quality
     (one suite) and maintain (two tables) work on it. No file is written as a temporary
@@ -54,7 +56,13 @@ def test_ingest_sql_quality_maintain_on_s3a(s3, spark, local_lake, tmp_path) -> 
     want = [r.asDict() for r in spark.sql(CURRENT.replace(
         "FROM partition_current", f"FROM delta.`{Lake(local_lake).path('partition_current')}`"))
         .collect()]
-    ingest = ["ingest", "s3a://kraftlake/logs/real-3-broker", "--lake", lake]
+    # the ingests take a large increment's path (Spark's tasks decode, fold and write the
+    # timeline's, events' and intervals' files onto the store themselves, through pyarrow)
+    large = tmp_path / "large.yaml"
+    large.write_text(yaml.safe_dump({"ingest": {"driver_fold_max_records": 0,
+                                                "driver_max_bytes": 0}}))
+    ingest = ["ingest", "s3a://kraftlake/logs/real-3-broker", "--lake", lake, "--conf",
+              str(large)]
     with FaultyStore(s3["AWS_ENDPOINT_URL"], lambda m, p: m == "PUT" and refused in p) as store:
         failed, done, streamed, sql, quality, maintain = cli_commands([
             [*cmd, "--master", "local[2]"] for cmd in (

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -19,7 +21,7 @@ from kraftlake.fold.silver import (
     transaction_markers,
 )
 from kraftlake.kraft.partition import STATE_COLUMNS
-from kraftlake.lake.delta import conform
+from kraftlake.lake.delta import Lake, conform
 from kraftlake.lake.schema import table_schema
 
 STATE_KEYS = list(STATE_COLUMNS)
@@ -36,7 +38,8 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
     """(fold rows as `spark_fold_rows`, event keys (cluster_id, topic_id, partition_id,
     offset, event_type), intervals (cluster_id, topic_id, partition_id, kind, start_offset)
     -> end_offset) of source rows, through the same silver functions and kernel the
-    increment job runs: Spark's tasks (`kernel.run`, as many as it gives `rows` changes), or
+    increment job runs: Spark's tasks (`kernel.write_files`, as many as it gives `rows`
+    changes, the tables' files they write read back), or
     with `on_driver` the driver (`kernel.run_on_driver_arrow`, a small increment's path).
 
     The kernel writes no delete rows: a state that ends with no state after it at that
@@ -59,9 +62,20 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
         out = spark.createDataFrame(kernel.run_on_driver_arrow(
             spark, conform(changes, "partition_changes").toArrow(), seeds.toArrow(),
             opened.toArrow(), contexts), kernel.output_schema())
-    else:
-        out = kernel.run(spark, changes, seeds, opened, contexts, rows=rows).localCheckpoint()
-    tl = kernel.part(out, "timeline").select(
+        return _outputs(lambda kind: kernel.part(out, kind))
+    with tempfile.TemporaryDirectory(prefix="kernel-files-") as tmp:
+        # the tables' files, as a large increment's tasks write them into a new lake
+        lake = Lake(tmp, spark)
+        files = kernel.write_files(spark, changes, seeds, opened, contexts, {
+            kind: lake.files_target(table, f"{tmp}/work") for kind, table in kernel.TABLES.items()
+        }, rows=rows)
+        return _outputs(lambda kind: files.written[kind].files_frame(spark))
+
+
+def _outputs(part: Callable[[str], DataFrame]
+             ) -> tuple[list[dict[str, Any]], list[tuple], dict[tuple, Any]]:
+    """`spark_fold_and_events`' answer from the kernel's rows of each kind (`part`)."""
+    tl = part("timeline").select(
         "cluster_id", "topic_id", "partition_id", "valid_from_offset", "valid_to_offset", "seq",
         "record_type", *STATE_KEYS).collect()
     rows, starts = [], {(r.cluster_id, r.topic_id, r.partition_id, r.valid_from_offset)
@@ -74,9 +88,9 @@ def spark_fold_and_events(spark: SparkSession, src: DataFrame, default_min_isr: 
         if to is not None and (r.cluster_id, r.topic_id, r.partition_id, to) not in starts:
             rows.append({"cluster_id": r.cluster_id, "topic_id": r.topic_id,
                          "partition_id": r.partition_id, "offset": to, "is_delete": True})
-    keys = [tuple(r) for r in kernel.part(out, "event").select(
+    keys = [tuple(r) for r in part("event").select(
         "cluster_id", "topic_id", "partition_id", "offset", "event_type").collect()]
-    intervals = {tuple(r[:5]): r[5] for r in kernel.part(out, "interval").select(
+    intervals = {tuple(r[:5]): r[5] for r in part("interval").select(
         "cluster_id", "topic_id", "partition_id", "kind", "start_offset", "end_offset")
         .collect()}
     return rows, keys, intervals

@@ -23,11 +23,12 @@ every state derived from it carry `uncertain_since` until a full state re-anchor
 partition: a PartitionRecord, or a check snapshot's state (input rows with `_anchor` set,
 applied to uncertain partitions only; the others are only reconciled against it).
 
-Spark distributes the rule, it does not re-express it: `run` repartitions the rows by
-partition key, sorts them, and calls `fold_batches` through `mapInArrow`; the cluster context
-(min.insync.replicas and metadata.version histories, topic names) is a broadcast value.
-A small increment folds its rows on the driver instead (`run_on_driver`), with the same
-`fold_batches` a task runs.
+Spark distributes the rule, it does not re-express it: `write_files` repartitions the rows
+by partition key, sorts them, and calls `fold_batches` through `mapInArrow`; the cluster
+context (min.insync.replicas and metadata.version histories, topic names) is a broadcast
+value. Each task writes its timeline, event and interval rows as those tables' data files and
+hands back their add actions (`lake.written`). A small increment folds its rows on the driver
+instead (`run_on_driver`), with the same `fold_batches` a task runs.
 Kafka refuses a partition record of an unknown topic and a delete of a partition that does
 not exist, so do these rules: silver keeps only rows of live topics, and here a delete of a
 missing partition changes nothing, a change to one is an orphan.
@@ -45,6 +46,8 @@ batch's live objects were a third of its time.
 from __future__ import annotations
 
 import gc
+import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,6 +77,7 @@ from ..kraft.partition import (
 from ..kraft.records import CLEAR_ELR_RECORD, GAP_SOURCE, UNKNOWN_RECORD
 from ..kraft.troubles import KINDS, trouble_kinds
 from ..lake.schema import table_rows, table_schema
+from ..lake.written import Target, Written
 from .context import ClusterContext, History
 from .silver import KEY
 
@@ -95,11 +99,10 @@ def output_schema() -> T.StructType:
     a struct of its table's other columns, null in the other kinds' rows (`part` reads one
     kind's rows back as its table's columns).
 
-    A struct per kind, not the union of the three tables' columns side by side: the frame
-    the kernel's rows are written to is parquet, and parquet writes every column of every
-    row. A union row of one kind held some thirty null columns of the others, a dozen of
-    them lists, and writing those nulls was a fifth of the kernel's JVM time (JFR, 24-hour
-    `large` log); a null struct is one null."""
+    The batches `fold_batches` yields, each of one kind: a struct per kind, not the union
+    of the three tables' columns side by side, whose rows of one kind held some thirty null
+    columns of the others (a null struct is one null); `part_arrow` takes a kind's columns
+    out of it."""
     fields = [T.StructField("out", T.StringType())]
     part_fields = {f.name: f for f in table_schema("partition_events").spark.fields}
     fields += [T.StructField(name, part_fields[name].dataType) for name in PARTITION]
@@ -732,7 +735,7 @@ def _spark_columns(columns: dict[str, str | _Literal]) -> list[Column]:
 def input_rows(changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
                anchors: DataFrame | None = None) -> DataFrame:
     """The kernel's input, one row per change, seed and open interval, each marked with its
-    `_role`, in no particular order (`run` groups and sorts them). `anchors`: full states
+    `_role`, in no particular order (`write_files` groups and sorts them). `anchors`: full states
     (`partition_changes` rows) applied only to a partition whose state is uncertain."""
     rows = changes.select(*_spark_columns(_CHANGE_INPUT))
     if anchors is not None:
@@ -767,12 +770,15 @@ def _arrow_output_schema(spark: SparkSession) -> pa.Schema:
 def run_on_driver(spark: SparkSession, changes: DataFrame, seeds: DataFrame,
                   open_intervals: DataFrame, contexts: dict[str, ClusterContext],
                   anchors: DataFrame | None = None) -> pa.Table:
-    """`run`'s rows, folded here instead of by Spark's tasks: the input is collected as
-    Arrow (one Spark job), ordered, and folded by the same `fold_batches` each task runs.
+    """The kernel's rows (`output_schema`) for `changes` (partition_changes rows), `seeds`
+    (partition_current rows of the partitions they touch) and `open_intervals`
+    (partition_intervals rows with no end, of the same partitions), `contexts` per cluster id
+    (`fold.context.cluster_contexts`), folded on the driver: the input is collected as Arrow
+    (one Spark job), ordered, and folded by the same `fold_batches` each task runs.
 
     For a small increment (a stream's micro-batch, an hourly ingest): its few thousand rows
-    fold in milliseconds, where the distributed fold pays a shuffle, a wave of Python tasks
-    and a write of its output before anything reads it."""
+    fold in milliseconds, where the distributed fold pays a shuffle and a wave of Python
+    tasks."""
     return _fold_on_driver(spark, input_rows(changes, seeds, open_intervals, anchors).toArrow(),
                            contexts)
 
@@ -794,6 +800,109 @@ def _fold_on_driver(spark: SparkSession, every: pa.Table, contexts: dict[str, Cl
     return pa.Table.from_batches(batches, schema) if batches else schema.empty_table()
 
 
+@dataclass(frozen=True)
+class KernelFiles:
+    """What the kernel's tasks wrote and handed back (`write_files`): per kind with a table
+    of its own (TABLES) its files, the partitions deleted (`gone`: PARTITION columns), and
+    the rows per output kind and event type (`counts`: (kind, event type or None) -> rows)."""
+
+    written: dict[str, Written]
+    gone: pa.Table
+    counts: dict[tuple[str, str | None], int]
+
+    def gone_frame(self, spark: SparkSession) -> DataFrame:
+        """`gone` as a DataFrame (a local relation)."""
+        fields = [f for f in _written_schema().fields if f.name in PARTITION]
+        rows = self.gone if self.gone.num_rows else self.gone.schema.empty_table()
+        return spark.createDataFrame(rows, T.StructType(fields))
+
+
+def _written_schema() -> T.StructType:
+    """A row a writing task hands back: `out` "file" (`table` is a kind of TABLES, `add` the
+    file's add action as JSON), "count" (`rows` of `event_type`), or "gone" / "orphan" (the
+    partition)."""
+    part_fields = {f.name: f for f in table_schema("partition_events").spark.fields}
+    return T.StructType([T.StructField("out", T.StringType()),
+                         *(T.StructField(n, part_fields[n].dataType) for n in PARTITION),
+                         T.StructField("table", T.StringType()),
+                         T.StructField("add", T.StringType()),
+                         T.StructField("event_type", T.StringType()),
+                         T.StructField("rows", T.LongType())])
+
+
+def _write_batches(bc: Broadcast[dict[str, ClusterContext]], schema: pa.Schema,
+                   written: pa.Schema, targets: dict[str, Target],
+                   batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """What each writing task runs: its input folded (`fold_batches`), each kind's rows
+    written to its table's files as they come (`Target.files`), and handed back instead of
+    them: each file's add action, the deleted and orphan partitions, the events per type.
+    A batch of output holds one kind of row (`_Output.batches`)."""
+    files = {kind: target.files() for kind, target in targets.items()}
+    events: Counter[str] = Counter()
+    for batch in fold_batches(bc.value, schema, batches):
+        kind = batch.column(0)[0].as_py()
+        if kind not in files:  # gone, orphan: the partition alone
+            yield pa.RecordBatch.from_arrays(
+                [batch.column(n) if n in batch.schema.names else pa.nulls(len(batch), f.type)
+                 for n, f in zip(written.names, written, strict=True)], schema=written)
+            continue
+        rows = table_rows(part_arrow(pa.Table.from_batches([batch]), kind), TABLES[kind])
+        files[kind].write(rows)
+        if kind == "event":
+            events.update(dict(zip(*(c.to_pylist() for c in pc.value_counts(
+                rows.column("event_type")).flatten()), strict=True)))
+    adds = [(kind, json.dumps(add)) for kind, w in files.items() for add in w.close()]
+    out = {"out": ["file"] * len(adds) + ["count"] * len(events),
+           "table": [k for k, _a in adds] + [None] * len(events),
+           "add": [a for _k, a in adds] + [None] * len(events),
+           "event_type": [None] * len(adds) + list(events),
+           "rows": [None] * len(adds) + list(events.values())}
+    n = len(adds) + len(events)
+    if n:
+        yield pa.RecordBatch.from_arrays([pa.array(out[f.name], f.type) if f.name in out
+                                          else pa.nulls(n, f.type) for f in written],
+                                         schema=written)
+
+
+def write_files(spark: SparkSession, changes: DataFrame, seeds: DataFrame,
+                open_intervals: DataFrame, contexts: dict[str, ClusterContext],
+                targets: dict[str, Target], anchors: DataFrame | None = None,
+                rows: int = 0) -> KernelFiles:
+    """The kernel's rows of `run_on_driver`'s inputs, folded by Spark's tasks (`tasks(spark,
+    rows)` of them; `rows`: about how many changes there are), each task writing the
+    timeline, event and interval rows it makes as those tables' data files (`targets`: kind
+    -> where, `Lake.files_target`) and handing back only their add actions, the deleted and
+    orphan partitions and the counts. One Spark job, and the rows never pass through the
+    JVM: a large increment's kernel output was a work frame of every row, written by the JVM
+    and read back once per table to be written again."""
+    every = input_rows(changes, seeds, open_intervals, anchors)
+    ordered = every.repartition(tasks(spark, rows), *KEY).sortWithinPartitions(*ORDER)
+    bc = spark.sparkContext.broadcast(contexts)
+    written = _written_schema()
+    tz = spark.conf.get("spark.sql.session.timeZone")
+    got = ordered.mapInArrow(partial(_write_batches, bc, _arrow_output_schema(spark),
+                                     to_arrow_schema(written, timezone=tz), targets),
+                             written).toArrow()
+    outs = got.column("out").to_pylist()
+    tables, adds = got.column("table").to_pylist(), got.column("add").to_pylist()
+    types, counted = got.column("event_type").to_pylist(), got.column("rows").to_pylist()
+    per_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in targets}
+    counts: Counter[tuple[str, str | None]] = Counter()
+    for out, table, add, event_type, n in zip(outs, tables, adds, types, counted, strict=True):
+        if out == "file":
+            action = json.loads(add)
+            per_kind[table].append(action)
+            if table != "event":
+                counts[(table, None)] += json.loads(action["stats"])["numRecords"]
+        elif out == "count":
+            counts[("event", event_type)] += n
+        else:
+            counts[(out, None)] += 1
+    gone = got.filter(pc.equal(got.column("out"), "gone")).select(list(PARTITION))
+    return KernelFiles({kind: targets[kind].written(a) for kind, a in per_kind.items()},
+                       gone, dict(counts))
+
+
 def tasks(spark: SparkSession, rows: int) -> int:
     """How many tasks fold about `rows` input rows: whole waves over the cores Spark has,
     enough of them that no task gets more than ROWS_PER_TASK, and never fewer than
@@ -803,17 +912,3 @@ def tasks(spark: SparkSession, rows: int) -> int:
     waves = -(-rows // (cores * ROWS_PER_TASK))
     least = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)  # unset: Spark's
     return max(least, cores * waves)
-
-
-def run(spark: SparkSession, changes: DataFrame, seeds: DataFrame, open_intervals: DataFrame,
-        contexts: dict[str, ClusterContext], anchors: DataFrame | None = None,
-        rows: int = 0) -> DataFrame:
-    """The kernel's output rows (`output_schema`) for `changes` (partition_changes rows),
-    `seeds` (partition_current rows of the partitions they touch) and `open_intervals`
-    (partition_intervals rows with no end, of the same partitions); `contexts`: per cluster id
-    (`fold.context.cluster_contexts`); `rows`: about how many changes there are (`tasks`)."""
-    every = input_rows(changes, seeds, open_intervals, anchors)
-    ordered = every.repartition(tasks(spark, rows), *KEY).sortWithinPartitions(*ORDER)
-    bc = spark.sparkContext.broadcast(contexts)
-    return ordered.mapInArrow(partial(_fold_batches, bc, _arrow_output_schema(spark)),
-                              output_schema())

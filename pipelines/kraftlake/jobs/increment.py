@@ -64,8 +64,10 @@ from ..lake.cut import CUT_EXCLUDED
 from ..lake.delta import Lake, conform, from_arrow
 from ..lake.schema import table_names, table_rows, table_schema
 from ..lake.work import Work, collect_together
+from ..lake.written import Written
 from ..quality.record_checks import check_records
 from ..sources.decode import with_fields
+from ..uris import join
 from .progress import IncrementResult, furthest
 from .seed import Rows, Seed, as_rows, forget, progress
 
@@ -214,17 +216,26 @@ class _Silver:
 class _Kernel:
     """The kernel's inputs and output of one increment, read by the later gold writes."""
 
+    spark: SparkSession
     changes: DataFrame  # partition_changes rows (a work frame)
-    out: DataFrame  # the kernel's rows (`fold.kernel.output_schema`): a work frame, or
-    # the driver's Arrow output
+    out: DataFrame | None  # the driver's rows (`fold.kernel.output_schema`)
     open_iv: DataFrame  # the cluster's intervals open at the increment's start
     intervals: int  # interval rows the kernel emitted
     windows: dict[str, list[tuple[int, int, int]]]  # attribution windows (fold.context)
     arrow: pa.Table | None = None  # the driver's output as Arrow (None: Spark's tasks')
+    files: kernel.KernelFiles | None = None  # what Spark's tasks wrote (None: the driver's)
     _rows: dict[str, pa.Table] = field(default_factory=dict, repr=False)  # `rows`, made
 
     def part(self, kind: str) -> DataFrame:
-        return kernel.part(self.out, kind)
+        """The kernel's rows of one kind (`fold.kernel.OUTPUTS`): the partition and, for a
+        kind with a table, the table's columns; read back from the tasks' files."""
+        if self.files is None:
+            assert self.out is not None
+            return kernel.part(self.out, kind)
+        if kind in kernel.TABLES:
+            return self.files.written[kind].files_frame(self.spark)
+        assert kind == "gone", kind  # orphans are only counted
+        return self.files.gone_frame(self.spark)
 
     def rows(self, kind: str) -> pa.Table:
         """The driver's output rows of one kind with a table of its own, in its table's
@@ -458,6 +469,7 @@ class _Increment:
                 res.unknown
         carried = bool(res.unknown) or anchors is not None  # every live partition's seed
         table: pa.Table | None = None
+        files: kernel.KernelFiles | None = None
         if on_driver and self.work.local and not carried:
             # the partitions the increment changes, every input Arrow on the driver already:
             # picked and folded there without a Spark job
@@ -468,11 +480,14 @@ class _Increment:
             seeds, opened = self.kernel_seeds(changes, cur_df, open_iv, carried)
             if on_driver:
                 table = kernel.run_on_driver(spark, changes, seeds, opened, contexts, anchors)
-            else:
-                out = self.work.frame("kernel", kernel.run(spark, changes, seeds, opened,
-                                                           contexts, anchors, rows=rows))
-                counts = {(r["out"], r["event_type"]): r["count"] for r in out.groupBy(
-                    "out", F.col("event.event_type").alias("event_type")).count().collect()}
+            else:  # the tasks write the tables' files (`lake.written`)
+                work_dir = join(self.work.dir, "kernel")
+                files = kernel.write_files(
+                    spark, changes, seeds, opened, contexts,
+                    {kind: self.lake.files_target(t, work_dir)
+                     for kind, t in kernel.TABLES.items()}, anchors, rows=rows)
+                counts = files.counts
+        out: DataFrame | None = None
         if table is not None:
             out = spark.createDataFrame(table, kernel.output_schema())
             types = pc.struct_field(table.column("event"), "event_type").to_pylist()
@@ -480,12 +495,10 @@ class _Increment:
                 table.column("out").to_pylist(), types, strict=True)))
         res.timeline = counts.get(("timeline", None), 0)
         res.orphans = counts.get(("orphan", None), 0)
-        res.event_counts = {e: n for (o, e), n in counts.items() if o == "event"}
+        res.event_counts = {e: n for (o, e), n in counts.items() if o == "event" and e}
         res.events = sum(res.event_counts.values())
-        k = _Kernel(changes, out, open_iv, counts.get(("interval", None), 0),
-                    {c: ctx.windows for c, ctx in contexts.items()},
-                    table)
-        return k
+        return _Kernel(spark, changes, out, open_iv, counts.get(("interval", None), 0),
+                       {c: ctx.windows for c, ctx in contexts.items()}, table, files)
 
     def touched_slices(self, touched: pa.Table) -> tuple[pa.Table, pa.Table]:
         """The held current states and open intervals of the partitions `touched` (the
@@ -526,14 +539,14 @@ class _Increment:
                  "timeline, reconciliation, intervals, incidents")
         res, seed = self.res, self.seed
         cid = res.cluster_id
-        tl = conform(k.part("timeline"), "partition_timeline")
         # asked before this run writes: a run stopped after that commit wrote them already
         rerun = self.lake.committed("partition_intervals", res.app_id, res.version)
         # a small increment's events are the kernel's Arrow rows, written and committed
         # first, while the other tables' rows are collected (`_Once`: by the first commit
-        # task that needs them, the others wait for it)
-        events: DataFrame | pa.Table = conform(k.part("event"), "partition_events") \
-            if k.arrow is None else k.rows("event")
+        # task that needs them, the others wait for it); a large one's, the files its tasks
+        # wrote
+        events: Written | pa.Table = k.files.written["event"] if k.files is not None \
+            else k.rows("event")
         if isinstance(events, pa.Table):
             self.new_events = events  # held for the next increment's incidents
         rows = _Once(lambda: self.gold_rows(k, s))
@@ -560,7 +573,7 @@ class _Increment:
 
         def reconciliation() -> None:
             if x.checks:
-                self.reconciliation(tl)
+                self.reconciliation(conform(k.part("timeline"), "partition_timeline"))
 
         def intervals() -> None:
             new = rows()["partition_intervals"]
@@ -596,7 +609,7 @@ class _Increment:
         job (`collect`)."""
         seed = self.seed
         cur = self.current_rows(k)
-        slices: dict[str, DataFrame | pa.Table]
+        slices: dict[str, DataFrame | pa.Table | Written]
         if self.all_arrow(k):
             slices = {"partition_timeline": _replacement(
                           seed.rows("partition_timeline"), k.rows("timeline"),
@@ -607,14 +620,35 @@ class _Increment:
                 slices["partition_current"] = cur
             return {**slices, **self.collect({**self.bronze_rows(s.records, s.invalid),
                                               "brokers": s.brokers})}
-        tl = conform(k.part("timeline"), "partition_timeline")
-        iv = conform(k.part("interval"), "partition_intervals")
-        return self.collect({
-            "partition_timeline": _replacement(seed.slice("partition_timeline"), tl,
-                                               table_schema("partition_timeline").key),
-            "partition_intervals": _replacement(k.open_iv, iv, INTERVAL_KEY),
+        if k.files is not None:  # written by the kernel's tasks, with the open rows kept
+            slices = {"partition_timeline": self.kept(
+                          k, "timeline", table_schema("partition_timeline").key),
+                      "partition_intervals": self.kept(k, "interval", INTERVAL_KEY)}
+        else:
+            slices = {"partition_timeline": _replacement(
+                          seed.slice("partition_timeline"),
+                          conform(k.part("timeline"), "partition_timeline"),
+                          table_schema("partition_timeline").key),
+                      "partition_intervals": _replacement(
+                          k.open_iv, conform(k.part("interval"), "partition_intervals"),
+                          INTERVAL_KEY)}
+        return {**slices, **self.collect({
             **self.bronze_rows(s.records, s.invalid), "brokers": s.brokers,
-            **({} if cur is None else {"partition_current": cur})})
+            **({} if cur is None else {"partition_current": cur})})}
+
+    def kept(self, k: _Kernel, kind: str, key: Sequence[str]) -> Written:
+        """The rows the kernel's tasks wrote of one kind, with the rows of the slice it
+        replaces (`Lake.replace`) that none of them replaces: the open rows of partitions the
+        increment left alone, Arrow on the driver (`Seed.rows`), written by the driver in the
+        same commit. Only their keys are read back from the tasks' files."""
+        assert k.files is not None
+        table = kernel.TABLES[kind]
+        old = self.seed.rows(table)
+        written = k.files.written[kind]
+        if not old.num_rows:
+            return written
+        new = written.files_frame(self.spark).select(*key).toArrow()
+        return written.with_rest(_replacement(old, new, key, only_old=True))
 
     def collect(self, frames: dict[str, DataFrame]) -> dict[str, DataFrame | pa.Table]:
         """Rows of several tables (table -> frame): a small increment's as Arrow, all from
@@ -710,6 +744,8 @@ class _Increment:
             troubles = rows()["partition_intervals"]
         if isinstance(troubles, pa.Table):
             troubles = from_arrow(spark, "partition_intervals", troubles)
+        elif isinstance(troubles, Written):
+            troubles = conform(troubles.frame(spark), "partition_intervals")
         held = seed.rows("incidents")  # the cluster's open incident (at most one)
         open_inc = from_arrow(spark, "incidents", held)
         first = pc.min(held["start_offset"]).as_py()
@@ -974,10 +1010,12 @@ def _aggregate(frame: DataFrame) -> Row:
     return row
 
 
-def _is_empty(data: pa.Table | DataFrame, count: int | None) -> bool:
+def _is_empty(data: pa.Table | DataFrame | Written, count: int | None) -> bool:
     """`data` has no rows; `count` is its row count when the caller knows it already."""
     if count is not None:
         return count == 0
+    if isinstance(data, Written):
+        return data.rows == 0
     return data.num_rows == 0 if isinstance(data, pa.Table) else data.isEmpty()
 
 
@@ -1061,15 +1099,16 @@ _Slice = TypeVar("_Slice", DataFrame, pa.Table)
 
 
 def _replacement(old: _Slice, new: _Slice, key: Sequence[str],
-                 gone: _Slice | None = None) -> _Slice:
+                 gone: _Slice | None = None, only_old: bool = False) -> _Slice:
     """A slice's rows after an increment (`Lake.replace`): the `old` rows that no `new` row
-    (nor a `gone` key) replaces, and every `new` row; a new row outside the slice (a state
+    (nor a `gone` key) replaces, and every `new` row (`only_old`: only the old ones, of
+    Arrow rows; `new` may then be their keys alone); a new row outside the slice (a state
     or span the increment closed) is added by the same commit. Rows of a small increment
     are Arrow tables of the table's schema (a few thousand keys: a set on the driver)."""
     if isinstance(old, pa.Table):
         drop = {*_keys(new, key), *(_keys(gone, key) if gone is not None else ())}
         keep = pa.array([k not in drop for k in _keys(old, key)], pa.bool_())
-        return pa.concat_tables([old.filter(keep), new])
+        return old.filter(keep) if only_old else pa.concat_tables([old.filter(keep), new])
     drop_df = new.select(*key) if gone is None else new.select(*key).unionByName(gone)
     return old.join(drop_df, list(key), "left_anti").unionByName(new)
 

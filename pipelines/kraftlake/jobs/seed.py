@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from ..lake.delta import Lake, Tag, from_arrow
 from ..lake.deltalog import LakeLog, UnreadableError
 from ..lake.schema import table_rows, table_schema
+from ..lake.written import Written
 
 # table -> the rows of the cluster an increment continues from (None: all of them)
 SLICES: dict[str, str | None] = {
@@ -46,7 +47,7 @@ SLICES: dict[str, str | None] = {
 CHECK_ENV = "KRAFTLAKE_CHECK_HELD"
 
 # a slice's rows after an increment: rows, a frame of them, or what computes either
-Rows: TypeAlias = pa.Table | DataFrame | Callable[[], pa.Table | DataFrame]
+Rows: TypeAlias = pa.Table | DataFrame | Written | Callable[[], pa.Table | DataFrame]
 
 
 class HeldStateError(AssertionError):
@@ -292,10 +293,11 @@ class Seed:
         next time. Rows Spark made (a large increment's DataFrame) are not held either:
         collecting them would run their plan again (a first ingest of the 24-hour `large`
         log spent about 18 of its 325 s on it, loaded), where the next increment, if any,
-        reads the slice at its pinned version by delta-rs."""
+        reads the slice at its pinned version by delta-rs; nor are rows in files a large
+        increment's tasks wrote (`lake.written`)."""
         tag = self._tag_after(name, version)
         rows = None if tag is None else after() if callable(after) else after
-        if tag is None or isinstance(rows, DataFrame):
+        if tag is None or not isinstance(rows, pa.Table):
             with _LOCK:
                 self.held.slices.pop(name, None)
             return

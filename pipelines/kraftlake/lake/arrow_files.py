@@ -27,11 +27,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+
+from ..uris import filesystem
 
 # Delta's string statistics: the prefix kept, and what a truncated maximum is extended with
 PREFIX = 32
@@ -52,40 +55,112 @@ def data_files(rows: pa.Table, partition_by: tuple[str, ...], indexed: int
     """One parquet file per partition of `rows` (in the table's schema): each as the add
     action Delta's log takes (path relative to the table, URI-encoded) and the file's
     bytes, to be written at that path."""
-    parts = [rows] if not partition_by else _partitions(rows, partition_by)
-    for part in parts:
-        if not part.num_rows:
-            continue
-        values = {c: partition_value(part.column(c)[0].as_py()) for c in partition_by}
+    for values, part in _partitions(rows, partition_by):
         data = part.drop_columns(list(partition_by))
         buf = io.BytesIO()
         pq.write_table(data, buf, compression="snappy")
-        name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-        folder = "".join(f"{c}={_escape(v)}/" for c, v in values.items())
-        add = {"path": quote(folder + name, safe="/="),
-               "partitionValues": values, "size": buf.tell(),
-               "modificationTime": int(time.time() * 1000), "dataChange": True,
-               "stats": stats(data, indexed)}
-        yield add, buf.getvalue()
+        counted = Stats(data.schema, indexed)
+        counted.add(data)
+        yield _add(_file_path(values), values, buf.tell(), counted), buf.getvalue()
+
+
+class TableFiles:
+    """A table's rows written as parquet data files while they come, one file per partition
+    value, for a commit that adds them (`lake.written`): what a Spark task writes of one
+    table, a batch at a time, so that its rows never pass through the JVM. Statistics as
+    `data_files` computes them, gathered per batch (`Stats`)."""
+
+    def __init__(self, uri: str, schema: pa.Schema, partition_by: tuple[str, ...],
+                 indexed: int) -> None:
+        self.fs, self.base = filesystem(uri)
+        self.schema, self.partition_by, self.indexed = schema, partition_by, indexed
+        self.data_schema = pa.schema([f for f in schema if f.name not in partition_by])
+        self.open: dict[tuple[Any, ...], tuple[str, Any, pq.ParquetWriter, Stats]] = {}
+
+    def write(self, rows: pa.Table) -> None:
+        """Add `rows` (in the table's schema) to the files of their partitions."""
+        for values, part in _partitions(rows, self.partition_by):
+            key = tuple(values.values())
+            if key not in self.open:
+                path = _file_path(values)
+                full = f"{self.base}/{unquote(path)}"
+                if isinstance(self.fs, pafs.LocalFileSystem):
+                    self.fs.create_dir(full.rsplit("/", 1)[0], recursive=True)
+                sink = self.fs.open_output_stream(full)
+                self.open[key] = (path, sink, pq.ParquetWriter(
+                    sink, self.data_schema, compression="snappy"),
+                    Stats(self.data_schema, self.indexed))
+            _path, _sink, writer, counted = self.open[key]
+            data = part.drop_columns(list(self.partition_by))
+            writer.write_table(data)
+            counted.add(data)
+
+    def close(self) -> list[dict[str, Any]]:
+        """Finish every file; their add actions."""
+        adds = []
+        for key, (path, sink, writer, counted) in self.open.items():
+            writer.close()
+            size = sink.tell()
+            sink.close()
+            adds.append(_add(path, dict(zip(self.partition_by, key, strict=True)), size,
+                             counted))
+        self.open = {}
+        return adds
+
+
+def _file_path(values: dict[str, str | None]) -> str:
+    """A new data file's path in the table, under its partition's directories, URI-encoded
+    as the log holds it."""
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    return quote("".join(f"{c}={_escape(v)}/" for c, v in values.items()) + name, safe="/=")
+
+
+def _add(path: str, values: dict[str, str | None], size: int, counted: Stats
+         ) -> dict[str, Any]:
+    return {"path": path, "partitionValues": values, "size": size,
+            "modificationTime": int(time.time() * 1000), "dataChange": True,
+            "stats": counted.json()}
+
+
+class Stats:
+    """The statistics Delta's writer records for a file (data columns only), gathered from
+    its rows a batch at a time: the row count, and for the indexed columns the null count,
+    the minimum and the maximum."""
+
+    def __init__(self, schema: pa.Schema, indexed: int) -> None:
+        self.fields = _indexed(schema, (), indexed)
+        self.rows = 0
+        self.nulls = {f.name: 0 for f in self.fields}
+        self.lo: dict[str, Any] = {}
+        self.hi: dict[str, Any] = {}
+
+    def add(self, data: pa.Table) -> None:
+        self.rows += data.num_rows
+        for f in self.fields:
+            col = data.column(f.name)
+            self.nulls[f.name] += col.null_count
+            if _kind(f.type) == "count" or col.null_count == len(col):
+                continue
+            lo, hi = (v.as_py() for v in pc.min_max(col).values())
+            if f.name not in self.lo or lo < self.lo[f.name]:
+                self.lo[f.name] = lo
+            if f.name not in self.hi or hi > self.hi[f.name]:
+                self.hi[f.name] = hi
+
+    def json(self) -> str:
+        kinds = {f.name: _kind(f.type) for f in self.fields}
+        mins = {c: _stat(v, kinds[c], "min") for c, v in self.lo.items()}
+        maxs = {c: high for c, v in self.hi.items()
+                if (high := _stat(v, kinds[c], "max")) is not None}
+        return json.dumps({"numRecords": self.rows, "minValues": mins, "maxValues": maxs,
+                           "nullCount": self.nulls}, separators=(",", ":"), ensure_ascii=False)
 
 
 def stats(data: pa.Table, indexed: int) -> str:
     """The statistics Delta's writer records for a file of `data` (data columns only)."""
-    mins: dict[str, Any] = {}
-    maxs: dict[str, Any] = {}
-    nulls: dict[str, int] = {}
-    for f in _indexed(data.schema, (), indexed):
-        col = data.column(f.name)
-        kind = _kind(f.type)
-        if kind != "count" and col.null_count < len(col):
-            lo, hi = pc.min_max(col).values()
-            mins[f.name] = _stat(lo.as_py(), kind, "min")
-            high = _stat(hi.as_py(), kind, "max")
-            if high is not None:
-                maxs[f.name] = high
-        nulls[f.name] = col.null_count
-    return json.dumps({"numRecords": data.num_rows, "minValues": mins, "maxValues": maxs,
-                       "nullCount": nulls}, separators=(",", ":"), ensure_ascii=False)
+    counted = Stats(data.schema, indexed)
+    counted.add(data)
+    return counted.json()
 
 
 def _indexed(schema: pa.Schema, partition_by: tuple[str, ...], indexed: int) -> list[pa.Field]:
@@ -164,13 +239,22 @@ def _joined(units: list[str]) -> str:
     return "".join(units).encode("utf-16-le", "surrogatepass").decode("utf-16-le")
 
 
-def _partitions(rows: pa.Table, partition_by: tuple[str, ...]) -> list[pa.Table]:
-    """`rows` split by the values of the partition columns."""
-    keys = rows.select(list(partition_by)).to_pylist()
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for i, k in enumerate(keys):
-        groups.setdefault(tuple(k.values()), []).append(i)
-    return [rows.take(pa.array(idx, pa.int64())) for idx in groups.values()]
+def _partitions(rows: pa.Table, partition_by: tuple[str, ...]
+                ) -> Iterator[tuple[dict[str, str | None], pa.Table]]:
+    """`rows` split by the values of the partition columns: each part's partition values
+    (as the log holds them) and rows; none for no rows."""
+    if not partition_by:
+        if rows.num_rows:
+            yield {}, rows
+        return
+    keys = rows.select(list(partition_by)).group_by(list(partition_by), use_threads=False
+                                                    ).aggregate([]).to_pylist()
+    for key in keys:
+        mask = None
+        for c, v in key.items():
+            m = pc.is_null(rows[c]) if v is None else pc.equal(rows[c], v)
+            mask = m if mask is None else pc.and_(mask, m)
+        yield {c: partition_value(v) for c, v in key.items()}, rows.filter(mask)
 
 
 def partition_value(value: Any) -> str | None:

@@ -57,6 +57,7 @@ from .transaction import (
     predicate,
     slice_values,
 )
+from .written import Target, Written
 
 _TXN_CONF = ("spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion")
 _USER_META_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -71,9 +72,8 @@ _MERGE_SOURCE_CONF = ("spark.databricks.delta.merge.materializeSource", "none")
 #   with their keys and offsets, which the merges and readers filter on; later columns hold
 #   JSON text, raw record bytes and arrays, whose statistics cost time at every write and
 #   prune nothing.
-TABLE_PROPERTIES = {
-    "delta.dataSkippingNumIndexedCols": "8",
-}
+_INDEXED = "delta.dataSkippingNumIndexedCols"
+TABLE_PROPERTIES = {_INDEXED: "8"}
 # Commits between two checkpoints of a table. An increment commits each table at most once,
 # so tables created by the same first increment reach the same versions together: with one
 # interval for all, every table would write its checkpoint (a Spark job and a parquet file,
@@ -319,16 +319,22 @@ class Lake:
 
     # ------------------------------------------------------------------ writing
 
-    def _frame(self, name: str, data: DataFrame | pa.Table) -> DataFrame:
+    def _frame(self, name: str, data: DataFrame | pa.Table | Written) -> DataFrame:
         """Rows for table `name`; an Arrow table is for the few rows the driver itself makes
-        (a progress row, a quality run's results), never for rows read from a table."""
-        if isinstance(data, pa.Table):
+        (a progress row, a quality run's results), never for rows read from a table; rows
+        `Written` by tasks are read back (for Delta's writer)."""
+        if isinstance(data, Written):
+            data = data.frame(self.spark)
+        elif isinstance(data, pa.Table):
             data = from_arrow(self.spark, name, data)
         return conform(data, name)
 
-    def _rows(self, name: str, data: DataFrame | pa.Table) -> DataFrame | pa.Table:
+    def _rows(self, name: str, data: DataFrame | pa.Table | Written
+              ) -> DataFrame | pa.Table | Written:
         """Rows for table `name` as the commit takes them: a frame conformed, an Arrow
-        table (rows the driver holds) cast to the table's columns."""
+        table (rows the driver holds) cast to the table's columns, files as they are."""
+        if isinstance(data, Written):
+            return data.with_rest(None if data.rest is None else table_rows(data.rest, name))
         return table_rows(data, name) if isinstance(data, pa.Table) else conform(data, name)
 
     @staticmethod
@@ -337,7 +343,7 @@ class Lake:
         return json.dumps({META_APP: app_id, META_VERSION: str(version), **(metadata or {})},
                           sort_keys=True)
 
-    def append(self, name: str, data: DataFrame | pa.Table, app_id: str | None = None,
+    def append(self, name: str, data: DataFrame | pa.Table | Written, app_id: str | None = None,
                version: int | None = None, metadata: dict[str, str] | None = None) -> bool:
         """Append rows once per (app_id, version); returns False if already committed.
 
@@ -354,7 +360,7 @@ class Lake:
             return self._append(name, snap, data, app_id, version, metadata)
         return _retrying(attempt)
 
-    def _append(self, name: str, snap, data: DataFrame | pa.Table, app_id: str | None,
+    def _append(self, name: str, snap, data: DataFrame | pa.Table | Written, app_id: str | None,
                 version: int | None, metadata: dict[str, str] | None) -> bool:
         """`append` into the table whose snapshot is `snap` (none yet: the commit creates
         it, `new_table`), the transaction id checked."""
@@ -382,8 +388,8 @@ class Lake:
         w.save(self.path(name))
         return True
 
-    def replace(self, name: str, data: DataFrame | None, slice_: Slice, app_id: str,
-                version: int, *, read_version: int | None,
+    def replace(self, name: str, data: DataFrame | pa.Table | Written | None, slice_: Slice,
+                app_id: str, version: int, *, read_version: int | None,
                 metadata: dict[str, str] | None = None) -> bool:
         """Commit `data` as the new content of the table's slice `slice_` (partition column
         -> value: one cluster's rows, or its open ones), once per (app_id, version); returns
@@ -489,6 +495,24 @@ class Lake:
         when it does not, or without a table."""
         snap = self._snapshot(name)
         return None if _version(snap) is None else _layout_problem(name, snap)
+
+    def files_target(self, name: str, work_dir: str) -> Target:
+        """Where a job's tasks write table `name`'s new rows as data files for this lake's
+        commit of them (`lake.written`): the table's own directory when kraftlake's
+        transaction commits the table as it is (a protocol it knows, statistics on the first
+        columns only: `known_protocol`, `arrow_files`), a new table included; else
+        `<work_dir>/<name>`, from where the rows are read back and handed to Delta's
+        writer."""
+        snap = self._snapshot(name)
+        if _version(snap) is None:
+            made = new_table(name)
+            return Target(name, self.path(name), made.partition_by,
+                          int(made.properties[_INDEXED]), True)
+        conf = snap.metadata().configuration()
+        indexed = int(conf.apply(_INDEXED)) if conf.contains(_INDEXED) else 32  # Delta's
+        direct = known_protocol(snap) and not conf.contains("delta.dataSkippingStatsColumns")
+        return Target(name, self.path(name) if direct else join(work_dir, name),
+                      _partition_columns(snap), indexed, direct)
 
     def size(self, name: str) -> tuple[int, int]:
         """(data files, bytes) of the table's current version, (0, 0) without a table."""

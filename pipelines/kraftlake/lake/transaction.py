@@ -63,6 +63,8 @@ from .arrow_files import data_files, partition_value, writable
 from .deltalog import UnreadableError, slice_adds
 from .hadoopfs import HadoopFS
 from .jvmclass import java_class
+from .schema import table_schema
+from .written import Written
 
 # A slice of a table: partition column -> value (one cluster's rows, or its open ones)
 Slice = dict[str, str | bool]
@@ -113,15 +115,17 @@ def predicate(slice_: Slice) -> str:
                         for c, v in slice_.items())
 
 
-def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | None, snapshot,
-                 app_id: str, version: int, user_metadata: str, *,
+def commit_files(spark: SparkSession, path: str,
+                 frame: DataFrame | pa.Table | Written | None, snapshot, app_id: str,
+                 version: int, user_metadata: str, *,
                  schema: StructType, slice_: Slice | None = None,
                  held: SliceFiles | None = None, new_table: NewTable | None = None
                  ) -> SliceFiles | None:
     """Commit `frame` (rows conformed to the table; None: no rows) to the Delta table at
     `path` as (app_id, version), whose latest snapshot `snapshot` was read to decide that
     this has not committed yet. An Arrow table's rows (in the table's schema) are written by
-    the driver (`lake.arrow_files`) where the table's indexed columns allow, else by Spark.
+    the driver (`lake.arrow_files`) where the table's indexed columns allow, else by Spark;
+    rows `Written` by a job's tasks are added as their files (`_arrow_files`).
 
     Without `slice_` an append. With it a replacement of that slice: its files are removed
     in the same commit, those of `held` when given (the transaction then starts on
@@ -158,7 +162,7 @@ def commit_files(spark: SparkSession, path: str, frame: DataFrame | pa.Table | N
             found = txn.filterFiles(seq([expr]), False)
             read = tuple(found.apply(i) for i in range(found.size()))
     now = int(time.time() * 1000)
-    if isinstance(frame, pa.Table):
+    if isinstance(frame, pa.Table | Written):
         actions = _arrow_files(spark, txn, path, frame, schema)
     else:
         actions = [] if frame is None else _seq_items(txn.writeFiles(frame._jdf))
@@ -213,37 +217,44 @@ def _slice_files(spark: SparkSession, path: str, snapshot, slice_: Slice
     return tuple(action.fromJson(json.dumps({"add": add})) for add in adds)
 
 
-def _arrow_files(spark: SparkSession, txn, path: str, rows: pa.Table,
+def _arrow_files(spark: SparkSession, txn, path: str, rows: pa.Table | Written,
                  schema: StructType) -> list[Any]:
     """`rows` written as the table's data files, as add actions of `txn`: by the driver
     when the table's statistics columns allow (`arrow_files.writable`), else by Spark
-    (`writeFiles` of the rows as a local relation). The commit's history then says what
-    the writer's would: files, rows and bytes written."""
+    (`writeFiles` of the rows as a local relation). Rows `Written` already (by a job's
+    tasks, into the table's directory) are added as they are, their `rest` written by the
+    driver. The commit's history then says what the writer's would: files, rows and bytes
+    written."""
     meta = txn.metadata()
     parts = tuple(_seq_items(meta.partitionColumns()))
     conf = meta.configuration()
     key = "delta.dataSkippingNumIndexedCols"
     indexed = int(conf.apply(key)) if conf.contains(key) else 32  # Delta's default: 32
-    if conf.contains("delta.dataSkippingStatsColumns") or not writable(rows.schema, parts,
-                                                                        indexed):
-        return _seq_items(txn.writeFiles(spark.createDataFrame(rows, schema)._jdf))
+    arrow = rows.rest if isinstance(rows, Written) else rows
+    columns = table_schema(rows.table).arrow if isinstance(rows, Written) else rows.schema
+    if conf.contains("delta.dataSkippingStatsColumns") or not writable(
+            columns, parts, indexed) or (
+            isinstance(rows, Written) and not rows.direct):
+        frame = rows.frame(spark) if isinstance(rows, Written) else \
+            spark.createDataFrame(rows, schema)
+        return _seq_items(txn.writeFiles(frame._jdf))
     fs = HadoopFS(spark, path)
-    action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
-    adds, size = [], 0
-    for add, data in data_files(rows, parts, indexed):
+    adds = list(rows.adds) if isinstance(rows, Written) else []
+    for add, data in data_files(arrow, parts, indexed) if arrow is not None else ():
         fs.write_bytes(join(path, unquote(add["path"])), data)
-        adds.append(action.fromJson(json.dumps({"add": add})))
-        size += add["size"]
+        adds.append(add)
     metrics = java_class(spark, "org.apache.spark.sql.execution.metric.SQLMetrics")
     sc = spark.sparkContext._jsc.sc()
     counted = {}
-    for key, n in (("numFiles", len(adds)), ("numOutputRows", rows.num_rows),
-                   ("numOutputBytes", size)):
+    for key, n in (("numFiles", len(adds)),
+                   ("numOutputRows", sum(json.loads(a["stats"])["numRecords"] for a in adds)),
+                   ("numOutputBytes", sum(a["size"] for a in adds))):
         counted[key] = metrics.createMetric(sc, key)
         counted[key].add(n)
     txn.registerSQLMetrics(spark._jsparkSession, java_class(
         spark, "org.apache.spark.api.python.PythonUtils").toScalaMap(counted))
-    return adds
+    action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
+    return [action.fromJson(json.dumps({"add": add})) for add in adds]
 
 
 def _resolved(spark: SparkSession, schema: StructType, where: str):
