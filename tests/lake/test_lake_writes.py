@@ -12,7 +12,7 @@ from kraftlake.config import load_config
 from kraftlake.jobs.batch import ingest
 from kraftlake.lake.conflicts import SliceMovedError
 from kraftlake.lake.delta import Lake, LakeLayoutError
-from kraftlake.lake.schema import table_names, table_schema
+from kraftlake.lake.schema import table_names, table_rows, table_schema
 from tests.conftest import REPO
 from tests.lake_rows import table_dicts, table_files
 
@@ -534,6 +534,42 @@ def test_the_drivers_arrow_files_carry_the_statistics_deltas_writer_writes(
         compared.append(name)
     assert {"records", "partition_events", "partition_timeline", "ingest_progress",
             "partition_current", "topics"} <= set(compared)
+
+
+def test_the_files_a_kernel_task_writes_carry_the_statistics_deltas_writer_writes(
+        spark, tmp_path) -> None:
+    """A large increment's kernel tasks write the timeline's, events' and intervals' rows
+    as they come, a batch at a time, into the tables' directories (`arrow_files.TableFiles`),
+    and the commit adds those files (`lake.written`). For each of those tables of a real
+    lake, the rows written so in batches of 7 carry, file by file (one per partition), the
+    statistics Delta's writer writes for the same rows; read back from the files before the
+    commit, and from the table after it, they are the rows written."""
+    from kraftlake.fold.kernel import TABLES
+
+    real = Lake(tmp_path / "real", spark)
+    ingest(spark, load_config(lake=str(real.root)), [REPO / "examples" / "real-3-broker"])
+    for name in TABLES.values():
+        rows = table_rows(real.read_arrow(name), name)
+        assert rows.num_rows > 7, name
+        lake = Lake(tmp_path / "tasks" / name, spark)
+        lake.append(name, table_schema(name).arrow.empty_table(), "create", 0)
+        target = lake.files_target(name, str(tmp_path / "work"))
+        assert target.direct and target.uri == lake.path(name)
+        files = target.files()
+        for batch in rows.to_batches(max_chunksize=7):
+            files.write(pa.Table.from_batches([batch]))
+        written = target.written(files.close())
+        assert _sorted_rows(written.files_frame(spark).toArrow(), name) == \
+            _sorted_rows(rows, name), name
+        assert lake.append(name, written, "app", 1)
+        writer, _arrow = _writer_and_arrow_stats(spark, tmp_path / "writer" / name, name, rows)
+        assert _stats_by_partition(lake, name, 1) == writer, name
+        assert _sorted_rows(lake.read_arrow(name), name) == _sorted_rows(rows, name), name
+
+
+def _sorted_rows(rows: pa.Table, name: str) -> list[str]:
+    return sorted(json.dumps(r, default=str, sort_keys=True)
+                  for r in table_rows(rows, name).to_pylist())
 
 
 def test_string_statistics_are_truncated_as_deltas_writer_truncates_them(
