@@ -1,5 +1,6 @@
 """A first ingest's stages: wall seconds (`IncrementResult.stage_seconds`) and the CPU
-seconds of the Spark JVM in each, for one log into a new lake.
+seconds of the Spark JVM in each, for one log into a new lake, and each table's commit
+(`IncrementResult.commit_seconds`).
 
     kraftlake simulate --out /tmp/large2 --scenario large --hours 2 --no-retention
     .venv/bin/python benchmarks/bench_stages.py /tmp/large2
@@ -64,6 +65,9 @@ def main() -> None:
                   f"{wall:.1f} s wall")
             for name, secs in res.stage_seconds.items():
                 print(f"  stage {name:<10} {secs:7.1f} s wall {cpu.get(name, 0.0):7.1f} JVM CPU s")
+            print("  commits (on three threads at once): " + ", ".join(
+                f"{t} {secs:.1f} s" for t, secs in sorted(res.commit_seconds.items(),
+                                                          key=lambda c: -c[1])))
             shutil.rmtree(cfg.lake, ignore_errors=True)
         spark.stop()
 
