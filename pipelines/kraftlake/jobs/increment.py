@@ -440,9 +440,11 @@ class _Increment:
         """The kernel over the partition changes, continuing from the current states and
         open intervals the lake held at the start.
 
-        The kernel's output is computed once (`work.frame`, or Arrow on the driver,
-        `kernel.run_on_driver`, without a Spark job when its inputs are Arrow on the
-        driver already: `run_on_driver_arrow`); every gold table is a slice of it. When states are
+        The kernel's output is computed once: by Spark's tasks, which write the timeline's,
+        events' and intervals' files themselves (`kernel.write_files`, `lake.written`), or as
+        Arrow on the driver (`kernel.run_on_driver`, without a Spark job when its inputs are
+        Arrow on the driver already: `run_on_driver_arrow`); every gold table is made of
+        it. When states are
         uncertain (unknown offsets in this increment or carried from an earlier one) and
         the source holds a check snapshot, the snapshot's states are the kernel's anchors
         (`_anchors`)."""
