@@ -76,6 +76,7 @@ from ..kraft.partition import (
 )
 from ..kraft.records import CLEAR_ELR_RECORD, GAP_SOURCE, UNKNOWN_RECORD
 from ..kraft.troubles import KINDS, trouble_kinds
+from ..lake.arrow_files import records
 from ..lake.schema import table_rows, table_schema
 from ..lake.written import Target, Written
 from .context import ClusterContext, History
@@ -103,14 +104,18 @@ def output_schema() -> T.StructType:
     of the three tables' columns side by side, whose rows of one kind held some thirty null
     columns of the others (a null struct is one null); `part_arrow` takes a kind's columns
     out of it."""
-    fields = [T.StructField("out", T.StringType())]
-    part_fields = {f.name: f for f in table_schema("partition_events").spark.fields}
-    fields += [T.StructField(name, part_fields[name].dataType) for name in PARTITION]
+    fields = [T.StructField("out", T.StringType()), *_partition_fields()]
     for kind, table in TABLES.items():
         fields.append(T.StructField(kind, T.StructType([
             T.StructField(f.name, f.dataType) for f in table_schema(table).spark.fields
             if f.name not in PARTITION])))
     return T.StructType(fields)
+
+
+def _partition_fields() -> list[T.StructField]:
+    """The PARTITION columns, typed as the tables hold them."""
+    types = {f.name: f.dataType for f in table_schema("partition_events").spark.fields}
+    return [T.StructField(name, types[name]) for name in PARTITION]
 
 
 def part(out: DataFrame, kind: str) -> DataFrame:
@@ -643,13 +648,6 @@ def empty_context(default_min_isr: int) -> ClusterContext:
     return ClusterContext({}, {}, History(), History(), default_min_isr)
 
 
-def _fold_batches(bc: Broadcast[dict[str, ClusterContext]], schema: pa.Schema,
-                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """What each Spark task runs: its key-ordered input batches folded (the contexts come
-    as a broadcast value)."""
-    return fold_batches(bc.value, schema, batches)
-
-
 def fold_batches(contexts: dict[str, ClusterContext], schema: pa.Schema,
                  batches: Iterable[pa.RecordBatch], batch_rows: int = 20_000
                  ) -> Iterator[pa.RecordBatch]:
@@ -812,18 +810,15 @@ class KernelFiles:
 
     def gone_frame(self, spark: SparkSession) -> DataFrame:
         """`gone` as a DataFrame (a local relation)."""
-        fields = [f for f in _written_schema().fields if f.name in PARTITION]
         rows = self.gone if self.gone.num_rows else self.gone.schema.empty_table()
-        return spark.createDataFrame(rows, T.StructType(fields))
+        return spark.createDataFrame(rows, T.StructType(_partition_fields()))
 
 
 def _written_schema() -> T.StructType:
     """A row a writing task hands back: `out` "file" (`table` is a kind of TABLES, `add` the
     file's add action as JSON), "count" (`rows` of `event_type`), or "gone" / "orphan" (the
     partition)."""
-    part_fields = {f.name: f for f in table_schema("partition_events").spark.fields}
-    return T.StructType([T.StructField("out", T.StringType()),
-                         *(T.StructField(n, part_fields[n].dataType) for n in PARTITION),
+    return T.StructType([T.StructField("out", T.StringType()), *_partition_fields(),
                          T.StructField("table", T.StringType()),
                          T.StructField("add", T.StringType()),
                          T.StructField("event_type", T.StringType()),
@@ -893,7 +888,7 @@ def write_files(spark: SparkSession, changes: DataFrame, seeds: DataFrame,
             action = json.loads(add)
             per_kind[table].append(action)
             if table != "event":
-                counts[(table, None)] += json.loads(action["stats"])["numRecords"]
+                counts[(table, None)] += records(action)
         elif out == "count":
             counts[("event", event_type)] += n
         else:

@@ -73,7 +73,7 @@ class TableFiles:
     def __init__(self, uri: str, schema: pa.Schema, partition_by: tuple[str, ...],
                  indexed: int) -> None:
         self.fs, self.base = filesystem(uri)
-        self.schema, self.partition_by, self.indexed = schema, partition_by, indexed
+        self.partition_by, self.indexed = partition_by, indexed
         self.data_schema = pa.schema([f for f in schema if f.name not in partition_by])
         self.open: dict[tuple[Any, ...], tuple[str, Any, pq.ParquetWriter, Stats]] = {}
 
@@ -161,6 +161,11 @@ def stats(data: pa.Table, indexed: int) -> str:
     counted = Stats(data.schema, indexed)
     counted.add(data)
     return counted.json()
+
+
+def records(add: dict[str, Any]) -> int:
+    """The rows of the data file an add action (as the log holds it) adds."""
+    return int(json.loads(add["stats"])["numRecords"])
 
 
 def _indexed(schema: pa.Schema, partition_by: tuple[str, ...], indexed: int) -> list[pa.Field]:

@@ -48,11 +48,14 @@ from .jvmclass import has_jvm, java_class
 from .location import PROGRESS_TABLE, not_a_lake
 from .schema import layout_problem, table_names, table_rows, table_schema
 from .transaction import (
+    DEFAULT_INDEXED,
+    INDEXED_KEY,
     NewTable,
     Slice,
     SliceFiles,
     UnknownProtocol,
     commit_files,
+    indexed_columns,
     known_protocol,
     predicate,
     slice_values,
@@ -72,8 +75,7 @@ _MERGE_SOURCE_CONF = ("spark.databricks.delta.merge.materializeSource", "none")
 #   with their keys and offsets, which the merges and readers filter on; later columns hold
 #   JSON text, raw record bytes and arrays, whose statistics cost time at every write and
 #   prune nothing.
-_INDEXED = "delta.dataSkippingNumIndexedCols"
-TABLE_PROPERTIES = {_INDEXED: "8"}
+TABLE_PROPERTIES = {INDEXED_KEY: "8"}
 # Commits between two checkpoints of a table. An increment commits each table at most once,
 # so tables created by the same first increment reach the same versions together: with one
 # interval for all, every table would write its checkpoint (a Spark job and a parquet file,
@@ -507,12 +509,12 @@ class Lake:
         if _version(snap) is None:
             made = new_table(name)
             return Target(name, self.path(name), made.partition_by,
-                          int(made.properties[_INDEXED]), True)
-        conf = snap.metadata().configuration()
-        indexed = int(conf.apply(_INDEXED)) if conf.contains(_INDEXED) else 32  # Delta's
-        direct = known_protocol(snap) and not conf.contains("delta.dataSkippingStatsColumns")
+                          int(made.properties[INDEXED_KEY]), True)
+        indexed = indexed_columns(snap.metadata())
+        direct = known_protocol(snap) and indexed is not None
         return Target(name, self.path(name) if direct else join(work_dir, name),
-                      _partition_columns(snap), indexed, direct)
+                      _partition_columns(snap), DEFAULT_INDEXED if indexed is None else indexed,
+                      direct)
 
     def size(self, name: str) -> tuple[int, int]:
         """(data files, bytes) of the table's current version, (0, 0) without a table."""

@@ -59,13 +59,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from ..uris import join
-from .arrow_files import data_files, partition_value, writable
+from .arrow_files import data_files, partition_value, records, writable
 from .deltalog import UnreadableError, slice_adds
 from .hadoopfs import HadoopFS
 from .jvmclass import java_class
 from .schema import table_schema
 from .written import Written
 
+# The table property naming how many leading columns have statistics, and Delta's default
+INDEXED_KEY = "delta.dataSkippingNumIndexedCols"
+DEFAULT_INDEXED = 32
 # A slice of a table: partition column -> value (one cluster's rows, or its open ones)
 Slice = dict[str, str | bool]
 
@@ -102,6 +105,17 @@ def known_protocol(snapshot) -> bool:
     a Delta snapshot, or a transaction (whose protocol is the one it would commit)."""
     p = snapshot.protocol()
     return int(p.minReaderVersion()) == 1 and int(p.minWriterVersion()) <= 2
+
+
+def indexed_columns(metadata) -> int | None:
+    """How many leading data columns Delta keeps statistics on in a table of `metadata`
+    (JVM): its `INDEXED_KEY`, else Delta's default; None when the table names its
+    statistics columns instead (`delta.dataSkippingStatsColumns`), which the files
+    kraftlake writes itself (`lake.arrow_files`) do not follow."""
+    conf = metadata.configuration()
+    if conf.contains("delta.dataSkippingStatsColumns"):
+        return None
+    return int(conf.apply(INDEXED_KEY)) if conf.contains(INDEXED_KEY) else DEFAULT_INDEXED
 
 
 def sql_eq(col: str, value: str) -> str:
@@ -227,13 +241,10 @@ def _arrow_files(spark: SparkSession, txn, path: str, rows: pa.Table | Written,
     written."""
     meta = txn.metadata()
     parts = tuple(_seq_items(meta.partitionColumns()))
-    conf = meta.configuration()
-    key = "delta.dataSkippingNumIndexedCols"
-    indexed = int(conf.apply(key)) if conf.contains(key) else 32  # Delta's default: 32
+    indexed = indexed_columns(meta)
     arrow = rows.rest if isinstance(rows, Written) else rows
     columns = table_schema(rows.table).arrow if isinstance(rows, Written) else rows.schema
-    if conf.contains("delta.dataSkippingStatsColumns") or not writable(
-            columns, parts, indexed) or (
+    if indexed is None or not writable(columns, parts, indexed) or (
             isinstance(rows, Written) and not rows.direct):
         frame = rows.frame(spark) if isinstance(rows, Written) else \
             spark.createDataFrame(rows, schema)
@@ -247,7 +258,7 @@ def _arrow_files(spark: SparkSession, txn, path: str, rows: pa.Table | Written,
     sc = spark.sparkContext._jsc.sc()
     counted = {}
     for key, n in (("numFiles", len(adds)),
-                   ("numOutputRows", sum(json.loads(a["stats"])["numRecords"] for a in adds)),
+                   ("numOutputRows", sum(records(a) for a in adds)),
                    ("numOutputBytes", sum(a["size"] for a in adds))):
         counted[key] = metrics.createMetric(sc, key)
         counted[key].add(n)

@@ -5,7 +5,7 @@ straight into their tables' directories (`lake.arrow_files.TableFiles`) and hand
 files' add actions: the rows never pass through the JVM, are never written to a work frame,
 and are never read back to be written again. The commit (`lake.transaction.commit_files`)
 adds those files. Where kraftlake's transaction does not commit a table itself (a protocol
-it does not know, statistics it does not compute: `Lake.data_dir`), the tasks write to the
+it does not know, statistics it does not compute: `Lake.files_target`), the tasks write to the
 increment's work directory instead, and the rows are read back and handed to Delta's writer
 (`frame`). Files a killed or retried task left behind are in no commit: Delta's VACUUM
 removes them, as it does a killed writer's.
@@ -13,7 +13,6 @@ removes them, as it does a killed writer's.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -24,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..uris import join
-from .arrow_files import TableFiles
+from .arrow_files import TableFiles, records
 from .schema import table_schema
 
 
@@ -66,7 +65,7 @@ class Written:
     @property
     def rows(self) -> int:
         """The rows in the files and in `rest`."""
-        return sum(json.loads(a["stats"])["numRecords"] for a in self.adds) + (
+        return sum(records(a) for a in self.adds) + (
             0 if self.rest is None else self.rest.num_rows)
 
     def with_rest(self, rest: pa.Table | None) -> Written:
