@@ -60,8 +60,12 @@ def _run_notebook(cwd: Path, **env: str) -> dict:
     nb.cells.append(nbformat.v4.new_code_cell(_SUMMARY))
     NotebookClient(nb, timeout=600, kernel_name="python3").execute(cwd=str(cwd),
                                                                    env=cli_env(**env))
-    (out,) = [o for o in nb.cells[-1].outputs if o.output_type == "stream"]
-    return json.loads(out.text)
+    # the summary is what the cell prints on stdout (one JSON document, which the kernel
+    # may hand over in more than one stream message); stderr (a warning of Spark's) is not
+    outputs = nb.cells[-1].outputs
+    text = "".join(o.text for o in outputs if o.output_type == "stream" and o.name == "stdout")
+    assert text.strip(), outputs
+    return json.loads(text)
 
 
 def test_the_example_notebook_on_a_local_session(sim_lake, tmp_path) -> None:
