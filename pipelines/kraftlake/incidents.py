@@ -2,15 +2,17 @@
 "Incidents: the grouping rule"; this docstring says how it is computed).
 
 1. Broker outages (`broker_outages`): per broker, from the `brokers` table walked in log
-   order by plain Python (`outages_of_cluster`, which Spark runs once per cluster id), a
-   run of records after which a broker that had been in service (registered, unfenced, not
-   in controlled shutdown) is out of it; the cause is the record that began the run
+   order by plain Python on the driver (`outage_runs`; the table is small), a run of
+   records after which a broker that had been in service (registered, unfenced, not in
+   controlled shutdown) is out of it; the cause is the record that began the run
    (`broker_fenced`, `broker_controlled_shutdown`, `broker_unregistered`, or
    `broker_restarted`: a new registration of a broker that was in service, i.e. it lost its
    session). Kafka's controller writes the partition changes a fence forces (ISR shrinks,
    leaders moved away) in the same write just *before* the fence record (docs/semantics.md
    T25), so an outage starts at the first such change dropping that broker within
-   `SAME_WRITE_MS` before it.
+   `SAME_WRITE_MS` before it. The outages go to every task as a broadcast value; each task
+   hands back at most one such change per outage among its events (`_near_drops`), the
+   earliest of which moves the outage's start.
 2. Troubles: broker outages and the partition intervals of kinds `TROUBLE_KINDS` (offline,
    under min ISR, recovering, reassigning, under-replicated); `single_isr` is a subset of
    under-replicated.
@@ -40,7 +42,7 @@ trouble carried over joins it; its id is its start, so the new row replaces the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from functools import partial
 from itertools import groupby
 from typing import TypeAlias
@@ -107,59 +109,14 @@ def _micros(table: pa.Table, name: str) -> pa.ChunkedArray:
     return table.column(name).cast(pa.int64())
 
 
-class _Drops:
-    """One broker's drops: the events taking it out of an ISR or away from leadership, as
-    arrays in offset order (`first_near` looks them up)."""
-
-    def __init__(self, offsets: np.ndarray, micros: np.ndarray, timed: np.ndarray) -> None:
-        self.offsets, self.micros, self.timed = offsets, micros, timed
-
-    def first_near(self, start: int, start_us: int) -> tuple[int, int] | None:
-        """(offset, µs) of the first drop before offset `start` at most `SAME_WRITE_MS`
-        before `start_us` (the same controller write), or None."""
-        near = (self.offsets < start) & self.timed \
-            & (self.micros >= start_us - SAME_WRITE_MS * 1000)
-        if not near.any():
-            return None
-        i = int(np.argmax(near))
-        return int(self.offsets[i]), int(self.micros[i])
-
-
 _BATCH_ROWS = 1_000_000  # events looked at together on the driver: bounds its memory
 # a broker dropped by an event: the event's cluster, offset and time (µs, null: unknown)
 DROP_ARROW = pa.schema([("cluster_id", pa.string()), ("broker", pa.int32()),
                         ("offset", pa.int64()), ("us", pa.int64())])
 DROP_EVENT_COLUMNS = ["cluster_id", "offset", "timestamp", "prev_isr", "new_isr",
                       "prev_leader", "new_leader"]
-
-
-def _drops(drops: pa.Table) -> dict[int, _Drops]:
-    """broker -> its `_Drops`, from one cluster's drop rows (`DROP_ARROW`, `drop_rows`):
-    one drop per (offset, time), as two events of one offset drop the broker once."""
-    pairs = drops.select(["broker", "offset", "us"]).group_by(
-        ["broker", "offset", "us"]).aggregate([]).sort_by(
-        [("broker", "ascending"), ("offset", "ascending"), ("us", "ascending")])
-    brokers = pairs.column("broker").to_numpy()
-    offsets = pairs.column("offset").to_numpy()
-    us_col = pairs.column("us")
-    timed = pc.is_valid(us_col).to_numpy(zero_copy_only=False)
-    micros_np = pc.fill_null(us_col, 0).to_numpy()
-    cuts = np.flatnonzero(np.diff(brokers)) + 1
-    return {int(brokers[lo]): _Drops(offsets[lo:hi], micros_np[lo:hi], timed[lo:hi])
-            for lo, hi in zip([0, *cuts], [*cuts, len(brokers)], strict=True) if hi > lo}
-
-
-def drop_rows(events: pa.Table) -> pa.Table:
-    """The drops (`DROP_ARROW`) of partition events (`DROP_EVENT_COLUMNS`), a batch of
-    `_BATCH_ROWS` at a time (`_batch_drops`)."""
-    return pa.concat_tables([DROP_ARROW.empty_table(), *(
-        _batch_drops(b) for b in events.select(DROP_EVENT_COLUMNS).to_batches(_BATCH_ROWS))])
-
-
-def _drop_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """What each Spark task runs over its share of the events (`broker_outages`)."""
-    for batch in batches:
-        yield from _batch_drops(batch).to_batches()
+# an outage's first drop in the same controller write (`_near_drops`), by its row number
+_NEAR_ARROW = pa.schema([("run", pa.int64()), ("offset", pa.int64()), ("us", pa.int64())])
 
 
 def _batch_drops(batch: pa.RecordBatch) -> pa.Table:
@@ -196,26 +153,23 @@ def _batch_drops(batch: pa.RecordBatch) -> pa.Table:
                     schema=DROP_ARROW)
 
 
-def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: pa.Table,
-                       drops: pa.Table) -> pa.Table:
-    """The broker outages of one cluster (`_OUTAGE_ARROW`), step 1 of the module docstring.
+def outage_runs(windows: dict[str, list[tuple[int, int, int]]], brokers: pa.Table
+                ) -> pa.Table:
+    """The broker outages (`_OUTAGE_ARROW`) of step 1 of the module docstring as the broker
+    records alone place them: their starts are moved back by `_near_drops`.
 
-    `brokers`: the cluster's rows of the brokers table from each broker's first record on;
-    `drops`: the brokers its partition events dropped (`DROP_ARROW`: they move an outage's
-    start back);
+    `brokers`: rows of the brokers table, of every broker involved from its first record on;
     `windows`: cluster id -> `kraft.timing.window_history` of its ConfigRecords (none: Kafka's
     defaults). Each broker's records are walked in log order through `kraft.brokers`: an
     outage begins at a record leaving the broker out of service after it had been in it,
-    and ends at the record putting it back (None while it lasts).
-    """
+    and ends at the record putting it back (None while it lasts)."""
     ts_col = brokers.schema.get_field_index("timestamp")  # as µs, like the events' times
     rows = sorted(brokers.set_column(ts_col, "timestamp", _micros(brokers, "timestamp"))
-                  .to_pylist(), key=lambda r: (r["broker_id"], r["offset"], r["seq"]))
-    dropped = _drops(drops)
-    cid = brokers.column("cluster_id")[0].as_py() if brokers.num_rows else None
-    history = (windows.get(cid) if cid is not None else None) or window_history([])
+                  .to_pylist(), key=lambda r: (r["cluster_id"], r["broker_id"], r["offset"],
+                                               r["seq"]))
     out: dict[str, list] = {c: [] for c in _OUTAGE_ARROW.names}
-    for broker, mine in groupby(rows, key=lambda r: r["broker_id"]):
+    for (cid, broker), mine in groupby(rows, key=lambda r: (r["cluster_id"], r["broker_id"])):
+        history = windows.get(cid) or window_history([])
         state: dict = {}
         served = False
         runs: list[list] = []  # [cause, start offset, start µs, end offset, end µs]
@@ -234,68 +188,106 @@ def outages_of_cluster(windows: dict[str, list[tuple[int, int, int]]], brokers: 
                          else "broker_fenced")
                 runs.append([cause, r["offset"], r["timestamp"], None, None])
             served = served or now
-        mine_dropped = dropped.get(broker)
         for cause, start, start_us, end, end_us in runs:
-            # the same controller write: a change dropping the broker just before the record
-            near = None if mine_dropped is None or start_us is None else \
-                mine_dropped.first_near(start, start_us)
-            if near is not None:
-                start, start_us = near
-            out["cluster_id"].append(cid)
-            out["broker_id"].append(broker)
-            out["cause"].append(cause)
-            out["start_offset"].append(start)
-            out["start_ts"].append(start_us)
-            out["end_offset"].append(end)
-            out["end_ts"].append(end_us)
-            out["window_ms"].append(window_at(history, start))
+            for name, value in zip(_OUTAGE_ARROW.names, (
+                    cid, broker, cause, start, start_us, end, end_us, window_at(history, start)),
+                                   strict=True):
+                out[name].append(value)
     return pa.table(out, schema=_OUTAGE_ARROW)
+
+
+def _near_drops(runs: pa.Table, events: pa.RecordBatch) -> pa.Table:
+    """Each outage's first drop (`_NEAR_ARROW`) among `events`: a change dropping its broker
+    at an offset before the outage's start and at most `SAME_WRITE_MS` before its time (the
+    same controller write). `runs`: the outages (cluster_id, broker_id, start_offset,
+    start_us: µs, run: their row number); an outage or a drop without a time has none."""
+    drops = _batch_drops(events).filter(pc.is_valid(pc.field("us")))
+    if not drops.num_rows or not runs.num_rows:
+        return _NEAR_ARROW.empty_table()
+    near = drops.join(runs, keys=["cluster_id", "broker"], right_keys=["cluster_id", "broker_id"],
+                      join_type="inner", use_threads=False).filter(
+        (pc.field("offset") < pc.field("start_offset"))
+        & (pc.field("us") >= pc.field("start_us") - SAME_WRITE_MS * 1000))
+    return _first_per_run(near.select(_NEAR_ARROW.names).cast(_NEAR_ARROW))
+
+
+def _first_per_run(near: pa.Table) -> pa.Table:
+    """Of `_NEAR_ARROW` rows, each run's first drop: the lowest offset, then the earliest."""
+    near = near.sort_by([(c, "ascending") for c in _NEAR_ARROW.names])
+    run = near.column("run").to_numpy()
+    first = np.concatenate([[True], run[1:] != run[:-1]]) if len(run) else np.zeros(0, bool)
+    return near.filter(pa.array(first))
+
+
+def _first_drops(runs: pa.Table, events: Iterable[pa.RecordBatch]) -> pa.Table:
+    """Each outage's first drop among all of `events` (`_near_drops`, `_first_per_run`)."""
+    return _first_per_run(pa.concat_tables([_NEAR_ARROW.empty_table(), *(
+        _near_drops(runs, b) for b in events)]))
+
+
+def _near_batches(runs: Broadcast[pa.Table], batches: Iterator[pa.RecordBatch]
+                  ) -> Iterator[pa.RecordBatch]:
+    """What each Spark task runs over its share of the events (`broker_outages`): each
+    outage's first drop among them."""
+    yield from _first_drops(runs.value, batches).to_batches()
+
+
+def _outage_keys(outages: pa.Table) -> pa.Table:
+    """What `_near_drops` looks an outage up by: its cluster, broker, start (its time as µs)
+    and row number."""
+    return pa.table({"cluster_id": outages.column("cluster_id"),
+                     "broker_id": outages.column("broker_id"),
+                     "start_offset": outages.column("start_offset"),
+                     "start_us": _micros(outages, "start_ts"),
+                     "run": pa.array(np.arange(outages.num_rows, dtype=np.int64))})
+
+
+def _moved(runs: pa.Table, near: pa.Table) -> pa.Table:
+    """The outages (`_OUTAGE_ARROW`) with the start of each that has a first drop (`near`,
+    one row per run at most) moved back to that drop."""
+    at = np.full(runs.num_rows, -1, np.int64)
+    at[near.column("run").to_numpy()] = np.arange(near.num_rows)
+    taken = pa.array(at, mask=at < 0)
+    start = pc.coalesce(near.column("offset").take(taken), runs.column("start_offset"))
+    start_ts = pc.coalesce(near.column("us").take(taken).cast(pa.timestamp("us", tz="UTC")),
+                           runs.column("start_ts"))
+    return runs.set_column(runs.schema.get_field_index("start_offset"), "start_offset", start) \
+        .set_column(runs.schema.get_field_index("start_ts"), "start_ts", start_ts)
 
 
 def broker_outages(brokers: Frame, events: Frame,
                    windows: dict[str, list[tuple[int, int, int]]], *,
                    on_driver: bool = False) -> DataFrame:
-    """Broker outages (`_OUTAGE_ARROW`, the window from `kraft.timing`), by
-    `outages_of_cluster`, which Spark runs once per cluster id.
+    """Broker outages (`_OUTAGE_ARROW`, the window from `kraft.timing`).
 
     `brokers`: rows of the brokers table for every broker involved, from its first record on
     (the table is small: one row per broker state change); `events`: partition_events rows
     (those in the same controller write as a broker record move its outage's start);
     `windows`: cluster id -> its `kraft.timing.window_history`, as the kernel's context
     collected it (`fold.context`; a cluster without one: Kafka's defaults); `on_driver`:
-    see `_per_cluster` (only then may `brokers` and `events` be Arrow tables).
+    a small increment's few rows, looked at on the driver (only then may `events` be Arrow).
 
-    The drops are found where the events are, by Spark's tasks (`_drop_batches`), and only
-    they meet the cluster's broker records in its one Python call: a first ingest's
-    millions of events never gather in one worker.
+    The outages are found on the driver from the broker records (`outage_runs`); their
+    first drops where the events are, by Spark's tasks (`_near_batches`), each task handing
+    back at most one row per outage: a first ingest's millions of events are neither
+    shuffled nor gathered in one worker.
     """
     ev = events.select(list(DROP_EVENT_COLUMNS))
-    if on_driver:
-        return _per_cluster(lambda b, e: outages_of_cluster(windows, b, drop_rows(e)),
-                            brokers, ev, _OUTAGE_ARROW, on_driver)
-    assert isinstance(brokers, DataFrame) and isinstance(ev, DataFrame)
-    drops = ev.mapInArrow(_drop_batches, from_arrow_schema(DROP_ARROW))
-    return _per_cluster(partial(outages_of_cluster, windows), brokers, drops, _OUTAGE_ARROW,
-                        on_driver)
-
-
-def _per_cluster(fn: Callable[[pa.Table, pa.Table], pa.Table], left: Frame,
-                 right: Frame, schema: pa.Schema, on_driver: bool) -> DataFrame:
-    """`fn(left rows, right rows)` of each cluster id, rows of `schema`: Spark's cogroup,
-    one Python call per cluster in a task. `on_driver` (a small increment's few rows): the
-    same calls on the driver, over both sides as Arrow (`_on_driver`), where a cogroup
-    costs two shuffles and a wave of Python tasks for a few hundred rows."""
-    if not on_driver:
-        assert isinstance(left, DataFrame) and isinstance(right, DataFrame)
-        return left.groupBy("cluster_id").cogroup(right.groupBy("cluster_id")).applyInArrow(
-            fn, from_arrow_schema(schema))
-    got = _on_driver({"left": left, "right": right})
-    lt, rt = got["left"], got["right"]
-    ids = sorted({*lt["cluster_id"].to_pylist(), *rt["cluster_id"].to_pylist()})
-    parts = [fn(lt.filter(pc.equal(lt["cluster_id"], c)),
-                rt.filter(pc.equal(rt["cluster_id"], c))) for c in ids]
-    rows = chunked(pa.concat_tables(parts).combine_chunks()) if parts else schema.empty_table()
-    return SparkSession.active().createDataFrame(rows, from_arrow_schema(schema))
+    frames = {"brokers": brokers, "events": ev} if on_driver else {"brokers": brokers}
+    got = _on_driver(frames)
+    runs = outage_runs(windows, got["brokers"])
+    keys = _outage_keys(runs)
+    if not runs.num_rows:
+        near = _NEAR_ARROW.empty_table()
+    elif on_driver:
+        near = _first_drops(keys, got["events"].to_batches(_BATCH_ROWS))
+    else:
+        assert isinstance(ev, DataFrame)
+        shared = ev.sparkSession.sparkContext.broadcast(keys)
+        near = _first_per_run(ev.mapInArrow(partial(_near_batches, shared),
+                                            from_arrow_schema(_NEAR_ARROW)).toArrow())
+    spark = SparkSession.active()
+    return spark.createDataFrame(chunked(_moved(runs, near)), from_arrow_schema(_OUTAGE_ARROW))
 
 
 def _on_driver(frames: dict[str, Frame]) -> dict[str, pa.Table]:
