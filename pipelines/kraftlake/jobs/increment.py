@@ -206,6 +206,8 @@ class _Silver:
     brokers: DataFrame  # the increment's broker rows
     configs: pa.Table  # the increment's config rows
     changes: DataFrame | None  # partition_changes rows (None: gold was written already)
+    changes_files: Written | None  # the files `changes` was read back from (None: a work
+    # frame, or Arrow on the driver), which the table's commit adds
     read_back: int  # records of an open transaction read back from bronze
     brokers_n: int  # broker records (one row each)
     configs_n: int  # config records (one row each)
@@ -388,6 +390,7 @@ class _Increment:
         done, pending = committed(rel, found)
         res.pending_txn_from = pending.get(res.cluster_id)
         frames = {}
+        changes_files: Written | None = None
         if self.work.local:  # a filter of a few rows: in the job below
             frames["committed"] = done
         else:  # every later frame reads it: computed once, first
@@ -413,7 +416,15 @@ class _Increment:
             if x.resets:
                 changes = changes.unionByName(snapshot_removals(done, known),
                                               allowMissingColumns=True)
-            frames["partition_changes"] = conform(changes, "partition_changes")
+            changes = conform(changes, "partition_changes")
+            # a large increment's rows are written once, as the table's own files (none a
+            # re-run finds committed already): the kernel reads them back, the commit adds
+            # them
+            if not self.work.local and not self.lake.committed(
+                    "partition_changes", res.app_id, res.version):
+                changes_files = self.lake.write_files("partition_changes", changes)
+            if changes_files is None:
+                frames["partition_changes"] = changes
         # How many records each small silver table is made of: a broker or config record
         # is one row of its table; topic records only say whether `topics` may change.
         counts = effective.agg(*[
@@ -433,8 +444,9 @@ class _Increment:
                                               for r in got["invalid"].to_pylist())})
         return _Silver(records, invalid, done, old_topics, made.get("topics", topics),
                        topic_records, brokers_of(effective), got["configs"],
-                       made.get("partition_changes"), read_back, n["brokers"], n["configs"],
-                       n["topics"])
+                       made.get("partition_changes") if changes_files is None
+                       else changes_files.files_frame(self.spark), changes_files, read_back,
+                       n["brokers"], n["configs"], n["topics"])
 
     def kernel(self, x: _Decoded, s: _Silver) -> _Kernel:
         """The kernel over the partition changes, continuing from the current states and
@@ -554,17 +566,18 @@ class _Increment:
         rows = _Once(lambda: self.gold_rows(k, s))
 
         def changes() -> None:
-            """`partition_changes`: the Arrow rows silver collected on the driver, else the work
-            frame, counted by its commit (or by a scan, when a re-run finds it committed)."""
+            """`partition_changes`: the Arrow rows silver collected on the driver, else the
+            files silver wrote (or the work frame), counted by its commit (or by a scan,
+            when a re-run finds it committed)."""
             arrow = self.work.arrow.get("partition_changes")
             if arrow is not None:
                 res.changes = arrow.num_rows
                 self.write("partition_changes", arrow, count=res.changes)
                 return
-            # a large increment's rows are counted by the commit that writes them (its
+            # a large increment's rows are counted by the commit that adds them (its
             # metrics), not by a scan of their own; a re-run that finds them committed
             # counts them
-            written = self.write("partition_changes", k.changes)
+            written = self.write("partition_changes", s.changes_files or k.changes)
             res.changes = k.changes.count() if "partition_changes" in res.skipped \
                 else written
 

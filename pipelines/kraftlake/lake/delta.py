@@ -59,6 +59,7 @@ from .transaction import (
     known_protocol,
     predicate,
     slice_values,
+    write_files,
 )
 from .written import Target, Written
 
@@ -115,6 +116,13 @@ COMMIT_CONFLICTS = tuple(getattr(delta.exceptions, n) for n in (
 # detection against every commit since (`lake.transaction`)
 _SLICES: dict[tuple[str, str], SliceFiles] = {}
 _SLICES_LOCK = threading.Lock()
+
+
+def _commits_files(snap) -> bool:
+    """kraftlake's transaction adds data files written for this table as they are: a
+    protocol it knows, statistics on the first columns only (`known_protocol`,
+    `arrow_files`)."""
+    return known_protocol(snap) and indexed_columns(snap.metadata()) is not None
 
 
 def new_table(name: str) -> NewTable:
@@ -511,10 +519,30 @@ class Lake:
             return Target(name, self.path(name), made.partition_by,
                           int(made.properties[INDEXED_KEY]), True)
         indexed = indexed_columns(snap.metadata())
-        direct = known_protocol(snap) and indexed is not None
+        direct = _commits_files(snap)
         return Target(name, self.path(name) if direct else join(work_dir, name),
                       _partition_columns(snap), DEFAULT_INDEXED if indexed is None else indexed,
                       direct)
+
+    def write_files(self, name: str, frame: DataFrame) -> Written | None:
+        """`frame`'s rows written once as table `name`'s data files by Delta's writer, not
+        committed (`transaction.write_files`): a later stage reads them back
+        (`Written.files_frame`), and the table's commit adds them as they are. None where
+        kraftlake's transaction does not commit the table itself (`files_target`): the
+        caller keeps the rows elsewhere, for Delta's writer to write at the commit."""
+        snap = self._snapshot(name)
+        creating = _version(snap) is None
+        if not creating:
+            self._check_layout(name, snap)
+            if not _commits_files(snap):
+                return None
+        try:
+            adds = write_files(self.spark, self.path(name), conform(frame, name), snap,
+                               schema=table_schema(name).spark,
+                               new_table=new_table(name) if creating else None)
+        except UnknownProtocol:
+            return None  # the session's defaults give new tables features: the writer's
+        return Written(name, self.path(name), tuple(adds), True)
 
     def size(self, name: str) -> tuple[int, int]:
         """(data files, bytes) of the table's current version, (0, 0) without a table."""

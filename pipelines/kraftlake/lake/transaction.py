@@ -202,6 +202,25 @@ def commit_files(spark: SparkSession, path: str,
     return SliceFiles(str(after.metadata().id()), committed, after, files)
 
 
+def write_files(spark: SparkSession, path: str, frame: DataFrame, snapshot, *,
+                schema: StructType, new_table: NewTable | None = None) -> list[dict[str, Any]]:
+    """`frame`'s rows written as data files of the table at `path` by Delta's writer
+    (`writeFiles` of a transaction on `snapshot` that never commits), their add actions
+    returned: rows a later stage reads back and `commit_files` adds as they are (`Written`),
+    written once. `new_table`: the table's creation when `snapshot` has none, as
+    `commit_files` declares it (`UnknownProtocol` as there). Files of a run that stops
+    before their commit are in no commit, as a failed write's are; VACUUM removes them."""
+    some, none = java_class(spark, "scala.Some"), java_class(spark, "scala.Option").empty()
+    log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(
+        spark._jsparkSession, path)
+    txn = log.startTransaction(none, some(snapshot))
+    if int(snapshot.version()) < 0:
+        if new_table is None:
+            raise ValueError(f"{path}: no table there, and nothing says how to create it")
+        _declare(spark, txn, schema, new_table)
+    return [json.loads(a.json())["add"] for a in _seq_items(txn.writeFiles(frame._jdf))]
+
+
 def _declare(spark: SparkSession, txn, schema: StructType, new_table: NewTable) -> None:
     """Make `txn` create its table: the `metaData` action the writer's first write makes
     (a new id, parquet, the schema, the partition columns, the properties), given to
