@@ -151,15 +151,11 @@ def commit_files(spark: SparkSession, path: str,
     with when `snapshot` has none (version -1); `UnknownProtocol` if Delta would give it
     features this transaction does not honour (nothing is written then)."""
     some, none = java_class(spark, "scala.Some"), java_class(spark, "scala.Option").empty()
-    log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(
-        spark._jsparkSession, path)
-    txn = log.startTransaction(none, some(held.snapshot if held else snapshot))
+    log, txn = _transaction(spark, path, held.snapshot if held else snapshot, snapshot,
+                            schema, new_table)
     seq = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq
     partition_by = none  # the writer names its partition columns when it creates the table
-    if int(snapshot.version()) < 0:
-        if new_table is None:
-            raise ValueError(f"{path}: no table there, and nothing says how to create it")
-        _declare(spark, txn, schema, new_table)
+    if int(snapshot.version()) < 0 and new_table is not None:  # `_transaction` declared it
         partition_by = some(seq(list(new_table.partition_by)))
     txn.readTxn().addOne(app_id)  # as the writer's own check would (see the module doc)
     where = None if slice_ is None else predicate(slice_)
@@ -210,15 +206,24 @@ def write_files(spark: SparkSession, path: str, frame: DataFrame, snapshot, *,
     written once. `new_table`: the table's creation when `snapshot` has none, as
     `commit_files` declares it (`UnknownProtocol` as there). Files of a run that stops
     before their commit are in no commit, as a failed write's are; VACUUM removes them."""
+    _log, txn = _transaction(spark, path, snapshot, snapshot, schema, new_table)
+    return [json.loads(a.json())["add"] for a in _seq_items(txn.writeFiles(frame._jdf))]
+
+
+def _transaction(spark: SparkSession, path: str, start, snapshot, schema: StructType,
+                 new_table: NewTable | None) -> tuple[Any, Any]:
+    """(DeltaLog, transaction) of the table at `path`, the transaction started on snapshot
+    `start`; when `snapshot` (the table as last read) has no table, the transaction creates
+    it (`_declare`), which needs `new_table`."""
     some, none = java_class(spark, "scala.Some"), java_class(spark, "scala.Option").empty()
     log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(
         spark._jsparkSession, path)
-    txn = log.startTransaction(none, some(snapshot))
+    txn = log.startTransaction(none, some(start))
     if int(snapshot.version()) < 0:
         if new_table is None:
             raise ValueError(f"{path}: no table there, and nothing says how to create it")
         _declare(spark, txn, schema, new_table)
-    return [json.loads(a.json())["add"] for a in _seq_items(txn.writeFiles(frame._jdf))]
+    return log, txn
 
 
 def _declare(spark: SparkSession, txn, schema: StructType, new_table: NewTable) -> None:

@@ -1,7 +1,8 @@
 """Work frames: intermediate results of one increment, computed once and read back as files.
 
-The increment reuses a few frames (the decoded source, committed records, topic names,
-partition changes) in several stages. Each is written once by Spark's executors as parquet under
+The increment reuses a few frames (the decoded source, committed records, topic names, and
+partition changes where they are not written as their table's own files,
+`Lake.write_files`) in several stages. Each is written once by Spark's executors as parquet under
 `<lake>/_kraftlake/work/<app id>/<version>/<name>` and read back as a plain scan, rather
 than `persist()`ed:
 
