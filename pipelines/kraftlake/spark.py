@@ -23,6 +23,12 @@ cache, written by the first JVM that answered one question, at its exit
 (`kraftlake.jvm.cds`), and such a JVM takes a quick JIT and the serial collector
 (`SHORT_JOB_JVM_OPTIONS`). No JVM kraftlake launches starts Python processes to look for
 installed Python data sources (`NO_PYTHON_SOURCE_LOOKUP`).
+
+Arrow's allocations, in the driver and in every Python worker, come from jemalloc where
+pyarrow has it, the C library's malloc otherwise (`arrow_pool`), not from pyarrow's default,
+mimalloc: on this project's machines mimalloc made every buffer an Arrow array or a Parquet
+file takes fresh pages of the kernel, and the kernel's Python spent 40 % of its time making
+its output batches (docs/decisions.md). `$ARROW_DEFAULT_MEMORY_POOL`, when set, wins.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from .config import Config, load_config
@@ -73,6 +80,24 @@ DELTA_CONF = {
     # computed ("IllegalArgumentException: ... IN dynamicpruning#... has not finished").
     "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
 }
+
+
+# pyarrow's own variable: the allocator its default memory pool uses, read at the first use
+ARROW_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def arrow_pool() -> str:
+    """The allocator of this process's Arrow buffers (named as `$ARROW_POOL_ENV` names one),
+    made the default pool here unless that variable chose: jemalloc where this pyarrow
+    build has it, else the system's."""
+    named = os.environ.get(ARROW_POOL_ENV)
+    if named:
+        return named
+    if "jemalloc" in pa.supported_memory_backends():
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+        return "jemalloc"
+    pa.set_memory_pool(pa.system_memory_pool())
+    return "system"
 
 
 def _s3a_conf(conf: dict[str, str]) -> dict[str, str]:
@@ -351,6 +376,9 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = {"spark.app.name": cfg.spark_app_name, **DELTA_CONF,
             **cfg.spark_conf, **(extra_conf or {})}
+    # the Python workers' Arrow allocator: the driver's (Spark hands executorEnv to every
+    # worker, a local master's included)
+    conf.setdefault(f"spark.executorEnv.{ARROW_POOL_ENV}", arrow_pool())
     ours = "PYSPARK_GATEWAY_PORT" not in os.environ  # not spark-submit's JVM, whose conf rules
     if ours:
         # Spark's default is ./spark-warehouse: a directory left wherever a command ran

@@ -1,10 +1,12 @@
 """The Python workers of a session kraftlake starts import the installed pyspark, not the zip
 Spark puts first on their path (`kraftlake.python_daemon`), and only a pip-installed
 pyspark's own zips are moved; its JVM starts no Python to look for installed data sources
-(`kraftlake.spark.NO_PYTHON_SOURCE_LOOKUP`)."""
+(`kraftlake.spark.NO_PYTHON_SOURCE_LOOKUP`); the workers' Arrow buffers come from the
+allocator the driver's come from (`kraftlake.spark.arrow_pool`)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pyspark
 
 from kraftlake.config import load_config
 from kraftlake.python_daemon import installed_first
-from kraftlake.spark import get_spark
+from kraftlake.spark import ARROW_POOL_ENV, get_spark
 
 HOME = Path(pyspark.__file__).parent  # a pip install: its own SPARK_HOME
 
@@ -28,6 +30,23 @@ def _pyspark_file(batches):
 def test_the_workers_import_the_installed_pyspark(spark) -> None:
     (row,) = spark.range(1).coalesce(1).mapInArrow(_pyspark_file, "file string").collect()
     assert row.file == pyspark.__file__  # not .../python/lib/pyspark.zip/pyspark/__init__.py
+
+
+def _arrow_pool(batches):
+    import pyarrow as pa
+
+    for _ in batches:
+        yield pa.RecordBatch.from_pylist([{"pool": pa.default_memory_pool().backend_name}])
+
+
+def test_the_workers_allocate_arrow_buffers_as_the_driver_does(spark) -> None:
+    """pyarrow's own default is mimalloc; kraftlake's is jemalloc (the system's where this
+    pyarrow has none), in the driver and, through Spark's executorEnv, in every worker."""
+    expected = os.environ.get(ARROW_POOL_ENV) or (
+        "jemalloc" if "jemalloc" in pa.supported_memory_backends() else "system")
+    assert pa.default_memory_pool().backend_name == expected
+    rows = spark.range(2).repartition(2).mapInArrow(_arrow_pool, "pool string").collect()
+    assert {row.pool for row in rows} == {expected}
 
 
 def test_the_jvm_looked_up_no_installed_python_data_source(spark) -> None:
