@@ -52,8 +52,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from itertools import pairwise
-from operator import attrgetter
+from itertools import compress, pairwise
+from operator import is_not
 from types import SimpleNamespace
 from typing import Any
 
@@ -178,24 +178,36 @@ class _Input:
 
 
 def _input(batch: pa.RecordBatch) -> _Input:
-    columns = {name: (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
-               for name, c in zip(batch.schema.names, batch.columns, strict=True)}
-    columns["_fields"] = _fields(batch, columns)
+    n = batch.num_rows
+    columns = {name: [None] * n if c.null_count == n else
+               (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
+               for name, c in zip(batch.schema.names, batch.columns, strict=True)
+               if name not in _FIELDS_ONLY}
+    columns["_fields"] = _fields(batch)
     return _Input(columns)
 
 
-def _fields(batch: pa.RecordBatch, columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
+# state columns the fold reads only as the record's fields (`_fields`), never by row
+_FIELDS_ONLY = frozenset(STATE) - {"leader", "leader_recovery_state"}
+
+
+def _fields(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     """Each row's state columns that are set: a PartitionRecord's or a change record's
     fields, as `PartitionRegistration.from_record` and `merge` take them. Made a column at
     a time from the rows each column has a value in: a change sets one or two of the eleven,
     and asking every column of every row cost more than the rest of reading it."""
     fields: list[dict[str, Any]] = [{} for _ in range(batch.num_rows)]
     for name in STATE:
-        column, values = batch.column(name), columns[name]
-        rows = range(batch.num_rows) if not column.null_count else \
-            pc.indices_nonzero(column.is_valid()).to_pylist()
-        for i in rows:
-            fields[i][name] = values[i]
+        column = batch.column(name)
+        if not column.null_count:
+            rows: Iterable[int] = range(batch.num_rows)
+        elif column.null_count == len(column):
+            continue
+        else:
+            rows = pc.indices_nonzero(column.is_valid()).to_pylist()
+            column = column.drop_null()
+        for i, value in zip(rows, column.to_pylist(), strict=True):
+            fields[i][name] = value
     return fields
 
 
@@ -248,20 +260,22 @@ class _Rows:
     topic name are kept once per partition (`close`) and repeated in Arrow; an event's
     states before and after are timeline rows of the same batch (`_State.row`), so their
     columns are taken from the timeline's arrays (`taken`: column -> (column holding the
-    `_State`, timeline column)). Other columns read off a per-row object (a timeline row's
-    from its `_State`) are read once the batch is written, by getters mapped over the whole
-    column (`derived`: column -> (column it is read off, getter)); `shared` ones are mostly
-    the same few objects, each converted once (`_by_identity`). Columns of the output
-    schema not here are null."""
+    `_State`, timeline column)). Columns read off a per-row object (a timeline row's from
+    its `_State` and its `PartitionRegistration`) are read once the batch is written, all of
+    an object's at once (`spread`: column holding the object -> (the columns it gives, a
+    getter of their values as a tuple, or None when the object is that tuple)); columns in
+    `runs` mostly hold the object the row before holds, and are converted once per run of
+    one object (`_by_runs`). Columns of the output schema not here are null."""
 
     def __init__(self, out: str, values: Iterable[str],
-                 derived: dict[str, tuple[str, Callable[[Any], Any]]] | None = None,
+                 spread: dict[str, tuple[Sequence[str], Callable[[Any], tuple[Any, ...]] | None]]
+                 | None = None,
                  taken: dict[str, tuple[str, str]] | None = None,
-                 shared: Iterable[str] = ()) -> None:
+                 runs: Iterable[str] = ()) -> None:
         self.out = out
-        self.shared = frozenset(shared)
+        self.runs = frozenset(runs)
         self.names = tuple(values)
-        self.derived = derived or {}
+        self.spread = spread or {}
         self.taken = taken or {}
         self.rows: list[tuple[Any, ...]] = []
         self.parts: list[Part] = []  # the partition of each run of rows
@@ -283,6 +297,9 @@ class _Rows:
         the timeline's struct of the same batch of rows (`taken` columns read it)."""
         n = len(self.rows)
         columns = dict(zip(self.names, zip(*self.rows, strict=True), strict=True))
+        for src, (names, get) in self.spread.items():
+            objects = columns[src] if get is None else map(get, columns[src])
+            columns.update(zip(names, zip(*objects, strict=True), strict=True))
         ends, parts = pa.array(self.ends, pa.int32()), self.parts
         self.rows, self.parts, self.ends = [], [], []
         rows_of: dict[str, pa.Array] = {}  # a `taken` source's timeline row numbers
@@ -313,29 +330,26 @@ class _Rows:
                 rows_of[src] = pa.array([None if s is None else s.row for s in columns[src]],
                                         pa.int32())
             return timeline.field(name).take(rows_of[src])
-        if f.name in self.derived:
-            src, get = self.derived[f.name]
-            values: Sequence[Any] = list(map(get, columns[src]))
-        elif f.name in columns:
-            values = columns[f.name]
-        else:
+        if f.name not in columns:
             return pa.nulls(n, f.type)
-        if f.name in self.shared:
-            return _by_identity(values, f.type)
+        values = columns[f.name]
+        if f.name in self.runs:
+            return _by_runs(values, f.type)
         return pa.array(values, pa.int64()).cast(f.type) if pa.types.is_timestamp(f.type) \
             else pa.array(values, f.type)
 
 
-def _by_identity(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
-    """`pa.array(values, type_)` for values most of which are the same few objects: each
-    object converted once and taken for every row that holds it. A partition's replica
-    directories (three 22-character strings a row) are one tuple that `merge` passes on
-    from state to state; converted row by row they cost as much as the other state columns
-    together."""
-    first: dict[int, int] = {}
-    rows = [first.setdefault(id(v), len(first)) for v in values]
-    distinct = list({id(v): v for v in values}.values())  # in the order of `first`
-    return pa.array(distinct, type_).take(pa.array(rows, pa.int32()))
+def _by_runs(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    """`pa.array(values, type_)` for values most of which are the object the value before
+    is: each run of one object converted once and repeated. A partition's replicas and
+    replica directories (three 22-character strings a row) are tuples `merge` passes on from
+    state to state, and its empty ELRs the one empty tuple; converted row by row they cost
+    as much as the other state columns together."""
+    n = len(values)
+    starts = list(compress(range(1, n), map(is_not, values[1:], values[:-1])))
+    firsts = pa.array([values[0], *(values[i] for i in starts)], type_)
+    ends = pa.array([*starts, n], pa.int32())
+    return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(ends, firsts))
 
 
 _EVENT_VALUES = ("offset", "seq", "timestamp", "event_type", "detection", "record_type",
@@ -344,6 +358,13 @@ _EVENT_VALUES = ("offset", "seq", "timestamp", "event_type", "detection", "recor
                  "uncertain_since", "before", "after")  # `add_event`'s tuple, in this order
 _INTERVAL_VALUES = ("kind", "start_offset", "start_seq", "start_ts", "end_offset", "end_ts",
                     "is_open", "duration_ms")  # `add_interval`'s
+# a timeline row's columns of its own `_State` (`_State.timeline_values`, in this order)
+_TIMELINE_OWN = ("valid_from_offset", "valid_from_ts", "seq", "record_type", "source",
+                 "recovering_since_offset", "recovering_since_ts", "uncertain_since",
+                 "valid_to_offset", "valid_to_ts", "is_current")
+# state columns a partition's states mostly share (passed on by `merge` as they were)
+_RUN_COLUMNS = ("replicas", "directories", "adding_replicas", "removing_replicas",
+                "eligible_leader_replicas", "last_known_elr")
 # an event's states, before and after (columns prev_* and new_*)
 _EVENT_STATE = ("leader", "isr", "eligible_leader_replicas", "last_known_elr",
                 "leader_recovery_state", "replicas")
@@ -355,17 +376,9 @@ class _Output:
     def __init__(self) -> None:
         # a timeline row is one of the partition's `_State`s, read when the batch is written:
         # a state is closed after it was made, and `_intervals` reads the same states
-        state = {"valid_from_offset": "offset", "valid_from_ts": "timestamp", "seq": "seq",
-                 "record_type": "record_type", "source": "source",
-                 "recovering_since_offset": "recovering_since_offset",
-                 "recovering_since_ts": "recovering_since_ts",
-                 "uncertain_since": "uncertain_since"}
         self.timeline = _Rows("timeline", ["state", "reg"], {
-            **{col: ("state", attrgetter(attr)) for col, attr in state.items()},
-            "valid_to_offset": ("state", lambda s: s.to and s.to[0]),
-            "valid_to_ts": ("state", lambda s: s.to and s.to[1]),
-            "is_current": ("state", lambda s: s.to is None),
-            **{name: ("reg", attrgetter(name)) for name in STATE}}, shared={"directories"})
+            "state": (_TIMELINE_OWN, _State.timeline_values),
+            "reg": (PartitionRegistration._fields, None)}, runs=_RUN_COLUMNS)
         self.event = _Rows("event", _EVENT_VALUES, taken={
             **{"prev_" + name: ("before", name) for name in _EVENT_STATE},
             **{"new_" + name: ("after", name) for name in _EVENT_STATE}})
@@ -451,6 +464,13 @@ class _State:
     to: tuple[int, int | None] | None = None  # (offset, ts) of what ended it
     deleted: bool = False  # the partition ended there
     row: int | None = None  # its row in the timeline rows gathered (`_Output.add_states`)
+
+    def timeline_values(self) -> tuple[Any, ...]:
+        """Its timeline row's own columns (`_TIMELINE_OWN`), once it is closed or not."""
+        to = self.to
+        return (self.offset, self.timestamp, self.seq, self.record_type, self.source,
+                self.recovering_since_offset, self.recovering_since_ts, self.uncertain_since,
+                None if to is None else to[0], None if to is None else to[1], to is None)
 
 
 def _step_kind(r: _Input, i: int, before: PartitionRegistration | None) -> str:
