@@ -26,9 +26,9 @@ installed Python data sources (`NO_PYTHON_SOURCE_LOOKUP`).
 
 Arrow's allocations, in the driver and in every Python worker, come from jemalloc where
 pyarrow has it, the C library's malloc otherwise (`arrow_pool`), not from pyarrow's default,
-mimalloc: on this project's machines mimalloc made every buffer an Arrow array or a Parquet
-file takes fresh pages of the kernel, and the kernel's Python spent 40 % of its time making
-its output batches (docs/decisions.md). `$ARROW_DEFAULT_MEMORY_POOL`, when set, wins.
+mimalloc: on this project's machines the fold's Python spent 40 % of its time making its
+output batches under mimalloc, a quarter under jemalloc, the difference mostly time in the
+operating system (docs/decisions.md). `$ARROW_DEFAULT_MEMORY_POOL`, when set, wins.
 """
 
 from __future__ import annotations
