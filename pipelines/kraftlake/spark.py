@@ -28,7 +28,9 @@ Arrow's allocations, in the driver and in every Python worker, come from jemallo
 pyarrow has it, the C library's malloc otherwise (`arrow_pool`), not from pyarrow's default,
 mimalloc: on this project's machines the fold's Python spent 40 % of its time making its
 output batches under mimalloc, a quarter under jemalloc, the difference mostly time in the
-operating system (docs/decisions.md). `$ARROW_DEFAULT_MEMORY_POOL`, when set, wins.
+operating system (docs/decisions.md). `$ARROW_DEFAULT_MEMORY_POOL`, when set, wins; a
+`spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL` in the conf leaves every allocator as the
+user set it (the driver's then pyarrow's own choice).
 """
 
 from __future__ import annotations
@@ -377,8 +379,11 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
     conf = {"spark.app.name": cfg.spark_app_name, **DELTA_CONF,
             **cfg.spark_conf, **(extra_conf or {})}
     # the Python workers' Arrow allocator: the driver's (Spark hands executorEnv to every
-    # worker, a local master's included)
-    conf.setdefault(f"spark.executorEnv.{ARROW_POOL_ENV}", arrow_pool())
+    # worker, a local master's included); a conf that names the workers' is the
+    # user's choice, and kraftlake then sets neither
+    pool_key = f"spark.executorEnv.{ARROW_POOL_ENV}"
+    if pool_key not in conf:
+        conf[pool_key] = arrow_pool()
     ours = "PYSPARK_GATEWAY_PORT" not in os.environ  # not spark-submit's JVM, whose conf rules
     if ours:
         # Spark's default is ./spark-warehouse: a directory left wherever a command ran
