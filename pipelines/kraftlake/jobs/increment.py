@@ -948,6 +948,25 @@ class _Once:
             return self._value
 
 
+def not_held(rows: DataFrame, at: dict | None) -> DataFrame:
+    """The source rows of an increment that the lake does not hold yet for the cluster
+    (`at`: its progress row, `furthest`; None: it holds nothing).
+
+    Normally all of them. A stream restarted after a batch ingest (or an ingest that
+    finished the stream's stopped micro-batch) resumes from its own checkpoint, behind what
+    the lake holds: those offsets and snapshots are not ingested twice.
+    """
+    if at is None:
+        return rows
+    end = int(at["end_offset"] or 0)
+    snap = -1 if at["snapshot_high"] is None else int(at["snapshot_high"])
+    # a snapshot's rows carry its end offset - 1 as their offset: a snapshot Kafka wrote
+    # behind the stream's position is new to the lake all the same
+    keep = F.when(F.col("snapshot_end_offset").isNotNull(), F.col("snapshot_end_offset") > snap
+                  ).otherwise(F.col("offset").isNull() | (F.col("offset") >= end))
+    return rows.filter(keep)
+
+
 def _problems(src: DataFrame) -> DataFrame:
     """The source's rows that are no decodable record (a damaged batch, an undecodable
     record), as `quarantine` rows, each once."""

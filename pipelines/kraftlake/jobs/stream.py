@@ -29,7 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from ..config import Config
@@ -42,7 +41,7 @@ from ..sources.files import find_log_dirs, no_cluster_id, read_cluster_id, requi
 from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
 from .batch import finish_open_ingest, refuse_if_diverged, write_plan
-from .increment import cluster_progress, process_increment
+from .increment import cluster_progress, not_held, process_increment
 from .progress import IncrementResult, furthest, last_of
 from .seed import Seed
 from .trigger import processing_time
@@ -103,24 +102,6 @@ def _offsets(lake: Lake, checkpoint: str, state: dict, batch_id: int) -> tuple[d
     end = end_of(batch_id)
     start = end_of(batch_id - 1) if batch_id > 0 else None
     return start or state["start"], end or state["start"]
-
-
-def _after(batch: DataFrame, at: dict | None) -> DataFrame:
-    """The rows of a micro-batch that the lake does not hold yet for the cluster.
-
-    Normally all of them. A stream restarted after a batch ingest (or an ingest that
-    finished the stream's stopped micro-batch) resumes from its own checkpoint, behind what
-    the lake holds: those offsets and snapshots are not ingested twice.
-    """
-    if at is None:
-        return batch
-    end = int(at["end_offset"] or 0)
-    snap = -1 if at["snapshot_high"] is None else int(at["snapshot_high"])
-    # a snapshot's rows carry its end offset - 1 as their offset: a snapshot Kafka wrote
-    # behind the stream's position is new to the lake all the same
-    keep = F.when(F.col("snapshot_end_offset").isNotNull(), F.col("snapshot_end_offset") > snap
-                  ).otherwise(F.col("offset").isNull() | (F.col("offset") >= end))
-    return batch.filter(keep)
 
 
 def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
@@ -217,7 +198,7 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
             small = local_source(spark, cid, log_dir, start, end, cfg.split_bytes,
                                  cfg.driver_max_bytes)
             local = small is not None
-            batch = _after(small if small is not None else batch, at)
+            batch = not_held(small if small is not None else batch, at)
         res = process_increment(spark, lake, batch, cid, app_id, version, prev=at,
                                 min_isr_default=cfg.min_insync_replicas_default,
                                 driver_fold_max=cfg.driver_fold_max_records, local=local,
