@@ -26,7 +26,7 @@ from typing import NoReturn
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from ..codec.batch import Batch, scan_batches
 from ..codec.logfiles import records_of_batch
@@ -35,7 +35,7 @@ from ..lake.apps import app_id_for
 from ..lake.delta import Lake
 from ..lake.transaction import sql_eq
 from ..sources.decode import source_arrow_schema, source_spark_schema
-from ..sources.driver import local_source
+from ..sources.driver import increment_source
 from ..sources.dumptext import read_dump_text
 from ..sources.files import LogDirIndex
 from ..sources.plan import FRESH, latest, offset_dict
@@ -359,16 +359,12 @@ def _run(spark: SparkSession, lake: Lake, cfg: Config, d: str, cid: str, app_id:
          say: Callable[[str], None]) -> IncrementResult:
     """One planned increment of a log directory; `prev`: where the lake stood for the
     cluster before it."""
-    df = local_source(spark, cid, d, start, end, cfg.split_bytes, cfg.driver_max_bytes)
-    local = df is not None
-    if df is None:
-        df = (spark.read.format("kraft-metadata").option("cluster_id", cid)
-              .option("startJson", json.dumps(start)).option("endJson", json.dumps(end))
-              .option("splitBytes", str(cfg.split_bytes)).load(str(d)))
-    res = process_increment(spark, lake, df, cid, app_id, version, prev=prev,
+    src = increment_source(spark, cid, d, start, end, cfg.split_bytes, cfg.driver_max_bytes)
+    res = process_increment(spark, lake, src, cid, app_id, version, prev=prev,
                             min_isr_default=cfg.min_insync_replicas_default,
                             driver_fold_max=cfg.driver_fold_max_records,
-                            snapshot_high=end["snap"], local=local, log=say)
+                            snapshot_high=end["snap"], local=isinstance(src, DataFrame),
+                            log=say)
     if res.end_offset is None:
         res.end_offset = end["offset"]
     return res

@@ -67,6 +67,7 @@ from ..lake.work import Work, collect_together
 from ..lake.written import Written
 from ..quality.record_checks import check_records
 from ..sources.decode import with_fields
+from ..sources.decode_tasks import Planned, decode_to_files
 from ..uris import join
 from .progress import IncrementResult, furthest
 from .seed import Rows, Seed, as_rows, forget, progress
@@ -140,7 +141,8 @@ class _Stages:
             self.name = None
 
 
-def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_id: str,
+def process_increment(spark: SparkSession, lake: Lake, src: DataFrame | Planned,
+                      cluster_id: str,
                       app_id: str, version: int, *, prev: dict | None,
                       driver_fold_max: int, min_isr_default: int = 1,
                       snapshot_high: int | None = None, local: bool = False,
@@ -152,6 +154,7 @@ def process_increment(spark: SparkSession, lake: Lake, src: DataFrame, cluster_i
     progress rows), which the caller read to plan the increment. `driver_fold_max`: an
     increment of at most this many records that silver is made of is folded on the driver
     (`kernel.run_on_driver`), a larger one by Spark's tasks (`ingest.driver_fold_max_records`).
+    `src`: the source rows, or the ranges Spark's tasks decode into files (`Planned`).
     `local`: `src` is rows the driver decoded (`sources.driver`), a local relation; the
     increment's work frames stay on the driver too (`Work`). `on_events(res)`: called once
     this increment has committed its `partition_events` (`res.event_counts` are theirs),
@@ -257,12 +260,17 @@ class _Increment:
     a table committed meanwhile (by this very increment) does not change what a later
     stage reads."""
 
-    def __init__(self, spark: SparkSession, lake: Lake, src: DataFrame,
+    def __init__(self, spark: SparkSession, lake: Lake, src: DataFrame | Planned,
                  res: IncrementResult, prev: dict | None, say: _Stages, work: Work, *,
                  min_isr_default: int, snapshot_high: int | None,
                  driver_fold_max: int,
                  on_events: Callable[[IncrementResult], None] | None = None) -> None:
-        self.spark, self.lake, self.src, self.res, self.prev = spark, lake, src, res, prev
+        self.spark, self.lake, self.res, self.prev = spark, lake, res, prev
+        self.given = src
+        self.src: DataFrame  # the source rows, as `decode` (the first stage) leaves them
+        # the records as `records`' files, written by the tasks that decoded them (None:
+        # the rows of `src`, written at the commit)
+        self.records_files: Written | None = None
         self.say, self.work, self.on_events = say, work, on_events
         self.min_isr_default, self.snapshot_high = min_isr_default, snapshot_high
         self.driver_fold_max = driver_fold_max
@@ -319,11 +327,23 @@ class _Increment:
         """One pass over the source: its offsets, the header of its last batch, and how
         many records of each kind later stages look at."""
         self.say("decode: read and decode the source")
-        if not self.work.local:
-            # Every stage reads the decoded source: decoded once (Python) into a work
-            # frame, each stage then scans only the columns it needs (`Work.frame`)
-            self.src = self.work.frame("source", self.src)
-        res, src = self.res, self.src
+        res = self.res
+        if isinstance(self.given, Planned):
+            # Every stage reads the decoded source: decoded once by Spark's tasks, which
+            # write it as a work frame and the records as `records`' files themselves
+            # (unless some of them are held by the lake already, or committed by a killed run)
+            planned = self.given
+            target = None if planned.behind is not None or self.lake.committed(
+                "records", res.app_id, res.version) else self.lake.files_target(
+                "records", self.work.dir)
+            got = decode_to_files(self.spark, planned, self.work.dir, target)
+            self.src = not_held(got.frame, planned.behind)
+            self.records_files = got.records
+        elif not self.work.local:  # a large micro-batch of a stream: the same, by the JVM
+            self.src = self.work.frame("source", self.given)
+        else:
+            self.src = self.given
+        src = self.src
         is_record = F.col("row_kind") == "record"
         log_offset = F.when(is_record & (F.col("source") == "log"), F.col("offset"))
         (lo, hi, res.end_batch_crc, res.end_batch_epoch, res.records, snap_hi, n_relevant,
@@ -365,7 +385,8 @@ class _Increment:
         def quarantine() -> None:
             res.quarantined = self.write("quarantine", rows()["quarantine"])
 
-        return {"records": lambda: self.write("records", rows()["records"], count=res.records),
+        return {"records": lambda: self.write("records", self.records_files or rows()["records"],
+                                              count=res.records),
                 "quarantine": quarantine}
 
     def silver(self, x: _Decoded, records: DataFrame, checked: DataFrame,

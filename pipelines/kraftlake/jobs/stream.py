@@ -26,6 +26,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -36,7 +37,8 @@ from ..lake.apps import app_id_for
 from ..lake.delta import Lake
 from ..lake.maintain import maintain
 from ..lake.schema import KRAFTLAKE_DIR
-from ..sources.driver import local_source
+from ..sources.decode_tasks import Planned
+from ..sources.driver import increment_source
 from ..sources.files import find_log_dirs, no_cluster_id, read_cluster_id, require_metadata_log
 from ..sources.plan import FRESH, offset_dict
 from ..uris import join, to_uri
@@ -190,16 +192,19 @@ def start_stream(spark: SparkSession, cfg: Config, source: str | Path,
         version = st["base_version"] + batch_id
         at = None
         local = False
+        src: DataFrame | Planned = batch
         if not lake.committed("ingest_progress", app_id, version):
             start, end = _offsets(lake, ck, st, batch_id)
             write_plan(lake, app_id, version, start, end)
             at = cluster_progress(lake, cid)
-            # a small micro-batch is decoded by the driver; Spark's rows of it stay unread
-            small = local_source(spark, cid, log_dir, start, end, cfg.split_bytes,
-                                 cfg.driver_max_bytes)
-            local = small is not None
-            batch = not_held(small if small is not None else batch, at)
-        res = process_increment(spark, lake, batch, cid, app_id, version, prev=at,
+            # the micro-batch decoded by the driver (small) or by tasks of a job of its own
+            # (`Planned`), as a batch ingest's increment is: Spark's rows of it stay unread
+            src = increment_source(spark, cid, log_dir, start, end, cfg.split_bytes,
+                                   cfg.driver_max_bytes)
+            local = isinstance(src, DataFrame)
+            # what the lake holds already is dropped (a stream resumed behind an ingest)
+            src = not_held(src, at) if isinstance(src, DataFrame) else replace(src, behind=at)
+        res = process_increment(spark, lake, src, cid, app_id, version, prev=at,
                                 min_isr_default=cfg.min_insync_replicas_default,
                                 driver_fold_max=cfg.driver_fold_max_records, local=local,
                                 on_events=on_events)

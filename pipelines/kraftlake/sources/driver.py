@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..lake.delta import chunked
 from ..uris import file_size, to_uri
 from .decode import read_range, source_arrow_schema, source_spark_schema
+from .decode_tasks import Planned
 from .files import LogDirIndex, ReadRange
 from .plan import plan
 
@@ -44,13 +45,12 @@ def read_on_driver(ranges: list[ReadRange]) -> pa.Table:
     return chunked(pa.Table.from_batches(batches, schema=schema))
 
 
-def local_source(spark: SparkSession, cluster_id: str, log_dir: str, start: dict, end: dict,
-                 split_bytes: int, max_bytes: int) -> DataFrame | None:
-    """The increment between two offset dicts as a local relation of source rows, or None
-    when it reads more than `max_bytes` (0: never), which Spark's tasks decode instead."""
-    if max_bytes <= 0:
-        return None
+def increment_source(spark: SparkSession, cluster_id: str, log_dir: str, start: dict, end: dict,
+                     split_bytes: int, max_bytes: int) -> DataFrame | Planned:
+    """The increment between two offset dicts: a local relation of its source rows, or,
+    when it reads more than `max_bytes` (0: always), its planned ranges, which Spark's tasks
+    decode (`decode_tasks`)."""
     ranges = planned(cluster_id, to_uri(log_dir), start, end, split_bytes)
-    if range_bytes(ranges) > max_bytes:
-        return None
+    if max_bytes <= 0 or range_bytes(ranges) > max_bytes:
+        return Planned(tuple(ranges))
     return spark.createDataFrame(read_on_driver(ranges), source_spark_schema())
