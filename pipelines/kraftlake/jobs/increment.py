@@ -339,7 +339,7 @@ class _Increment:
             got = decode_to_files(self.spark, planned, self.work.dir, target)
             self.src = not_held(got.frame, planned.behind)
             self.records_files = got.records
-        elif not self.work.local:  # a large micro-batch of a stream: the same, by the JVM
+        elif not self.work.local:  # a large kafka-dump-log text: the same, by the JVM
             self.src = self.work.frame("source", self.given)
         else:
             self.src = self.given
