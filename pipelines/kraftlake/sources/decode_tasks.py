@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..lake.schema import table_rows
 from ..lake.written import Target, Written
@@ -47,8 +47,8 @@ class Planned:
     (`decode_to_files`); a small one's is decoded on the driver (`sources.driver`)."""
 
     ranges: tuple[ReadRange, ...]
-    # the lake's progress row for the cluster when the ranges may reach behind it (a stream
-    # resumed behind an ingest), whose rows the increment drops after decoding
+    # the lake's progress row for the cluster, whose rows the increment drops after decoding
+    # (a stream passes it for every micro-batch: it may have resumed behind an ingest)
     behind: dict | None = None
 
 
@@ -61,8 +61,8 @@ class Decoded:
     records: Written | None
 
 
-_OUT = T.StructType([T.StructField("file", T.StringType()),
-                     T.StructField("add", T.StringType())])
+# what each task hands back: its work file, and the add action of each `records` file
+_OUT = pa.schema([("file", pa.string()), ("add", pa.string())])
 
 
 def decode_to_files(spark: SparkSession, planned: Planned, work_dir: str,
@@ -74,7 +74,7 @@ def decode_to_files(spark: SparkSession, planned: Planned, work_dir: str,
     uri = join(work_dir, "source")
     n = max(len(values), 1)
     got = spark.range(0, len(values), 1, n).mapInArrow(
-        partial(_decode_batches, values, uri, records), _OUT).toArrow()
+        partial(_decode_batches, values, uri, records), from_arrow_schema(_OUT)).toArrow()
     files = [f for f in got.column("file").to_pylist() if f is not None]
     adds = [json.loads(a) for a in got.column("add").to_pylist() if a is not None]
     schema = source_spark_schema()
@@ -115,5 +115,4 @@ def _decode_range(r: ReadRange, uri: str, records: Target | None) -> pa.RecordBa
             table_files.write(kept)
     adds = [] if table_files is None else [json.dumps(a) for a in table_files.close()]
     return pa.RecordBatch.from_pydict(
-        {"file": [uri] + [None] * len(adds), "add": [None, *adds]},
-        schema=pa.schema([("file", pa.string()), ("add", pa.string())]))
+        {"file": [uri] + [None] * len(adds), "add": [None, *adds]}, schema=_OUT)
