@@ -35,7 +35,8 @@ missing partition changes nothing, a change to one is an orphan.
 
 Rows stay columns on the way in and out: an input batch's columns are made Python lists once
 and read by row number (`_Input`), output rows are appended as one tuple per row and made
-Arrow arrays once per batch (`_Rows`); what many rows share is converted once (a partition's
+Arrow arrays once per batch (`_Rows`), and what an output row repeats of its input row is
+taken from the input batch (`_Window`); what many rows share is converted once (a partition's
 key, an event's states, which are timeline rows of the same batch). A dict per input and
 per output row cost more than Kafka's rules themselves (issue 47); the rules still see one
 partition's rows in order, as plain Python. Python's cycle collector is paused while a batch
@@ -143,8 +144,9 @@ class _Input:
     list once (`to_pylist`, timestamps as integer microseconds), never a dict per row. The
     one dict per row left is the record's fields the rules take (`fields`, `_fields`)."""
 
-    def __init__(self, columns: dict[str, list[Any]]) -> None:
+    def __init__(self, columns: dict[str, list[Any]], base: int) -> None:
         self.columns = columns
+        self.base = base  # the window's number of row 0 (`_Window`)
         self.cluster_id = columns["cluster_id"]
         self.topic_id = columns["topic_id"]
         self.partition_id = columns["partition_id"]
@@ -153,7 +155,6 @@ class _Input:
         self.seq = columns["seq"]
         self.timestamp = columns["timestamp"]
         self.record_type = columns["record_type"]
-        self.source = columns["source"]
         self.is_reset = columns["is_reset"]
         self.is_delete = columns["is_delete"]
         self.leader = columns["leader"]
@@ -177,18 +178,19 @@ class _Input:
         return self.cluster_id[i], self.topic_id[i], self.partition_id[i]
 
 
-def _input(batch: pa.RecordBatch) -> _Input:
+def _input(batch: pa.RecordBatch, base: int) -> _Input:
     n = batch.num_rows
     columns = {name: [None] * n if c.null_count == n else
                (c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c).to_pylist()
                for name, c in zip(batch.schema.names, batch.columns, strict=True)
-               if name not in _FIELDS_ONLY}
+               if name not in _NOT_READ}
     columns["_fields"] = _fields(batch)
-    return _Input(columns)
+    return _Input(columns, base)
 
 
-# state columns the fold reads only as the record's fields (`_fields`), never by row
-_FIELDS_ONLY = frozenset(STATE) - {"leader", "leader_recovery_state"}
+# columns the fold does not read by row: state columns it reads only as the record's fields
+# (`_fields`), and what output rows take from the input batches as they are (`_Window`)
+_NOT_READ = frozenset(STATE) - {"leader", "leader_recovery_state"} | {"source"}
 
 
 def _fields(batch: pa.RecordBatch) -> list[dict[str, Any]]:
@@ -211,15 +213,17 @@ def _fields(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     return fields
 
 
-def _partitions(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[_Input, int, int]]:
-    """Each partition key's rows, as (columns, first row, end row), from key-ordered batches.
-    Spark cuts a task's sorted rows into batches of a fixed count, so a key's rows may go on
-    in the next batch: the last key of a batch is held until a batch starts with another."""
+def _partitions(batches: Iterable[pa.RecordBatch], window: _Window
+                ) -> Iterator[tuple[_Input, int, int]]:
+    """Each partition key's rows, as (columns, first row, end row), from key-ordered batches,
+    each batch added to `window`. Spark cuts a task's sorted rows into batches of a fixed
+    count, so a key's rows may go on in the next batch: the last key of a batch is held
+    until a batch starts with another (its rows are consecutive in the window too)."""
     held: _Input | None = None
     for batch in batches:
         if not batch.num_rows:
             continue
-        rows = _input(batch)
+        rows = _input(batch, window.add(batch))
         bounds = _key_bounds(rows)
         if held is not None:
             if held.key(0) == rows.key(0):  # the held key goes on: its rows joined
@@ -230,9 +234,72 @@ def _partitions(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[_Input, int
                 continue
             yield held, 0, len(held)
         yield from ((rows, lo, hi) for lo, hi in pairwise(bounds[:-1]))  # all but the last
-        held = _Input({name: values[bounds[-2]:] for name, values in rows.columns.items()})
+        held = _Input({name: values[bounds[-2]:] for name, values in rows.columns.items()},
+                      rows.base + bounds[-2])
     if held is not None:
         yield held, 0, len(held)
+
+
+class _Window:
+    """The input batches output rows may still name, their rows numbered across every batch
+    of the task (`add`), and rows of the states carried across unknown offsets (`gap`),
+    which no input row holds, numbered -1, -2, ...
+
+    An output column that is a column of its input row (a timeline row's validity start,
+    seq, record type and source; an event's offset, seq, time and record type) is taken from
+    these batches by row number (`take`), not made Python values and converted back (some
+    3 % of the fold: `benchmarks/kernel_python.py`)."""
+
+    def __init__(self) -> None:
+        self.batches: list[pa.RecordBatch] = []
+        self.start = 0  # the number of the first row of batches[0]
+        self.end = 0  # the number the next batch's first row gets
+        self.gaps: list[tuple[int, int, int | None]] = []  # (offset, seq, timestamp)
+
+    def add(self, batch: pa.RecordBatch) -> int:
+        """Adds `batch`; the number of its first row."""
+        base = self.end
+        self.batches.append(batch)
+        self.end += batch.num_rows
+        return base
+
+    def gap(self, offset: int, timestamp: int | None) -> int:
+        """The number of a new gap state's row (`_carry_across`): offset, seq 0, time,
+        record type Unknown, source `gap`."""
+        self.gaps.append((offset, 0, timestamp))
+        return -len(self.gaps)
+
+    def take(self, rows: Sequence[int], columns: Iterable[str]) -> dict[str, pa.Array]:
+        """`columns` of the numbered rows."""
+        at = pa.array(rows, pa.int64())
+        gaps = self.gaps
+        if gaps:  # row -k is the k-th gap, after the batches' rows
+            at = pc.if_else(pc.less(at, 0), pc.subtract(self.end - 1, at), at)
+        at = pc.subtract(at, self.start)
+        out = {}
+        for name in columns:
+            chunks = [b.column(name) for b in self.batches]
+            if gaps:
+                chunks.append(self._gap_column(name, chunks[0].type))
+            out[name] = pa.concat_arrays(chunks).take(at) if len(chunks) > 1 \
+                else chunks[0].take(at)
+        return out
+
+    def _gap_column(self, name: str, type_: pa.DataType) -> pa.Array:
+        if name == "record_type":
+            return pa.repeat(pa.scalar(UNKNOWN_RECORD, type_), len(self.gaps))
+        if name == "source":
+            return pa.repeat(pa.scalar(GAP_SOURCE, type_), len(self.gaps))
+        i = ("offset", "seq", "timestamp").index(name)
+        values = pa.array([g[i] for g in self.gaps], pa.int64())
+        return values.cast(type_)
+
+    def release(self, before: int) -> None:
+        """Every output row naming rows before `before` was made: their batches go, and the
+        gaps (a gap's row is made with its partition's)."""
+        while self.batches and self.start + self.batches[0].num_rows <= before:
+            self.start += self.batches.pop(0).num_rows
+        self.gaps = []
 
 
 def _key_bounds(rows: _Input) -> list[int]:
@@ -265,18 +332,22 @@ class _Rows:
     an object's at once (`spread`: column holding the object -> (the columns it gives, a
     getter of their values as a tuple, or None when the object is that tuple)); columns in
     `runs` mostly hold the object the row before holds, and are converted once per run of
-    one object (`_by_runs`). Columns of the output schema not here are null."""
+    one object (`_by_runs`). Columns that are their input row's are taken from the input
+    batches (`inputs`: column -> (column holding the row's number in the `_Window`, input
+    column)). Columns of the output schema not here are null."""
 
     def __init__(self, out: str, values: Iterable[str],
                  spread: dict[str, tuple[Sequence[str], Callable[[Any], tuple[Any, ...]] | None]]
                  | None = None,
                  taken: dict[str, tuple[str, str]] | None = None,
+                 inputs: dict[str, tuple[str, str]] | None = None,
                  runs: Iterable[str] = ()) -> None:
         self.out = out
         self.runs = frozenset(runs)
         self.names = tuple(values)
         self.spread = spread or {}
         self.taken = taken or {}
+        self.inputs = inputs or {}
         self.rows: list[tuple[Any, ...]] = []
         self.parts: list[Part] = []  # the partition of each run of rows
         self.ends: list[int] = []  # the row count where each run ends
@@ -291,15 +362,24 @@ class _Rows:
             self.parts.append(part)
             self.ends.append(n)
 
-    def batch(self, schema: pa.Schema, timeline: pa.StructArray | None) -> pa.RecordBatch:
+    def batch(self, schema: pa.Schema, timeline: pa.StructArray | None, window: _Window
+              ) -> pa.RecordBatch:
         """The gathered rows as a batch of `schema` (`output_schema`): `out`, the partition,
         the struct of this kind (the others null); the rows start again empty. `timeline`:
-        the timeline's struct of the same batch of rows (`taken` columns read it)."""
+        the timeline's struct of the same batch of rows (`taken` columns read it); `window`:
+        the input rows they name (`inputs` columns)."""
         n = len(self.rows)
-        columns = dict(zip(self.names, zip(*self.rows, strict=True), strict=True))
+        columns: dict[str, Any] = dict(zip(self.names, zip(*self.rows, strict=True),
+                                           strict=True))
         for src, (names, get) in self.spread.items():
             objects = columns[src] if get is None else map(get, columns[src])
             columns.update(zip(names, zip(*objects, strict=True), strict=True))
+        by_row: dict[str, list[tuple[str, str]]] = {}
+        for name, (src, column) in self.inputs.items():
+            by_row.setdefault(src, []).append((name, column))
+        for src, wanted in by_row.items():
+            got = window.take(columns[src], {column for _name, column in wanted})
+            columns.update((name, got[column]) for name, column in wanted)
         ends, parts = pa.array(self.ends, pa.int32()), self.parts
         self.rows, self.parts, self.ends = [], [], []
         rows_of: dict[str, pa.Array] = {}  # a `taken` source's timeline row numbers
@@ -320,7 +400,7 @@ class _Rows:
                 arrays.append(pa.nulls(n, f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    def _array(self, columns: dict[str, tuple[Any, ...]], f: pa.Field, n: int,
+    def _array(self, columns: dict[str, Any], f: pa.Field, n: int,
                timeline: pa.StructArray | None, rows_of: dict[str, pa.Array]) -> pa.Array:
         """Column `f` of the n gathered rows (null when this kind has none)."""
         if f.name in self.taken:
@@ -333,6 +413,8 @@ class _Rows:
         if f.name not in columns:
             return pa.nulls(n, f.type)
         values = columns[f.name]
+        if f.name in self.inputs:
+            return values if values.type == f.type else values.cast(f.type)
         if f.name in self.runs:
             return _by_runs(values, f.type)
         return pa.array(values, pa.int64()).cast(f.type) if pa.types.is_timestamp(f.type) \
@@ -352,16 +434,20 @@ def _by_runs(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
     return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(ends, firsts))
 
 
-_EVENT_VALUES = ("offset", "seq", "timestamp", "event_type", "detection", "record_type",
-                 "elr_added", "elr_removed", "last_known_elr_added", "last_known_elr_removed",
-                 "min_isr", "recovery_started_offset", "recovery_duration_ms",
+_EVENT_VALUES = ("row", "event_type", "detection", "elr_added", "elr_removed",
+                 "last_known_elr_added", "last_known_elr_removed", "min_isr",
+                 "recovery_started_offset", "recovery_duration_ms",
                  "uncertain_since", "before", "after")  # `add_event`'s tuple, in this order
 _INTERVAL_VALUES = ("kind", "start_offset", "start_seq", "start_ts", "end_offset", "end_ts",
                     "is_open", "duration_ms")  # `add_interval`'s
-# a timeline row's columns of its own `_State` (`_State.timeline_values`, in this order)
-_TIMELINE_OWN = ("valid_from_offset", "valid_from_ts", "seq", "record_type", "source",
-                 "recovering_since_offset", "recovering_since_ts", "uncertain_since",
+# an event's columns of its input row (the `_Window`'s number of which is its "row")
+_EVENT_INPUT = {name: ("row", name) for name in ("offset", "seq", "timestamp", "record_type")}
+# a timeline row's columns of its own `_State` (`_State.timeline_values`, in this order), and
+# of its input row (the seed's or the change's; `src`)
+_TIMELINE_OWN = ("src", "recovering_since_offset", "recovering_since_ts", "uncertain_since",
                  "valid_to_offset", "valid_to_ts", "is_current")
+_TIMELINE_INPUT = {"valid_from_offset": ("src", "offset"), "valid_from_ts": ("src", "timestamp"),
+                   **{name: ("src", name) for name in ("seq", "record_type", "source")}}
 # state columns a partition's states mostly share (passed on by `merge` as they were)
 _RUN_COLUMNS = ("replicas", "directories", "adding_replicas", "removing_replicas",
                 "eligible_leader_replicas", "last_known_elr")
@@ -373,15 +459,17 @@ _EVENT_STATE = ("leader", "isr", "eligible_leader_replicas", "last_known_elr",
 class _Output:
     """The kernel's output rows of a batch, per kind (OUTPUTS)."""
 
-    def __init__(self) -> None:
+    def __init__(self, window: _Window) -> None:
+        self.window = window  # the input rows the output rows name
         # a timeline row is one of the partition's `_State`s, read when the batch is written:
         # a state is closed after it was made, and `_intervals` reads the same states
         self.timeline = _Rows("timeline", ["state", "reg"], {
             "state": (_TIMELINE_OWN, _State.timeline_values),
-            "reg": (PartitionRegistration._fields, None)}, runs=_RUN_COLUMNS)
+            "reg": (PartitionRegistration._fields, None)}, inputs=_TIMELINE_INPUT,
+            runs=_RUN_COLUMNS)
         self.event = _Rows("event", _EVENT_VALUES, taken={
             **{"prev_" + name: ("before", name) for name in _EVENT_STATE},
-            **{"new_" + name: ("after", name) for name in _EVENT_STATE}})
+            **{"new_" + name: ("after", name) for name in _EVENT_STATE}}, inputs=_EVENT_INPUT)
         self.interval = _Rows("interval", _INTERVAL_VALUES)
         self.gone = _Rows("gone", [])
         self.orphan = _Rows("orphan", [])
@@ -403,7 +491,7 @@ class _Output:
         timeline = None
         for rows in self.kinds:
             if len(rows):
-                batch = rows.batch(schema, timeline)
+                batch = rows.batch(schema, timeline, self.window)
                 if rows is self.timeline:
                     timeline = batch.column("timeline")
                 yield batch
@@ -428,7 +516,7 @@ class _Output:
         be, ae = b.eligible_leader_replicas, a.eligible_leader_replicas
         bl, al = b.last_known_elr, a.last_known_elr
         self.event.rows.append((
-            r.offset[i], r.seq[i], r.timestamp[i], event, detection, r.record_type[i],
+            r.base + i, event, detection,
             _NOTHING if be == ae else _added(ae, be), _NOTHING if be == ae else _added(be, ae),
             _NOTHING if bl == al else _added(al, bl), _NOTHING if bl == al else _added(bl, al),
             None if after is None else partition_min_isr(min_isr, len(a.replicas)),
@@ -450,11 +538,10 @@ class _State:
     """A state of the partition's timeline here: a `timeline` row once the partition is
     folded (`_Output.timeline` reads its columns), and what `_intervals` judges."""
 
+    src: int  # its input row (`_Window`: the seed's, the change's or the gap's)
     offset: int
     seq: int
     timestamp: int | None
-    record_type: str | None
-    source: str | None
     reg: PartitionRegistration
     seed: bool
     min_isr: int | None
@@ -468,8 +555,8 @@ class _State:
     def timeline_values(self) -> tuple[Any, ...]:
         """Its timeline row's own columns (`_TIMELINE_OWN`), once it is closed or not."""
         to = self.to
-        return (self.offset, self.timestamp, self.seq, self.record_type, self.source,
-                self.recovering_since_offset, self.recovering_since_ts, self.uncertain_since,
+        return (self.src, self.recovering_since_offset, self.recovering_since_ts,
+                self.uncertain_since,
                 None if to is None else to[0], None if to is None else to[1], to is None)
 
 
@@ -516,8 +603,11 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
     min_isr: int | None = None
     mv: int | None = None
     min_isr_until = mv_until = (-1, 0)
+    # the columns read at every change, as locals (an attribute lookup each time is not free)
+    roles, offsets, seqs, timestamps, fields = r.role, r.offset, r.seq, r.timestamp, r.fields
+    base, anchors = r.base, r.anchor
     for i in range(lo, hi):
-        role = r.role[i]
+        role = roles[i]
         if role == OPEN_INTERVAL:
             open_starts[r.kind[i]] = (r.start_offset[i], r.start_seq[i], r.start_ts[i])
             continue
@@ -526,16 +616,17 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             if state.leader_recovery_state == RECOVERING:
                 since = (r.recovering_since_offset[i], r.recovering_since_ts[i])
             uncertain = r.uncertain_since[i]
-            states.append(_State(r.offset[i], r.seq[i], r.timestamp[i], r.record_type[i],
-                                 r.source[i], state, True, None, r.recovering_since_offset[i],
+            states.append(_State(r.base + i, r.offset[i], r.seq[i], r.timestamp[i], state,
+                                 True, None, r.recovering_since_offset[i],
                                  r.recovering_since_ts[i], uncertain))
             continue
-        off, seq, ts = r.offset[i], r.seq[i], r.timestamp[i]
+        off, seq, ts = offsets[i], seqs[i], timestamps[i]
         while gap is not None and gap[0] <= off:
             if state is not None:
-                uncertain = _carry_across(gap, states, ctx, name, since, uncertain)
+                uncertain = _carry_across(gap, states, ctx, name, since, uncertain,
+                                         out.window)
             gap = next(gaps, None)
-        if r.anchor is not None and r.anchor[i] and uncertain is None:
+        if anchors is not None and anchors[i] and uncertain is None:
             continue  # a check snapshot's state: reconciled against, not applied
         kind = _step_kind(r, i, state)
         if kind == DELETED:
@@ -557,9 +648,9 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             new = state.clear_elr()
         elif kind == CHANGED:
             assert state is not None  # an orphan went above
-            new, _problem = state.merge(r.fields[i])
+            new, _problem = state.merge(fields[i])
         else:
-            new = PartitionRegistration.from_record(r.fields[i])
+            new = PartitionRegistration.from_record(fields[i])
         if (off, seq) >= min_isr_until:
             min_isr, min_isr_until = ctx.min_isr_span(name, off, seq)
         before_since, before_uncertain = since, uncertain
@@ -569,7 +660,7 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             since = None
         elif state is None or state.leader_recovery_state != RECOVERING:
             since = (off, ts)
-        after = _State(off, seq, ts, r.record_type[i], r.source[i], new, False, min_isr,
+        after = _State(base + i, off, seq, ts, new, False, min_isr,
                        since and since[0], since and since[1], uncertain)
         if seq == 0:
             if (off, seq) >= mv_until:
@@ -589,12 +680,13 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
                               before_since if event == "recovery_completed" else
                               since or before_since, before_uncertain)
         if state is not None:  # after a deletion the last state is closed already
-            _close(states[-1], off, ts)
+            states[-1].to = (off, ts)  # `_close`
         states.append(after)
         state, last_delete = new, False
     while gap is not None:  # unknown offsets after the partition's last change here
         if state is not None:
-            uncertain = _carry_across(gap, states, ctx, name, since, uncertain)
+            uncertain = _carry_across(gap, states, ctx, name, since, uncertain,
+                                         out.window)
         gap = next(gaps, None)
     if last_delete:
         out.gone.rows.append(())
@@ -606,7 +698,7 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
 
 def _carry_across(gap: tuple[int, int, int | None], states: list[_State],
                   ctx: ClusterContext, name: str | None, since: tuple[int, int] | None,
-                  uncertain: int | None) -> int:
+                  uncertain: int | None, window: _Window) -> int:
     """The partition's last state carried across unknown offsets [lo, hi) (a damaged batch
     that may have held changes of any partition): it ends at `lo`, and the same state goes
     on from `lo` as a row of record type Unknown and source `gap`, marked uncertain from the
@@ -618,7 +710,7 @@ def _carry_across(gap: tuple[int, int, int | None], states: list[_State],
     ts = last.timestamp if ts is None else ts
     _close(last, lo, ts)
     uncertain = lo if uncertain is None else uncertain
-    states.append(_State(lo, 0, ts, UNKNOWN_RECORD, GAP_SOURCE, last.reg, False,
+    states.append(_State(window.gap(lo, ts), lo, 0, ts, last.reg, False,
                          ctx.min_isr(name, lo, 0), since and since[0], since and since[1],
                          uncertain))
     return uncertain
@@ -678,26 +770,30 @@ def fold_batches(contexts: dict[str, ClusterContext], schema: pa.Schema,
     Python's cycle collector is paused while a batch is folded and made (`_collector_paused`),
     resumed before it is handed on."""
     empty = empty_context(1)
-    out = _Output()
-    partitions = _partitions(batches)
+    window = _Window()
+    out = _Output(window)
+    partitions = _partitions(batches, window)
     more = True
     while more:
         with _collector_paused():
-            more = _fold_until(batch_rows, partitions, contexts, empty, out)
+            folded = _fold_until(batch_rows, partitions, contexts, empty, out)
             ready = list(out.batches(schema))
+            more = folded is not None
+            if folded is not None:
+                window.release(folded)
         yield from ready
 
 
 def _fold_until(batch_rows: int, partitions: Iterator[tuple[_Input, int, int]],
                 contexts: dict[str, ClusterContext], empty: ClusterContext,
-                out: _Output) -> bool:
-    """Folds `partitions` until `out` holds `batch_rows` rows (True) or none is left
-    (False)."""
+                out: _Output) -> int | None:
+    """Folds `partitions` until `out` holds `batch_rows` rows, returning the window's
+    number of the first input row not folded, or until none is left (None)."""
     for rows, lo, hi in partitions:
         _fold_partition(rows, lo, hi, contexts.get(rows.cluster_id[lo], empty), out)
         if len(out) >= batch_rows:
-            return True
-    return False
+            return rows.base + hi
+    return None
 
 
 @contextmanager

@@ -76,7 +76,9 @@ def controller_min_isr(min_isr: int | None, partition0_replicas: int) -> int | N
 
 def partition_min_isr(min_isr: int | None, replicas: int) -> int | None:
     """`Partition.effectiveMinIsr`: the broker's under-min-ISR threshold of one partition."""
-    return None if min_isr is None else min(min_isr, replicas)
+    if min_isr is None:
+        return None
+    return min_isr if min_isr < replicas else replicas  # `min`, called a million times
 
 
 def unclean_enabled(topic_value: str | None, cluster_value: str | None) -> bool:
