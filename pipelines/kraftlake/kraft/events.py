@@ -119,7 +119,7 @@ def step_events(kind: str, before: PartitionRegistration | None, after: Partitio
         return [("elr_change", CLEAR_ELR_RECORD)] if elr_changed(b, a) else []
     if kind == RESET:
         leader_field, lrs_field = a.leader, LRS_NO_CHANGE
-    found: dict[str, str | None] = {}  # filled in EVENT_TYPES order
+    found: list[Event] = []  # in EVENT_TYPES order, each type at most once
     moved = a.leader != b.leader
     b_reassigning, a_reassigning = b.reassigning, a.reassigning
     # a completion or a cancel ends a reassignment in progress (asked only then)
@@ -134,33 +134,34 @@ def step_events(kind: str, before: PartitionRegistration | None, after: Partitio
                  and not completes)
     unclean = by_lrs or heuristic
     if unclean:
-        found["unclean_election"] = (DETECTED_BY_LRS if by_lrs else DETECTED_ALREADY_RECOVERING
-                                     if was_recovering else DETECTED_BY_MV)
+        found.append(("unclean_election", DETECTED_BY_LRS if by_lrs else
+                      DETECTED_ALREADY_RECOVERING if was_recovering else DETECTED_BY_MV))
     if was_recovering and a.leader_recovery_state == RECOVERED:
-        found["recovery_completed"] = None
+        found.append(("recovery_completed", None))
     if elr_changed(b, a):
-        found["elr_change"] = None
+        found.append(("elr_change", None))
     if moved and a.leader >= 0 and not unclean:
         if a.leader in b.eligible_leader_replicas:
-            found["elr_election"] = None
+            found.append(("elr_election", None))
         else:
-            found["clean_election"] = "reassignment_completed" if completes or instant else None
+            found.append(("clean_election",
+                          "reassignment_completed" if completes or instant else None))
             if b.leader >= 0 and a.replicas and a.leader == a.replicas[0]:
-                found["preferred_election"] = None
+                found.append(("preferred_election", None))
     if b.leader != NO_LEADER and a.leader == NO_LEADER:
-        found["leader_offline"] = None
+        found.append(("leader_offline", None))
     if a.isr != b.isr:  # equal lists are equal sets
         b_isr, a_isr = set(b.isr), set(a.isr)
         if b_isr - a_isr:
-            found["isr_shrink"] = None
+            found.append(("isr_shrink", None))
         if a_isr - b_isr:
-            found["isr_expand"] = None
+            found.append(("isr_expand", None))
     if under_min_isr(min_isr, a) and not under_min_isr(min_isr, b):
-        found["under_min_isr"] = None
+        found.append(("under_min_isr", None))
     if (not b_reassigning and a_reassigning) or instant:
-        found["reassignment_started"] = None
+        found.append(("reassignment_started", None))
     if completes or instant:
-        found["reassignment_completed"] = None
+        found.append(("reassignment_completed", None))
     elif cancels:
-        found["reassignment_cancelled"] = None
-    return list(found.items())
+        found.append(("reassignment_cancelled", None))
+    return found
