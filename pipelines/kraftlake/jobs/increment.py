@@ -328,17 +328,17 @@ class _Increment:
         many records of each kind later stages look at."""
         self.say("decode: read and decode the source")
         res = self.res
+        tasks_wrote: Written | None = None
         if isinstance(self.given, Planned):
             # Every stage reads the decoded source: decoded once by Spark's tasks, which
             # write it as a work frame and the records as `records`' files themselves
-            # (unless some of them are held by the lake already, or committed by a killed run)
+            # (unless a killed run committed them)
             planned = self.given
-            target = None if planned.behind is not None or self.lake.committed(
-                "records", res.app_id, res.version) else self.lake.files_target(
-                "records", self.work.dir)
+            target = None if self.lake.committed("records", res.app_id, res.version) \
+                else self.lake.files_target("records", self.work.dir)
             got = decode_to_files(self.spark, planned, self.work.dir, target)
             self.src = not_held(got.frame, planned.behind)
-            self.records_files = got.records
+            tasks_wrote = got.records
         elif not self.work.local:  # a large kafka-dump-log text: the same, by the JVM
             self.src = self.work.frame("source", self.given)
         else:
@@ -359,6 +359,11 @@ class _Increment:
             F.count(F.when(is_record & F.col("record_type").isin(*TRANSACTION_MARKERS), 1)),
             F.count(F.when(_lossy(), 1)),
             F.max(F.unix_micros(F.when(log_offset.isNotNull(), F.col("timestamp"))))))
+        if tasks_wrote is not None and tasks_wrote.rows == res.records:
+            # the tasks' files hold every record they decoded: the increment's, unless
+            # `not_held` dropped some (a stream resumed behind an ingest); then `records` is
+            # written from the frame, and the files, never committed, are left to VACUUM
+            self.records_files = tasks_wrote
         if self.snapshot_high is None:
             self.snapshot_high = snap_hi
         res.start_offset = lo

@@ -48,7 +48,8 @@ class Planned:
 
     ranges: tuple[ReadRange, ...]
     # the lake's progress row for the cluster, whose rows the increment drops after decoding
-    # (a stream passes it for every micro-batch: it may have resumed behind an ingest)
+    # (a stream passes it for every micro-batch: it may have resumed behind an ingest; the
+    # tasks' `records` files are then used only if none of their rows was dropped)
     behind: dict | None = None
 
 
