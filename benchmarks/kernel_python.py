@@ -10,16 +10,23 @@ What is timed is `fold.kernel.fold_batches` over the first `--rows` input rows i
 process, one core, no Spark: the Arrow in, the rules, the timeline / event / interval rows
 and the Arrow out, i.e. what each kernel task's Python does. `--against REV` also times the
 kernel of git revision REV (its `fold/kernel.py`, with this checkout's rules) in alternate
-rounds, and both outputs must be equal or the script exits 1. The yardsticks, per partition
-step: the replay's fold (`reference/replay.py` applying the log's records, decoded
-beforehand: issue 59's), and the same fold with each step's events and trouble kinds by
-the rules the kernel applies (`Step.events`, `trouble_kinds`), the kernel's work less its
+rounds, and both outputs must be equal or the script exits 1; `--against-tree DIR` instead
+times the `kraftlake` package under DIR (e.g. `git archive REV pipelines` unpacked: its
+kernel and its rules), and this checkout's likewise, each round a process of its own on
+the same input and the same Arrow memory pool. The yardsticks, per partition step: the
+replay's fold (`reference/replay.py` applying the log's records, decoded beforehand: issue
+59's), and the same fold with each step's events and trouble kinds by the rules the kernel
+applies (`Step.events`, `trouble_kinds`), the kernel's work less its
 rows. Prints figures; asserts nothing about time.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import pickle
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +34,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pyarrow as pa
+import pyarrow.feather as feather
 from pyspark.sql import functions as F
 
 from bench_kernel import kernel_at, replay_fold
@@ -68,21 +76,61 @@ def fold(k: ModuleType, rows: pa.Table, contexts: dict, schema: pa.Schema
     return time.process_time() - t0, pa.Table.from_batches(out, schema)
 
 
+def fold_saved(saved: Path) -> int:
+    """One round in this process on the input `saved` (`--against-tree`'s rounds, run with
+    another tree's package first on the path): prints the CPU seconds, writes the output."""
+    rows = feather.read_table(saved / "rows.arrow")
+    with open(saved / "context.pickle", "rb") as f:
+        contexts, schema = pickle.load(f)
+    cpu, out = fold(kernel, rows, contexts, schema)
+    feather.write_feather(out, saved / "out.arrow")
+    print(f"{cpu:.4f}")
+    return 0
+
+
+def fold_tree(tree: Path, saved: Path) -> tuple[float, pa.Table]:
+    """The CPU seconds and output of the package under `tree` folding the input `saved`."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(Path(__file__).parent)]),
+           "ARROW_DEFAULT_MEMORY_POOL": pa.default_memory_pool().backend_name}
+    got = subprocess.run([sys.executable, __file__, "--fold-saved", str(saved)], env=env,
+                         check=True, capture_output=True, text=True)
+    return float(got.stdout.split()[-1]), feather.read_table(saved / "out.arrow")
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--fold-saved"]:
+        return fold_saved(Path(sys.argv[2]))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("log", type=Path, help="a cluster directory holding __cluster_metadata-0")
     ap.add_argument("--lake", type=Path, default=None, help="the log ingested beforehand")
     ap.add_argument("--rows", type=int, default=300_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--against", metavar="REV", default=None)
+    ap.add_argument("--against-tree", metavar="DIR", type=Path, default=None)
     args = ap.parse_args()
-    kernels = {"this checkout": kernel}
+    kernels: dict[str, ModuleType | Path] = {"this checkout": kernel}
     if args.against:
         kernels[args.against] = kernel_at(args.against)
-    with tempfile.TemporaryDirectory(prefix="kernel-python-") as tmp:
-        lake = args.lake or Path(tmp) / "lake"
-        rows, contexts, schema = kernel_input(args.log, lake, args.lake is None)
+    if args.against_tree:  # both in processes of their own, alike
+        kernels = {"this checkout": Path(kernel.__file__).parents[2],
+                   str(args.against_tree): args.against_tree}
+    saved = Path(tempfile.mkdtemp(prefix="kernel-python-"))
+    try:
+        return compare(args, kernels, saved)
+    finally:
+        shutil.rmtree(saved)
+
+
+def compare(args: argparse.Namespace, kernels: dict[str, ModuleType | Path], saved: Path
+            ) -> int:
+    """The rounds of `main`: the input made and saved under `saved`, the yardsticks, each
+    kernel's best CPU seconds; 1 if their outputs differ."""
+    lake = args.lake or saved / "lake"
+    rows, contexts, schema = kernel_input(args.log, lake, args.lake is None)
     rows = rows.slice(0, args.rows)
+    feather.write_feather(rows, saved / "rows.arrow")
+    with open(saved / "context.pickle", "wb") as f:
+        pickle.dump((contexts, schema), f)
     for rules, what in ((False, "replay's fold"), (True, "replay's fold, events, troubles")):
         seconds, steps = replay_fold(args.log / "__cluster_metadata-0", rules)
         print(f"{what}: {seconds:.2f} CPU s for {steps:,} partition steps, "
@@ -91,7 +139,9 @@ def main() -> int:
     outputs: dict[str, pa.Table] = {}
     for r in range(args.rounds):
         for name in list(kernels)[::-1 if r % 2 else 1]:
-            cpu, outputs[name] = fold(kernels[name], rows, contexts, schema)
+            k = kernels[name]
+            cpu, outputs[name] = fold_tree(k, saved) if isinstance(k, Path) else fold(
+                k, rows, contexts, schema)
             best[name] = min(best.get(name, cpu), cpu)
             print(f"{name}: {cpu:.2f} CPU s", flush=True)
     for name, cpu in best.items():
