@@ -105,8 +105,9 @@ def main() -> int:
     ap.add_argument("--lake", type=Path, default=None, help="the log ingested beforehand")
     ap.add_argument("--rows", type=int, default=300_000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--against", metavar="REV", default=None)
-    ap.add_argument("--against-tree", metavar="DIR", type=Path, default=None)
+    other = ap.add_mutually_exclusive_group()
+    other.add_argument("--against", metavar="REV", default=None)
+    other.add_argument("--against-tree", metavar="DIR", type=Path, default=None)
     args = ap.parse_args()
     kernels: dict[str, ModuleType | Path] = {"this checkout": kernel}
     if args.against:

@@ -616,7 +616,7 @@ def _fold_partition(r: _Input, lo: int, hi: int, ctx: ClusterContext, out: _Outp
             if state.leader_recovery_state == RECOVERING:
                 since = (r.recovering_since_offset[i], r.recovering_since_ts[i])
             uncertain = r.uncertain_since[i]
-            states.append(_State(r.base + i, r.offset[i], r.seq[i], r.timestamp[i], state,
+            states.append(_State(base + i, offsets[i], seqs[i], timestamps[i], state,
                                  True, None, r.recovering_since_offset[i],
                                  r.recovering_since_ts[i], uncertain))
             continue
