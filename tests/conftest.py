@@ -127,16 +127,18 @@ INLINE_LESS = "-XX:MaxInlineLevel=6 -XX:FreqInlineSize=100 -XX:InlineSmallCode=1
 SESSION_JAVA_OPTIONS = f"-XX:+UseSerialGC -Xmn1g {INLINE_LESS}"
 # The sessions write and read local files without Hadoop's checksum layer (the raw local file
 # system for `file:` paths, in both of Hadoop's interfaces: Delta's log store takes the
-# second). That layer writes a `.crc` beside every file and checks it at every read, 8% of a
-# warm increment's JVM samples; 8 warm ingests of examples/real-3-broker in one session took
-# 60.9 and 57.2 CPU s without it against 67.0 and 61.8 with it (two sessions each,
-# alternating, idle machine, 2026-11-28). Only Hadoop reads those files (Delta's own
-# `<version>.crc` is a file of the table, written either way); the tables are the same. Not
-# for the jobs tests start as processes: S3A buffers its uploads through the local file
-# system and needs Hadoop's checksummed class there (a ClassCastException in test_s3.py).
+# second), kraftlake's (`jvm/LocalFiles.java`: no process per file written). That layer writes
+# a `.crc` beside every file and checks it at every read, 8% of a warm increment's JVM
+# samples; 8 warm ingests of examples/real-3-broker in one session took 60.9 and 57.2 CPU s
+# without it against 67.0 and 61.8 with it (two sessions each, alternating, idle machine,
+# 2026-11-28). Only Hadoop reads those files (Delta's own `<version>.crc` is a file of the
+# table, written either way); the tables are the same. Not for the jobs tests start as
+# processes, which run kraftlake's own choice (`kraftlake.spark._local_fs`): S3A buffers its
+# uploads through the local file system and needs a checksummed class there (a
+# ClassCastException in test_s3.py).
 SESSION_RAW_LOCAL_FILES = {
-    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
-    "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs"}
+    "spark.hadoop.fs.file.impl": "kraftlake.jvm.LocalFiles$Raw",
+    "spark.hadoop.fs.AbstractFileSystem.file.impl": "kraftlake.jvm.LocalFiles$RawFs"}
 
 
 def _conf_file(conf: dict[str, str]) -> str:

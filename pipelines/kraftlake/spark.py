@@ -8,8 +8,10 @@ Delta is Spark's own connector (delta-spark): its SQL extension and catalog are 
 and its jars come from the pinned set resolved at setup (`kraftlake.jvm`), plus hadoop-aws
 when a URI the job touches is `s3a://`, with kraftlake's own Delta LogStore for s3a
 (`jvm/logstore.py`: commit files created by S3's conditional PUT, so writer processes on one
-lake cannot replace each other's commits). A launcher that already brings jars
-(`spark-submit --packages io.delta:...`, or `spark.jars` in the conf) is left to do so.
+lake cannot replace each other's commits), and for a local master kraftlake's file:// file
+system (`jvm/localfs.py`: Hadoop's, without a `chmod` or `readlink` process per file
+written). A launcher that already brings jars (`spark-submit --packages io.delta:...`, or
+`spark.jars` in the conf) is left to do so.
 
 Quiet by default: the JVM kraftlake launches writes its stdout and stderr (Spark's log4j
 lines, the JVM's own warnings, what Delta prints, such as VACUUM's "Deleted N files") to a
@@ -51,6 +53,9 @@ from pyspark.sql import SparkSession
 
 from .config import Config, load_config
 from .jvm import JarResolutionError, resolve
+from .jvm.localfs import CLASSES as LOCAL_FS_CLASSES
+from .jvm.localfs import CONF as LOCAL_FS_CONF
+from .jvm.localfs import local_fs_jar
 from .jvm.logstore import (
     CHECKPOINT_MANAGER_CLASS,
     CHECKPOINT_MANAGER_CONF,
@@ -141,6 +146,26 @@ def _jars(conf: dict[str, str], uris: list[str]) -> str | None:
     except JarResolutionError as exc:  # one line and exit status 1, not a traceback
         raise SystemExit(f"kraftlake: {exc}") from None
     return ",".join(jars)
+
+
+def _local_fs(conf: dict[str, str]) -> None:
+    """Name kraftlake's file:// file system in `conf` (`jvm/localfs.py`: Hadoop's, without
+    a process per file written), its jar on the driver's class path, unless `conf` names
+    another file:// file system (one of `LocalFiles.java`'s is given its jar) or there is
+    no javac to build it (setup said so; Hadoop's own is used). For a local master only,
+    whose executors are the driver's JVM: the launcher opens file:// before `spark.jars`
+    are loaded, so the jar must be on the class path the JVM starts with, which a
+    cluster's executors do not share."""
+    if any(not conf[k].startswith(LOCAL_FS_CLASSES) for k in LOCAL_FS_CONF.keys() & conf.keys()):
+        return
+    try:
+        jar = local_fs_jar()
+    except JarResolutionError:
+        return
+    paths = conf.get("spark.driver.extraClassPath")
+    conf["spark.driver.extraClassPath"] = os.pathsep.join([paths, jar]) if paths else jar
+    for key, name in LOCAL_FS_CONF.items():
+        conf.setdefault(key, name)
 
 
 # The driver's heap by the bytes a job reads, when nothing sets `spark.driver.memory`. The
@@ -395,6 +420,7 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
         # the Python workers import the installed pyspark, not its zip (`python_daemon`);
         # a master from $PYSPARK_SUBMIT_ARGS is not in `conf`: Spark's daemon then
         conf.setdefault("spark.python.daemon.module", "kraftlake.python_daemon")
+        _local_fs(conf)
     launcher = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if input_bytes is not None and "spark.driver.memory" not in conf \
             and "--driver-memory" not in launcher and "spark.driver.memory" not in launcher:
