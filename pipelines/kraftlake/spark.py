@@ -168,6 +168,11 @@ def _local_fs(conf: dict[str, str]) -> None:
         conf.setdefault(key, name)
 
 
+def _extra_class_path(conf: dict[str, str]) -> list[str]:
+    """The driver's class path entries the conf puts before Spark's jars."""
+    return [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
+
+
 # The driver's heap by the bytes a job reads, when nothing sets `spark.driver.memory`. The
 # rows never gather in the driver (the fold runs in the executors' Python workers, the
 # decoded source and the work frames are on disk), so the heap holds Spark's and Delta's
@@ -262,7 +267,8 @@ def _launch(conf: dict[str, str], short: bool) -> None:
 
     if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
-    archive = ClassArchive(Path(_find_spark_home()) / "jars")
+    archive = ClassArchive(Path(_find_spark_home()) / "jars",
+                           extra=_extra_class_path(conf))
     options = [*(SHORT_JOB_JVM_OPTIONS if short else ()), *archive.jvm_options(write=short)]
     if options:
         conf[JAVA_OPTIONS_CONF] = " ".join(filter(None, [conf.get(JAVA_OPTIONS_CONF),
@@ -420,7 +426,8 @@ def get_spark(cfg: Config | None = None, master: str | None = None,
         # the Python workers import the installed pyspark, not its zip (`python_daemon`);
         # a master from $PYSPARK_SUBMIT_ARGS is not in `conf`: Spark's daemon then
         conf.setdefault("spark.python.daemon.module", "kraftlake.python_daemon")
-        _local_fs(conf)
+        if conf["spark.master"] == "local" or conf["spark.master"].startswith("local["):
+            _local_fs(conf)  # not local-cluster[...], whose executors are JVMs of their own
     launcher = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if input_bytes is not None and "spark.driver.memory" not in conf \
             and "--driver-memory" not in launcher and "spark.driver.memory" not in launcher:

@@ -17,6 +17,7 @@ from pyspark.find_spark_home import _find_spark_home
 
 from kraftlake.jvm import _cache_dir, resolve
 from kraftlake.jvm.cds import DYNAMIC_MAGIC, UNUSED_DAYS, ClassArchive, archive_key, is_archive
+from kraftlake.jvm.localfs import local_fs_jar
 from tests.conftest import cli_env, launch_command
 from tests.polling import wait_until
 
@@ -86,8 +87,9 @@ def _jvm_cache_without_archive(cache: Path) -> Path:
     user's setup. An empty cache would also resolve the Delta jars with Maven in that job's
     process: 5.8 CPU s of a JVM this test is not about."""
     resolve("delta")  # the test process's cache holds the list from here on
+    local_fs_jar()  # and the local file system's jar, which setup compiles
     cache.mkdir()
-    for listing in _cache_dir().glob("*.classpath"):
+    for listing in [*_cache_dir().glob("*.classpath"), *_cache_dir().glob("*.jar")]:
         shutil.copy(listing, cache)
     return cache
 
@@ -108,6 +110,21 @@ def test_a_jar_changed_at_its_path_gets_a_new_archive(tmp_path: Path) -> None:
     assert archive_key(jars) == key
     os.utime(jars / "spark-core.jar", ns=(10**18, 10**18))
     assert archive_key(jars) != key
+
+
+def test_a_jar_before_sparks_on_the_class_path_gets_an_archive_of_its_own(tmp_path: Path
+                                                                            ) -> None:
+    """The driver's extra class path (kraftlake's local file system) comes first on the
+    class path Java checks: with it, without it, or with it built again, another archive."""
+    jars, ours = tmp_path / "jars", tmp_path / "local-fs.jar"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"PK")
+    ours.write_bytes(b"PK")
+    key = archive_key(jars, [str(ours)])
+    assert key not in (None, archive_key(jars))
+    assert archive_key(jars, [str(ours)]) == key
+    os.utime(ours, ns=(10**18, 10**18))
+    assert archive_key(jars, [str(ours)]) != key
 
 
 def _sql(lake: Path, cache: Path, state: Path) -> subprocess.CompletedProcess[str]:
@@ -155,7 +172,9 @@ def test_the_first_short_job_writes_it_the_next_uses_it_a_broken_one_is_ignored(
     with archive.open("rb") as src, broken.open("wb") as dst:
         dst.write(src.read(4) + b"\x5a" * 4096 + src.read(archive.stat().st_size // 2))
     os.replace(broken, archive)
-    options = ClassArchive(JARS, archive.parent).jvm_options(write=True)
+    extra = [str(cache / Path(local_fs_jar()).name)]  # the sql's extra class path
+    assert class_path.startswith(extra[0])
+    options = ClassArchive(JARS, archive.parent, extra).jvm_options(write=True)
     assert options[0] == f"-XX:SharedArchiveFile={archive}", options
     refused = subprocess.run([java, options[0], "-Xshare:on", "-cp", class_path, "-version"],
                              capture_output=True, text=True, check=False)

@@ -22,9 +22,11 @@ What makes it safe:
   ended and the file whole (the dynamic-archive magic at its start, which Java writes last)
   renames it into place, and one that finds it broken deletes it;
 - the archive's name carries a digest of what it depends on: the `java` that runs (path,
-  size, change time: a JVM upgrade gets a new archive) and Spark's jar directory (its path
+  size, change time: a JVM upgrade gets a new archive), Spark's jar directory (its path
   and each jar's name, size and change time: another pyspark, another virtual environment,
-  or the same one made again at the same path gets a new one). Java checks the same (its
+  or the same one made again at the same path gets a new one), and the jars the driver's
+  class path puts before Spark's (`spark.driver.extraClassPath`: kraftlake's local file
+  system, built again when its source changes). Java checks the same (its
   build, the class path, each jar's size and time) and runs without an archive that does
   not match or is broken (`-Xshare:auto`, its default); its messages about that are
   switched off (`-Xlog:cds*=off`), so a digest that missed what Java checks would leave
@@ -47,6 +49,7 @@ import hashlib
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from . import _cache_dir
@@ -68,8 +71,10 @@ def _java() -> Path | None:
     return Path(found).resolve() if found and Path(found).exists() else None
 
 
-def archive_key(spark_jars: Path) -> str | None:
-    """A digest of what an archive is valid for (None: no java found, no archive)."""
+def archive_key(spark_jars: Path, extra: Sequence[str] = ()) -> str | None:
+    """A digest of what an archive is valid for (None: no java found, no archive). `extra`:
+    the driver's class path before Spark's jars (`spark.driver.extraClassPath`, such as
+    kraftlake's local file system, `jvm/localfs.py`)."""
     java = _java()
     if java is None or not spark_jars.is_dir():
         return None
@@ -81,6 +86,9 @@ def archive_key(spark_jars: Path) -> str | None:
         # virtual environment made anew) has the same names and new times
         js = jar.stat()
         digest.update(f"{jar.name}|{js.st_size}|{js.st_mtime_ns}".encode())
+    for entry in extra:  # their paths too: they come first on the class path Java checks
+        es = Path(entry).stat() if Path(entry).exists() else None
+        digest.update(f"{entry}|{es and es.st_size}|{es and es.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
 
 
@@ -104,10 +112,12 @@ def is_archive(path: Path) -> bool:
 
 
 class ClassArchive:
-    """The archive of one (java, Spark) pair: the JVM options that use it or write it."""
+    """The archive of one (java, Spark) pair, and the jars the driver's class path puts
+    before Spark's (`archive_key`): the JVM options that use it or write it."""
 
-    def __init__(self, spark_jars: Path, directory: Path | None = None) -> None:
-        self.key = archive_key(spark_jars)
+    def __init__(self, spark_jars: Path, directory: Path | None = None,
+                 extra: Sequence[str] = ()) -> None:
+        self.key = archive_key(spark_jars, extra)
         self.path = (directory or archive_dir()) / f"spark-{self.key}.jsa"
         self._claim: Path | None = None
 
