@@ -1,9 +1,10 @@
 """`python -m kraftlake.jvm [SET...]`: resolve the pinned jar sets once (setup), and build
 kraftlake's own classes with them: the s3a lake's LogStore (`jvm/logstore.py`) and the local
 file system (`jvm/localfs.py`). `s3-logstore` or `local-fs` alone builds that jar and prints
-it (what to give `spark-submit --jars`). Setup without a JDK's javac says so in one line and
-succeeds: only an `s3a://` lake needs the LogStore, and its first job says the same; a
-session without the local file system's jar uses Hadoop's own."""
+it (what to give `spark-submit`: `--jars` for the LogStore, `--driver-class-path` with the
+two settings `jvm/localfs.py` names for the file system). Setup without a JDK's javac says
+so in one line and succeeds: only an `s3a://` lake needs the LogStore, and its first job
+says the same; a session without the local file system's jar uses Hadoop's own."""
 
 import sys
 from collections.abc import Callable

@@ -1,5 +1,5 @@
 """Hadoop's local file system without a shell command per file written (`LocalFiles.java`),
-for every session that writes a local lake.
+for the sessions of a local master.
 
 Without Hadoop's native library, which no Maven artifact carries, Hadoop's file:// file system
 runs `chmod` for each file it creates and `readlink` for each rename: a Delta commit on a
