@@ -71,11 +71,9 @@ def load() -> str:
 def prime_class_archive(lake: str) -> None:
     """Make sure the class-data archive exists (`kraftlake.jvm.cds`): a first `sql` writes it
     after its answer, in its JVM's exit; wait for that JVM."""
-    from pyspark.find_spark_home import _find_spark_home
+    from kraftlake.spark import class_archive
 
-    from kraftlake.jvm.cds import ClassArchive
-
-    archive = ClassArchive(Path(_find_spark_home()) / "jars")
+    archive = class_archive()
     if archive.path.exists():
         row("class-data archive: present", note=str(archive.path))
         return

@@ -53,6 +53,7 @@ from pyspark.sql import SparkSession
 
 from .config import Config, load_config
 from .jvm import JarResolutionError, resolve
+from .jvm.javac import spark_jars
 from .jvm.localfs import CLASSES as LOCAL_FS_CLASSES
 from .jvm.localfs import CONF as LOCAL_FS_CONF
 from .jvm.localfs import local_fs_jar
@@ -68,6 +69,8 @@ from .uris import s3_options
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaGateway
     from pyspark import SparkConf
+
+    from .jvm.cds import ClassArchive
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -168,9 +171,18 @@ def _local_fs(conf: dict[str, str]) -> None:
         conf.setdefault(key, name)
 
 
-def _extra_class_path(conf: dict[str, str]) -> list[str]:
-    """The driver's class path entries the conf puts before Spark's jars."""
-    return [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
+def class_archive(conf: dict[str, str] | None = None) -> ClassArchive:
+    """The class-data archive (`jvm.cds`) the JVM of a session of `conf` maps or writes:
+    Java's, keyed by Spark's jars and by the class path `conf` puts before them
+    (`spark.driver.extraClassPath`). Without `conf`, a local session's, kraftlake's local
+    file system first on its class path (`_local_fs`): what a benchmark waits for."""
+    from .jvm.cds import ClassArchive
+
+    if conf is None:
+        conf = {}
+        _local_fs(conf)
+    extra = [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
+    return ClassArchive(spark_jars(), extra=extra)
 
 
 # The driver's heap by the bytes a job reads, when nothing sets `spark.driver.memory`. The
@@ -261,14 +273,9 @@ def _launch(conf: dict[str, str], short: bool) -> None:
     gateway launched here first, with the same settings, is the one that context then uses.
     """
     from pyspark import SparkConf, SparkContext
-    from pyspark.find_spark_home import _find_spark_home
-
-    from .jvm.cds import ClassArchive
-
     if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
-    archive = ClassArchive(Path(_find_spark_home()) / "jars",
-                           extra=_extra_class_path(conf))
+    archive = class_archive(conf)
     options = [*(SHORT_JOB_JVM_OPTIONS if short else ()), *archive.jvm_options(write=short)]
     if options:
         conf[JAVA_OPTIONS_CONF] = " ".join(filter(None, [conf.get(JAVA_OPTIONS_CONF),
