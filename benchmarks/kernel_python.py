@@ -17,12 +17,18 @@ the same input and the same Arrow memory pool. The yardsticks, per partition ste
 replay's fold (`reference/replay.py` applying the log's records, decoded beforehand: issue
 59's), and the same fold with each step's events and trouble kinds by the rules the kernel
 applies (`Step.events`, `trouble_kinds`), the kernel's work less its
-rows. Prints figures; asserts nothing about time.
+rows. And the floor under any Python kernel of these rules (`floor`): the rules a change
+must go through (`from_record` / `merge`, `step_events`, `trouble_kinds`) in the plainest
+loop over the kernel's own input, and that input read as `fold_batches` reads it (the Arrow
+in); then the conversion of the output rows' values alone (each column the kernel converts
+row by row made Python values and timed back into Arrow). Prints figures; asserts nothing
+about time.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import pickle
 import shutil
@@ -34,6 +40,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.feather as feather
 from pyspark.sql import functions as F
 
@@ -42,6 +49,9 @@ from kraftlake.config import load_config
 from kraftlake.fold import kernel
 from kraftlake.fold.context import cluster_contexts
 from kraftlake.jobs.batch import ingest
+from kraftlake.kraft.events import CHANGED, CREATED, step_events
+from kraftlake.kraft.partition import LRS_NO_CHANGE, NO_LEADER_CHANGE, PartitionRegistration
+from kraftlake.kraft.troubles import trouble_kinds
 from kraftlake.lake.delta import Lake
 from kraftlake.spark import get_spark
 
@@ -74,6 +84,67 @@ def fold(k: ModuleType, rows: pa.Table, contexts: dict, schema: pa.Schema
     t0 = time.process_time()
     out = list(k.fold_batches(contexts, schema, batches))
     return time.process_time() - t0, pa.Table.from_batches(out, schema)
+
+
+def floor(rows: pa.Table, contexts: dict, out: pa.Table) -> tuple[float, float, float]:
+    """CPU seconds of what any Python kernel of these rules pays (cycle collector paused, as
+    the kernel's is): reading `rows` as `fold_batches` does, the rules of each change (a
+    partition's first row a creation, every other a change; min.insync.replicas and
+    metadata.version the context's at its first row), and converting the values of the
+    kernel's output `out` from Python lists to Arrow (the columns it converts row by row:
+    not those it takes from its input or from the timeline, nor those it converts once per
+    run). A lower bound: no state, event or interval row is made, no partition's
+    bookkeeping done."""
+    gc.disable()
+    try:
+        t0 = time.process_time()
+        window = kernel._Window()
+        inputs = [kernel._input(b, window.add(b)) for b in rows.to_batches(max_chunksize=10_000)]
+        t1 = time.process_time()
+        for r in inputs:
+            _rules(r, contexts)
+        t2 = time.process_time()
+        values = []
+        made = kernel._Output(window)
+        for kind in kernel.TABLES:
+            rows_of = getattr(made, kind)  # what the kernel does not convert row by row
+            skip = {*rows_of.inputs, *rows_of.taken, *rows_of.runs}
+            struct = out.filter(pc.equal(out["out"], kind)).column(kind).combine_chunks()
+            values += [(struct.field(i).to_pylist(), f.type)
+                       for i, f in enumerate(struct.type) if f.name not in skip]
+        t3 = time.process_time()
+        for pylist, type_ in values:
+            pa.array(pylist, type_)
+        t4 = time.process_time()
+    finally:
+        gc.enable()
+    return t1 - t0, t2 - t1, t4 - t3
+
+
+def _rules(r: kernel._Input, contexts: dict) -> None:
+    """`floor`'s rules over one input batch's rows."""
+    empty = kernel.empty_context(1)
+    fields, leaders, lrss = r.fields, r.leader, r.leader_recovery_state
+    key: tuple | None = None
+    state: PartitionRegistration | None = None
+    min_isr = mv = None
+    for i in range(len(r)):
+        if r.key(i) != key:
+            key, state = r.key(i), None
+            ctx = contexts.get(r.cluster_id[i], empty)
+            name = ctx.topic_names.get(r.topic_id[i])
+            min_isr, mv = ctx.min_isr(name, r.offset[i], r.seq[i]), \
+                ctx.mv_span(r.offset[i], r.seq[i])[0]
+        if state is None:
+            new, kind = PartitionRegistration.from_record(fields[i]), CREATED
+        else:
+            new, kind = state.merge(fields[i])[0], CHANGED
+        leader, lrs = leaders[i], lrss[i]
+        step_events(kind, state, new, min_isr=min_isr, metadata_version=mv,
+                    leader_field=NO_LEADER_CHANGE if leader is None else leader,
+                    lrs_field=LRS_NO_CHANGE if lrs is None else lrs)
+        trouble_kinds(new, min_isr)
+        state = new
 
 
 def fold_saved(saved: Path) -> int:
@@ -145,6 +216,11 @@ def compare(args: argparse.Namespace, kernels: dict[str, ModuleType | Path], sav
                 k, rows, contexts, schema)
             best[name] = min(best.get(name, cpu), cpu)
             print(f"{name}: {cpu:.2f} CPU s", flush=True)
+    floors = [floor(rows, contexts, outputs["this checkout"]) for _ in range(args.rounds)]
+    read, rules, convert = (min(f[i] for f in floors) / rows.num_rows * 1e6 for i in range(3))
+    print(f"floor: the Arrow in {read:.1f} us and the rules {rules:.1f} us a change "
+          f"({read + rules:.1f} us), the output's values into Arrow {convert:.1f} us: "
+          f"{read + rules + convert:.1f} us a change before any bookkeeping")
     for name, cpu in best.items():
         print(f"kernel ({name}): {rows.num_rows:,} input rows -> {outputs[name].num_rows:,} "
               f"output rows, best {cpu:.2f} CPU s, {cpu / rows.num_rows * 1e6:.1f} us a change")
