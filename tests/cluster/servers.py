@@ -84,13 +84,16 @@ def _spark_class(cls: str, *args: str, log: Path, env: dict[str, str]) -> subpro
 
 
 @contextmanager
-def spark_standalone(work: Path, workers: int = 2, java_options: str = "") -> Iterator[str]:
+def spark_standalone(work: Path, workers: int = 2, java_options: str = "",
+                     class_path: str = "") -> Iterator[str]:
     """A master and `workers` workers (1 core, 1 GiB each); yields the master URL.
-    `java_options`: the daemons' own JVM options (SPARK_DAEMON_JAVA_OPTS), not the
-    executors' (a job's `spark.executor.extraJavaOptions`)."""
+    `java_options` / `class_path`: the daemons' own JVM options and the class path before
+    Spark's jars (SPARK_DAEMON_JAVA_OPTS, SPARK_DAEMON_CLASSPATH), not the executors' (a
+    job's `spark.executor.extraJavaOptions` / `extraClassPath`)."""
     port = free_port()
     env = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "SPARK_LOG_DIR": str(work), "SPARK_DAEMON_JAVA_OPTS": java_options}
+           "SPARK_LOG_DIR": str(work), "SPARK_DAEMON_JAVA_OPTS": java_options,
+           "SPARK_DAEMON_CLASSPATH": class_path}
     procs = [_spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                           "--port", str(port), "--webui-port", str(free_port()),
                           log=work / "master.log", env=env)]
