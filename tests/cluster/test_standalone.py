@@ -37,25 +37,27 @@ def _jvm_options() -> str:
     this module: C1 alone and the serial collector, as kraftlake gives a short job's driver
     (`kraftlake.spark.SHORT_JOB_JVM_OPTIONS`), and Spark's classes mapped from kraftlake's
     class-data archive (`kraftlake.jvm.cds`) when one is there: the one the suite's local
-    sessions write, whose class path these JVMs are given (`CLASS_PATH`). The executors and
+    sessions write, whose class path these JVMs are given (`_class_path`). The executors and
     daemons of one cluster ingest took 29-33 CPU s with C1 alone, 28-30 with the serial
     collector too, 21-24 with the archive as well (two runs each, alternating, load
     10-20)."""
     return " ".join([C1_ONLY, "-XX:+UseSerialGC", *class_archive().jvm_options(write=False)])
 
 
-# Before Spark's jars on the class path of every JVM of the cluster, the driver's included:
-# kraftlake's local file system (`jvm/localfs.py`), as a local session has it. No conf names
-# it for a cluster, so no class of it is used; it is there because Java maps a class-data
-# archive only for the class path it was written with, and the local sessions write it.
-CLASS_PATH = local_fs_jar()
+def _class_path() -> str:
+    """What goes before Spark's jars on the class path of every JVM of the cluster, the
+    driver's included: kraftlake's local file system (`jvm/localfs.py`), as a local session
+    has it. No conf names it for a cluster, so no class of it is used; it is there because
+    Java maps a class-data archive only for the class path it was written with, and the
+    local sessions write it."""
+    return local_fs_jar()
 
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     """The master's URL and the cluster's directory (a `worker-<i>` work dir per worker)."""
     work = tmp_path_factory.mktemp("standalone")
-    with spark_standalone(work, java_options=_jvm_options(), class_path=CLASS_PATH) as url:
+    with spark_standalone(work, java_options=_jvm_options(), class_path=_class_path()) as url:
         yield url, work
 
 
@@ -117,7 +119,8 @@ def cluster_lakes(master, tmp_path_factory
     conf.write_text(yaml.safe_dump({"spark": {"conf": {
         **SHORT_JOB_CONF, **SEVERAL_PARTITIONS,  # the kernel's tasks on both workers
         "spark.executor.extraJavaOptions": _jvm_options(),
-        "spark.executor.extraClassPath": CLASS_PATH, "spark.driver.extraClassPath": CLASS_PATH,
+        "spark.executor.extraClassPath": _class_path(),
+        "spark.driver.extraClassPath": _class_path(),
     }}}))
     lakes = [work / f"{job[0]}-lake" for job in JOBS]
     stream_batch = (lakes[1] / KRAFTLAKE_DIR / "checkpoints" / CLUSTER_ID / "spark" / "offsets"
