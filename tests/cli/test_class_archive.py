@@ -13,15 +13,14 @@ import sys
 import time
 from pathlib import Path
 
-from pyspark.find_spark_home import _find_spark_home
-
 from kraftlake.jvm import _cache_dir, resolve
 from kraftlake.jvm.cds import DYNAMIC_MAGIC, UNUSED_DAYS, ClassArchive, archive_key, is_archive
+from kraftlake.jvm.javac import spark_jars
 from kraftlake.jvm.localfs import local_fs_jar
 from tests.conftest import cli_env, launch_command
 from tests.polling import wait_until
 
-JARS = Path(_find_spark_home()) / "jars"
+JARS = spark_jars()
 QUERY = "SELECT count(*) AS n FROM topics"
 
 

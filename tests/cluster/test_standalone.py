@@ -41,7 +41,8 @@ def _jvm_options() -> str:
     daemons of one cluster ingest took 29-33 CPU s with C1 alone, 28-30 with the serial
     collector too, 21-24 with the archive as well (two runs each, alternating, load
     10-20)."""
-    return " ".join([C1_ONLY, "-XX:+UseSerialGC", *class_archive().jvm_options(write=False)])
+    archive = class_archive({"spark.driver.extraClassPath": _class_path()})
+    return " ".join([C1_ONLY, "-XX:+UseSerialGC", *archive.jvm_options(write=False)])
 
 
 def _class_path() -> str:
